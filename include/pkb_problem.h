@@ -1,0 +1,137 @@
+/*
+ * pkb_problem.h -- how a problem describes itself to the harness.
+ *
+ * Every folder problems/NNN_name/ has a problem.c (plain C11, compiled into
+ * the pkb binary; the Makefile finds it by glob) that defines
+ *
+ *     const struct pkb_problem pkb_problem_NNN = { ... };
+ *
+ * The descriptor says what the problem is (id, name, category, origin), for
+ * which world sizes it is valid, and -- through describe() -- the tensors each
+ * rank holds at a given (W, M, N, dtype): names, dtypes and shapes in the
+ * original's positional order, how the harness fills inputs, and how outputs
+ * are compared. Nothing about a problem is written anywhere else.
+ *
+ * docs/PROBLEMS.md walks through adding one; docs/TOLERANCE.md explains the
+ * comparison model behind struct pkb_tol.
+ */
+#ifndef PKB_PROBLEM_H
+#define PKB_PROBLEM_H
+
+#include <stdint.h>
+#include "pkb.h"   /* defines: pkb_dtype, PKB_MAX_DIMS */
+
+#define PKB_MAX_TENSORS 16
+#define PKB_MAX_PARAMS 16
+#define PKB_NAME_MAX 48
+
+/* How the harness fills an input, on the device, from a counter-based
+ * generator keyed by (seed, problem, trial, rank, tensor). Values differ per
+ * rank and per trial for every distribution. */
+enum pkb_dist_kind {
+	PKB_DIST_NORMAL = 0,  /* a = mean, b = standard deviation */
+	PKB_DIST_UNIFORM,     /* uniform in [a, b) */
+	PKB_DIST_RANDINT,     /* integers uniform in [a, b) (any dtype) */
+	PKB_DIST_HOST,        /* the problem's gen_host() fills it on the host */
+};
+
+struct pkb_dist {
+	enum pkb_dist_kind kind;
+	double a, b;
+};
+
+/* Comparison of one output (docs/TOLERANCE.md). An element passes when
+ *   |c - r| <= atol + rtol*|r| + terms * u * amax(ref)
+ * with u the unit roundoff of the output dtype; NaN or Inf must match the
+ * reference exactly. `terms` counts the rounded summands that may be added in
+ * a different order (W for a sum over ranks). The whole output must also have
+ * ||c - r||_2 <= l2 * ||r||_2 (a broad loss of precision fails even where each
+ * element is inside its bound). Zero fields take the dtype's defaults;
+ * exact = 1 asks for bit equality (integers, pure data movement). */
+struct pkb_tol {
+	double rtol;
+	double atol;
+	double terms;
+	double l2;
+	int exact;
+};
+
+struct pkb_tensor_desc {
+	char name[PKB_NAME_MAX];
+	pkb_dtype dtype;
+	int ndim;
+	int64_t shape[PKB_MAX_DIMS];
+	struct pkb_dist dist;     /* inputs */
+	int same_on_all_ranks;    /* inputs: the rank is left out of the key, so
+				     every rank draws the same content (the
+				     original seeded some inputs with rank 0) */
+	struct pkb_tol tol;       /* outputs */
+};
+
+struct pkb_param_desc {
+	char name[PKB_NAME_MAX];
+	double value;
+};
+
+/* One problem instance: what describe() gets. */
+struct pkb_dims {
+	int world;
+	int rank;        /* shapes may differ per rank (variable-length shards) */
+	int64_t m, n;    /* the base shape */
+	pkb_dtype dtype; /* the harness dtype */
+	int trial;       /* a few problems change layout with the trial */
+};
+
+/* What describe() fills, through the pkb_io_* helpers below. */
+struct pkb_io {
+	int n_in, n_out, n_params;
+	struct pkb_tensor_desc in[PKB_MAX_TENSORS];
+	struct pkb_tensor_desc out[PKB_MAX_TENSORS];
+	struct pkb_param_desc params[PKB_MAX_PARAMS];
+	char err[160];   /* why describe() refused these dims */
+};
+
+struct pkb_problem {
+	int id;
+	const char *name;        /* folder name without the id: "allreduce" */
+	const char *title;
+	const char *category;    /* "Collective Primitive", "Tensor Parallel", ... */
+	const char *origin;      /* the system the problem comes from */
+	uint64_t worlds;         /* bit W set: valid at world size W */
+	/* Fill io for dims d; return 0, or -1 with io->err set when d is not a
+	 * valid instance (a W the problem cannot split by, say). */
+	int (*describe)(const struct pkb_dims *d, struct pkb_io *io);
+	/* Fill input `index` (dist PKB_DIST_HOST) in host memory: structured
+	 * inputs such as routings or graphs. `seed` is already mixed with the
+	 * problem, trial, rank and tensor. May be NULL. */
+	int (*gen_host)(const struct pkb_dims *d, int index, uint64_t seed,
+			void *buf, size_t bytes);
+	const char *folder;      /* set by the harness at discovery */
+};
+
+#define PKB_WORLD(w) (1ull << (w))
+/* every world size from 2 to 63 */
+#define PKB_WORLDS_ANY (~0ull & ~3ull & ~(1ull << 63))
+
+/* ---- helpers for describe() ---------------------------------------------- */
+
+struct pkb_tensor_desc *pkb_io_input(struct pkb_io *io, const char *name, pkb_dtype t,
+				     struct pkb_dist dist, int ndim, const int64_t *shape);
+struct pkb_tensor_desc *pkb_io_output(struct pkb_io *io, const char *name, pkb_dtype t,
+				      struct pkb_tol tol, int ndim, const int64_t *shape);
+void pkb_io_param(struct pkb_io *io, const char *name, double value);
+int pkb_io_fail(struct pkb_io *io, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define PKB_SHAPE(...) (sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
+	((const int64_t[]){__VA_ARGS__})
+#define PKB_NORMAL(mean, std) ((struct pkb_dist){ PKB_DIST_NORMAL, (mean), (std) })
+#define PKB_UNIFORM(lo, hi)  ((struct pkb_dist){ PKB_DIST_UNIFORM, (lo), (hi) })
+#define PKB_RANDINT(lo, hi)  ((struct pkb_dist){ PKB_DIST_RANDINT, (lo), (hi) })
+#define PKB_HOSTGEN          ((struct pkb_dist){ PKB_DIST_HOST, 0, 0 })
+#define PKB_TOL_DEFAULT      ((struct pkb_tol){ 0 })
+#define PKB_TOL_EXACT        ((struct pkb_tol){ .exact = 1 })
+/* a sum of `k` rounded terms, in any order (a reduction over k ranks) */
+#define PKB_TOL_SUM(k)       ((struct pkb_tol){ .terms = (k) })
+
+#endif /* PKB_PROBLEM_H */
