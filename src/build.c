@@ -1,0 +1,191 @@
+/*
+ * build.c -- see build.h. nvcc runs as a child with its output in a log
+ * file; the parent polls it against the compile deadline and kills its
+ * process group on expiry. The .so is written under a temporary name and
+ * renamed into place, so concurrent builds of one key are safe.
+ */
+#define _GNU_SOURCE
+#include "build.h"
+#include "util.h"   /* defines: xstrfmt, read_file, now_ns, pkb_root */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void build_opts_init(struct build_opts *o)
+{
+	const char *arch = getenv("PKB_ARCH");
+	o->arch = arch && *arch ? arch : "sm_90a";
+	o->reference = 0;
+	o->timeout_s = 300;
+}
+
+const char *build_cache_dir(void)
+{
+	static char *dir;
+	if (!dir) {
+		const char *env = getenv("PKB_CACHE");
+		const char *home = getenv("HOME");
+		dir = env && *env ? xstrdup(env)
+		      : xstrfmt("%s/.cache/pkb", home && *home ? home : "/tmp");
+	}
+	return dir;
+}
+
+static const char *nvcc_path(void)
+{
+	static char *path;
+	if (!path) {
+		const char *home = getenv("CUDA_HOME");
+		char *cand = home && *home ? xstrfmt("%s/bin/nvcc", home) : NULL;
+		path = cand && access(cand, X_OK) == 0 ? cand : xstrdup("nvcc");
+		if (path != cand)
+			free(cand);
+	}
+	return path;
+}
+
+const char *build_nvcc_version(void)
+{
+	static char *ver;
+	if (ver)
+		return ver;
+	char *log = xstrfmt("%s/nvcc-version.%d", build_cache_dir(), (int)getpid());
+	mkdir_p(build_cache_dir());
+	char *argv[] = { (char *)nvcc_path(), "--version", NULL };
+	char *out = NULL;
+	if (run_logged(argv, log, 30) == 0)
+		out = read_file(log, NULL);
+	unlink(log);
+	free(log);
+	if (!out)
+		return ver = xstrdup("unknown");
+	/* keep the "Build cuda_..." line: it names the exact compiler */
+	char *line = strstr(out, "Build ");
+	ver = xstrdup(line ? line : out);
+	char *nl = strchr(ver, '\n');
+	if (nl)
+		*nl = 0;
+	free(out);
+	return ver;
+}
+
+static void hash_update_file(EVP_MD_CTX *md, const char *path)
+{
+	size_t len = 0;
+	char *buf = read_file(path, &len);
+	EVP_DigestUpdate(md, path, strlen(path) + 1);
+	if (buf)
+		EVP_DigestUpdate(md, buf, len);
+	free(buf);
+}
+
+int build_solution(const char *src, const struct build_opts *o, struct build_result *r)
+{
+	memset(r, 0, sizeof *r);
+	uint64_t t0 = now_ns();
+	size_t len;
+	char *text = read_file(src, &len);
+	if (!text) {
+		r->log = xstrfmt("cannot read '%s': %s", src, strerror(errno));
+		return 0;
+	}
+	char *inc = xstrfmt("%s/include", pkb_root());
+	char *gencode = xstrfmt("-gencode=arch=compute_%s,code=%s", o->arch + 3, o->arch);
+	r->flags = xstrfmt("nvcc -std=c++17 -O3 -lineinfo -Xcompiler -fPIC -shared --cudart shared "
+			   "%s -I%s -o OUT.so SRC.cu -lcublas -lcublasLt -lcurand%s",
+			   gencode, inc, o->reference ? " -lnccl" : "");
+
+	/* the key: source, ABI headers, flags, compiler */
+	unsigned char dg[32];
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+	EVP_DigestUpdate(md, text, len);
+	char *h1 = xstrfmt("%s/pkb.h", inc), *h2 = xstrfmt("%s/pkb_device.cuh", inc);
+	hash_update_file(md, h1);
+	hash_update_file(md, h2);
+	free(h1);
+	free(h2);
+	EVP_DigestUpdate(md, r->flags, strlen(r->flags));
+	const char *ver = build_nvcc_version();
+	EVP_DigestUpdate(md, ver, strlen(ver));
+	EVP_DigestFinal_ex(md, dg, NULL);
+	EVP_MD_CTX_free(md);
+	free(text);
+	for (int i = 0; i < 32; i++)
+		sprintf(r->key + 2 * i, "%02x", dg[i]);
+
+	const char *dir = build_cache_dir();
+	if (mkdir_p(dir) < 0) {
+		free(inc);
+		free(gencode);
+		return error("cannot create cache '%s': %s", dir, strerror(errno));
+	}
+	r->so_path = xstrfmt("%s/%s.so", dir, r->key);
+	struct stat st;
+	if (stat(r->so_path, &st) == 0 && st.st_size > 0) {
+		r->ok = r->cached = 1;
+		r->seconds = (double)(now_ns() - t0) / 1e9;
+		free(inc);
+		free(gencode);
+		return 0;
+	}
+
+	char *tmp = xstrfmt("%s/%s.%d.tmp.so", dir, r->key, (int)getpid());
+	char *log = xstrfmt("%s/%s.%d.log", dir, r->key, (int)getpid());
+	char *iflag = xstrfmt("-I%s", inc);
+	char *argv[24];
+	int a = 0;
+	argv[a++] = (char *)nvcc_path();
+	argv[a++] = "-std=c++17";
+	argv[a++] = "-O3";
+	argv[a++] = "-lineinfo";
+	argv[a++] = "-Xcompiler";
+	argv[a++] = "-fPIC";
+	argv[a++] = "-shared";
+	argv[a++] = "--cudart";
+	argv[a++] = "shared";
+	argv[a++] = gencode;
+	argv[a++] = iflag;
+	argv[a++] = "-o";
+	argv[a++] = tmp;
+	argv[a++] = (char *)src;
+	argv[a++] = "-lcublas";
+	argv[a++] = "-lcublasLt";
+	argv[a++] = "-lcurand";
+	if (o->reference)
+		argv[a++] = "-lnccl";
+	argv[a] = NULL;
+	int rc = run_logged(argv, log, o->timeout_s);
+	if (rc == 0 && rename(tmp, r->so_path) == 0) {
+		r->ok = 1;
+	} else {
+		r->timed_out = rc == -2;
+		char *out = read_file(log, NULL);
+		r->log = rc == -2 ? xstrfmt("compiler passed its %.0f s deadline", o->timeout_s)
+		       : out ? xstrdup(out) : xstrfmt("nvcc failed (status %d)", rc);
+		free(out);
+		unlink(tmp);
+	}
+	unlink(log);
+	free(log);
+	free(tmp);
+	free(iflag);
+	free(inc);
+	free(gencode);
+	r->seconds = (double)(now_ns() - t0) / 1e9;
+	return 0;
+}
+
+void build_result_free(struct build_result *r)
+{
+	free(r->so_path);
+	free(r->log);
+	free(r->flags);
+	memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,34 @@
+/*
+ * build.h -- compile a solution .cu into a shared object with nvcc, through
+ * a content-addressed cache: the key hashes the source, the ABI headers, the
+ * flags and the compiler's version, so a second build of an unchanged file
+ * compiles nothing.
+ */
+#ifndef PKB_BUILD_H
+#define PKB_BUILD_H
+
+struct build_opts {
+	const char *arch;        /* "sm_90a" */
+	int reference;           /* link NCCL */
+	double timeout_s;        /* the compile deadline */
+};
+
+struct build_result {
+	int ok;
+	int cached;              /* nothing was compiled */
+	int timed_out;
+	char key[65];
+	char *so_path;
+	char *log;               /* the compiler's output (on failure) */
+	char *flags;             /* the full command line, for the record */
+	double seconds;
+};
+
+void build_opts_init(struct build_opts *o);
+const char *build_cache_dir(void);    /* $PKB_CACHE or ~/.cache/pkb */
+/* 0 when a verdict was reached (see r->ok), -1 on an internal error */
+int build_solution(const char *src, const struct build_opts *o, struct build_result *r);
+void build_result_free(struct build_result *r);
+const char *build_nvcc_version(void);
+
+#endif

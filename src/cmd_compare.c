@@ -1,0 +1,234 @@
+/*
+ * cmd_compare.c -- `pkb compare DIR_A DIR_B` compares saved outputs
+ * (rank_R_outputs.safetensors, from `pkb run --save`) rank by rank with the
+ * problem's tolerance model; `pkb compare --inspect DIR` describes them.
+ */
+#include "cmds.h"
+#include "compare.h"
+#include "dtype.h"
+#include "exitcode.h"
+#include "problem.h"
+#include "safetensors.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+"usage: pkb compare DIR_A DIR_B [--atol A] [--rtol R] [--exact]\n"
+"   or: pkb compare --inspect DIR\n"
+"\n"
+"Compare the rank_R_outputs.safetensors files of two `pkb run --save` folders\n"
+"(DIR_A is the reference) with the problem's tolerances, or describe one folder.\n"
+"exit status: 0 all match, 3 a mismatch, 1 unreadable or incomparable files\n";
+
+static int list_outputs(const char *dir, int *ranks, int max)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		int r;
+		char tail[64];
+		if (sscanf(e->d_name, "rank_%d_%63s", &r, tail) == 2 &&
+		    !strcmp(tail, "outputs.safetensors") && n < max)
+			ranks[n++] = r;
+	}
+	closedir(d);
+	for (int i = 1; i < n; i++)   /* tiny insertion sort */
+		for (int j = i; j > 0 && ranks[j - 1] > ranks[j]; j--) {
+			int t = ranks[j];
+			ranks[j] = ranks[j - 1];
+			ranks[j - 1] = t;
+		}
+	return n;
+}
+
+static int inspect(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		error("cannot open '%s'", dir);
+		return PKB_EXIT_INPUT;
+	}
+	struct dirent *e;
+	int files = 0;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (l < 12 || strcmp(e->d_name + l - 12, ".safetensors"))
+			continue;
+		char *path = xstrfmt("%s/%s", dir, e->d_name);
+		struct st_file f;
+		char err[256];
+		if (st_read(path, &f, err, sizeof err) < 0) {
+			error("%s", err);
+			free(path);
+			closedir(d);
+			return PKB_EXIT_INPUT;
+		}
+		files++;
+		printf("%s", e->d_name);
+		for (int k = 0; k < f.n_meta; k++)
+			printf(" %s=%s", f.meta_keys[k], f.meta_vals[k]);
+		printf("\n");
+		for (int i = 0; i < f.n; i++) {
+			const struct st_tensor *t = &f.t[i];
+			int64_t n = (int64_t)(t->bytes / pkb_dtype_size(t->dtype));
+			double sum = 0, amax = 0;
+			int64_t bad = 0;
+			for (int64_t k = 0; k < n; k++) {
+				double v = dtype_load(t->dtype, t->data, k);
+				if (!isfinite(v)) {
+					bad++;
+					continue;
+				}
+				sum += fabs(v);
+				amax = fabs(v) > amax ? fabs(v) : amax;
+			}
+			char shape[128];
+			size_t off = (size_t)snprintf(shape, sizeof shape, "(");
+			for (int k = 0; k < t->ndim; k++)
+				off += (size_t)snprintf(shape + off, sizeof shape - off, "%s%lld",
+							k ? ", " : "", (long long)t->shape[k]);
+			snprintf(shape + off, sizeof shape - off, ")");
+			printf("  %-20s %-9s %-22s mean|x| %-11.5g max|x| %-11.5g nonfinite %lld\n",
+			       t->name, dtype_name(t->dtype), shape, n ? sum / (double)n : 0.0, amax,
+			       (long long)bad);
+		}
+		st_free(&f);
+		free(path);
+	}
+	closedir(d);
+	if (!files) {
+		error("no .safetensors files in '%s'", dir);
+		return PKB_EXIT_INPUT;
+	}
+	return 0;
+}
+
+/* the problem's tolerance for output `name`, from the files' metadata */
+static struct pkb_tol tol_for(const struct st_file *f, const char *name)
+{
+	struct pkb_tol none = PKB_TOL_DEFAULT;
+	const char *id = st_meta(f, "pkb_problem");
+	const struct pkb_problem *p = id ? problem_find(id) : NULL;
+	if (!p)
+		return none;
+	struct pkb_dims d = {
+		.world = atoi(st_meta(f, "world") ? st_meta(f, "world") : "0"),
+		.rank = atoi(st_meta(f, "rank") ? st_meta(f, "rank") : "0"),
+		.m = atoll(st_meta(f, "m") ? st_meta(f, "m") : "0"),
+		.n = atoll(st_meta(f, "n") ? st_meta(f, "n") : "0"),
+		.dtype = (pkb_dtype)dtype_parse(st_meta(f, "dtype") ? st_meta(f, "dtype") : "bf16"),
+		.trial = atoi(st_meta(f, "trial") ? st_meta(f, "trial") : "0"),
+	};
+	struct pkb_io io;
+	if (problem_describe(p, &d, &io) < 0)
+		return none;
+	for (int i = 0; i < io.n_out; i++)
+		if (!strcmp(io.out[i].name, name))
+			return io.out[i].tol;
+	return none;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "inspect", no_argument, NULL, 'i' },
+		{ "atol", required_argument, NULL, 'a' },
+		{ "rtol", required_argument, NULL, 'r' },
+		{ "exact", no_argument, NULL, 'e' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int do_inspect = 0, exact = 0, c;
+	double atol = -1, rtol = -1;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "ih", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i': do_inspect = 1; break;
+		case 'a': atol = atof(optarg); break;
+		case 'r': rtol = atof(optarg); break;
+		case 'e': exact = 1; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default: fputs(usage, stderr); return PKB_EXIT_USAGE;
+		}
+	}
+	if (do_inspect) {
+		if (argc - optind != 1) {
+			error("--inspect takes one folder");
+			return PKB_EXIT_USAGE;
+		}
+		return inspect(argv[optind]);
+	}
+	if (argc - optind != 2) {
+		error("compare takes two folders");
+		fputs(usage, stderr);
+		return PKB_EXIT_USAGE;
+	}
+	const char *da = argv[optind], *db = argv[optind + 1];
+	int ra[256], rb[256];
+	int na = list_outputs(da, ra, 256), nb = list_outputs(db, rb, 256);
+	if (na < 0 || nb < 0) {
+		error("cannot open '%s'", na < 0 ? da : db);
+		return PKB_EXIT_INPUT;
+	}
+	if (na == 0 || na != nb || memcmp(ra, rb, (size_t)na * sizeof(int))) {
+		error("'%s' and '%s' do not hold outputs of the same ranks (%d and %d files)", da,
+		      db, na, nb);
+		return PKB_EXIT_INPUT;
+	}
+	int bad = 0;
+	for (int i = 0; i < na; i++) {
+		char *pa = xstrfmt("%s/rank_%d_outputs.safetensors", da, ra[i]);
+		char *pb = xstrfmt("%s/rank_%d_outputs.safetensors", db, ra[i]);
+		struct st_file fa, fb;
+		char err[256];
+		if (st_read(pa, &fa, err, sizeof err) < 0 || st_read(pb, &fb, err, sizeof err) < 0) {
+			error("%s", err);
+			return PKB_EXIT_INPUT;
+		}
+		for (int k = 0; k < fa.n; k++) {
+			const struct st_tensor *a = &fa.t[k], *b = st_find(&fb, a->name);
+			if (!b || b->dtype != a->dtype || b->ndim != a->ndim ||
+			    memcmp(a->shape, b->shape, sizeof a->shape)) {
+				printf("rank %d %-20s incomparable: %s\n", ra[i], a->name,
+				       b ? "dtype or shape differs" : "missing in the second folder");
+				bad = bad ? bad : PKB_EXIT_INPUT;
+				continue;
+			}
+			struct pkb_tol tol = exact ? PKB_TOL_EXACT : tol_for(&fa, a->name);
+			if (atol >= 0)
+				tol.atol = atol, tol.exact = 0;
+			if (rtol >= 0)
+				tol.rtol = rtol, tol.exact = 0;
+			struct cmp_result r;
+			int64_t n = (int64_t)(a->bytes / pkb_dtype_size(a->dtype));
+			if (dtype_is_complex(a->dtype))
+				n /= 2;
+			int ok = compare_buffers(a->dtype, a->data, b->data, n, tol, &r);
+			printf("rank %d %-20s %s", ra[i], a->name, ok ? "match" : "MISMATCH");
+			if (!ok) {
+				printf(": %lld of %lld wrong", (long long)r.n_bad, (long long)r.n);
+				if (r.worst >= 0)
+					printf("; worst at %lld: %.6g vs %.6g (bound %.3g)",
+					       (long long)r.worst, r.worst_ref, r.worst_cand, r.worst_bound);
+				if (r.l2_failed)
+					printf("; L2 %.3g > %.3g", r.l2_rel, r.l2_limit);
+				bad = PKB_EXIT_MISMATCH;
+			}
+			printf("\n");
+		}
+		st_free(&fa);
+		st_free(&fb);
+		free(pa);
+		free(pb);
+	}
+	return bad;
+}

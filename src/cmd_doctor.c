@@ -1,0 +1,196 @@
+/*
+ * cmd_doctor.c -- `pkb doctor`: what this machine has for pkb (compiler,
+ * driver, GPUs, CUDA and NCCL versions, the peer-access / NVLink matrix),
+ * what is missing and how to fix it. The GPU questions go to a child
+ * (`pkb __probe`) so that the parent never touches CUDA.
+ */
+#include "build.h"
+#include "cmds.h"
+#include "exitcode.h"
+#include "job.h"
+#include "util.h"
+
+#include <cuda_runtime_api.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* the child: print one JSON object describing the GPUs */
+int cmd_probe(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	json_t *o = json_object();
+	int n = 0, rt = 0, drv = 0, nccl = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+	cudaRuntimeGetVersion(&rt);
+	cudaDriverGetVersion(&drv);
+	ncclGetVersion(&nccl);
+	json_object_set_new(o, "cuda_runtime", json_integer(rt));
+	json_object_set_new(o, "cuda_driver", json_integer(drv));
+	json_object_set_new(o, "nccl", json_integer(nccl));
+	if (e != cudaSuccess) {
+		json_object_set_new(o, "error", json_string(cudaGetErrorString(e)));
+		n = 0;
+	}
+	json_t *gpus = json_array(), *p2p = json_array();
+	for (int i = 0; i < n; i++) {
+		struct cudaDeviceProp p;
+		cudaGetDeviceProperties(&p, i);
+		json_array_append_new(gpus, json_pack("{s:i,s:s,s:s,s:I,s:i,s:i}", "index", i, "name",
+						      p.name, "cc", "", "memory_bytes",
+						      (json_int_t)p.totalGlobalMem, "sms",
+						      p.multiProcessorCount, "l2_bytes", p.l2CacheSize));
+		char cc[16];
+		snprintf(cc, sizeof cc, "%d.%d", p.major, p.minor);
+		json_object_set_new(json_array_get(gpus, (size_t)i), "cc", json_string(cc));
+		json_t *row = json_array();
+		for (int j = 0; j < n; j++) {
+			int can = 0, rank = -1;
+			if (i != j) {
+				cudaDeviceCanAccessPeer(&can, i, j);
+				cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, i, j);
+			}
+			json_array_append_new(row, json_pack("{s:b,s:i}", "peer", can, "perf_rank",
+							     rank));
+		}
+		json_array_append_new(p2p, row);
+	}
+	json_object_set_new(o, "gpus", gpus);
+	json_object_set_new(o, "p2p", p2p);
+	char *txt = json_dumps(o, JSON_COMPACT);
+	puts(txt);
+	free(txt);
+	json_decref(o);
+	return 0;
+}
+
+static const char usage[] =
+"usage: pkb doctor [--json FILE]\n"
+"\n"
+"Check this machine: compiler, driver, GPUs, CUDA and NCCL, peer access.\n"
+"exit status: 0 ready for multi-GPU runs, 9 something is missing\n";
+
+int cmd_doctor(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", required_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *json_path = NULL;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "j:h", longopts, NULL)) != -1) {
+		if (c == 'j')
+			json_path = optarg;
+		else if (c == 'h')
+			return fputs(usage, stdout), 0;
+		else
+			return fputs(usage, stderr), PKB_EXIT_USAGE;
+	}
+	int problems = 0;
+	json_t *rec = json_object();
+	const char *nvcc = build_nvcc_version();
+	printf("nvcc      %s\n", nvcc);
+	json_object_set_new(rec, "nvcc", json_string(nvcc));
+	if (!strcmp(nvcc, "unknown")) {
+		problems++;
+		printf("  missing: nvcc; install the CUDA toolkit and put its bin/ on PATH "
+		       "(or set CUDA_HOME)\n");
+	}
+	printf("nccl.h    %d.%d.%d (compiled against)\n", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+	char *drv = read_file("/proc/driver/nvidia/version", NULL);
+	if (drv) {
+		char *nl = strchr(drv, '\n');
+		if (nl)
+			*nl = 0;
+		printf("driver    %s\n", drv);
+		json_object_set_new(rec, "driver", json_string(drv));
+		free(drv);
+	} else {
+		printf("driver    none (no /proc/driver/nvidia)\n");
+	}
+	int g = gpu_count();
+	printf("gpus      %d visible\n", g);
+	json_object_set_new(rec, "gpu_count", json_integer(g));
+	if (g == 0) {
+		problems++;
+		printf("  missing: NVIDIA GPUs; pkb compiles and tests everything here, but run, "
+		       "eval and test-gpu need a machine with GPUs and the NVIDIA driver\n");
+	} else {
+		char *log = xstrfmt("/tmp/pkb-probe.%d.json", (int)getpid());
+		char *pargv[] = { (char *)pkb_self_exe(), "__probe", NULL };
+		int rc = run_logged(pargv, log, 60);
+		char *out = rc == 0 ? read_file(log, NULL) : NULL;
+		unlink(log);
+		free(log);
+		json_t *pr = out ? json_loads(out, 0, NULL) : NULL;
+		free(out);
+		if (!pr) {
+			problems++;
+			printf("  the GPU probe failed (status %d): CUDA cannot use the GPUs\n", rc);
+		} else {
+			int rt = (int)json_integer_value(json_object_get(pr, "cuda_runtime"));
+			int dv = (int)json_integer_value(json_object_get(pr, "cuda_driver"));
+			int nc = (int)json_integer_value(json_object_get(pr, "nccl"));
+			printf("cuda      runtime %d.%d, driver supports %d.%d\n", rt / 1000,
+			       rt % 1000 / 10, dv / 1000, dv % 1000 / 10);
+			printf("nccl      %d.%d.%d (loaded)\n", nc / 10000, nc / 100 % 100, nc % 100);
+			if (nc < 22800) {
+				problems++;
+				printf("  too old: NCCL >= 2.28 is needed (the device API)\n");
+			}
+			json_t *gpus = json_object_get(pr, "gpus"), *p2p = json_object_get(pr, "p2p");
+			size_t i;
+			json_t *gp;
+			json_array_foreach(gpus, i, gp)
+				printf("gpu %zu     %s, cc %s, %d SMs, %.0f GiB, L2 %.0f MiB\n", i,
+				       json_string_value(json_object_get(gp, "name")),
+				       json_string_value(json_object_get(gp, "cc")),
+				       (int)json_integer_value(json_object_get(gp, "sms")),
+				       (double)json_integer_value(json_object_get(gp, "memory_bytes")) / (1 << 30),
+				       (double)json_integer_value(json_object_get(gp, "l2_bytes")) / (1 << 20));
+			printf("peer access (P = peer, . = none; digit = NVLink performance rank):\n     ");
+			for (i = 0; i < json_array_size(p2p); i++)
+				printf("%3zu", i);
+			printf("\n");
+			int no_peer = 0;
+			for (i = 0; i < json_array_size(p2p); i++) {
+				printf("  %2zu ", i);
+				json_t *row = json_array_get(p2p, i);
+				for (size_t j = 0; j < json_array_size(row); j++) {
+					json_t *cell = json_array_get(row, j);
+					if (i == j)
+						printf("  X");
+					else if (json_is_true(json_object_get(cell, "peer")))
+						printf("  P");
+					else
+						printf("  ."), no_peer = 1;
+				}
+				printf("\n");
+			}
+			if (no_peer) {
+				problems++;
+				printf("  some GPU pairs have no peer access: candidates that use "
+				       "symmetric memory cannot run across them\n");
+			}
+			json_object_set_new(rec, "probe", pr);
+		}
+	}
+	const char *nvls = getenv("NCCL_NVLS_ENABLE");
+	printf("multicast NCCL_NVLS_ENABLE=%s (pkb sets 0 for every rank)\n", nvls ? nvls : "unset");
+	printf("%s\n", problems ? "not ready: see above" : "ready");
+	json_object_set_new(rec, "ready", json_boolean(!problems));
+	if (json_path) {
+		char *txt = json_dumps(rec, JSON_INDENT(1));
+		write_file_atomic(json_path, txt, strlen(txt));
+		free(txt);
+	}
+	json_decref(rec);
+	return problems ? PKB_EXIT_ENV : 0;
+}

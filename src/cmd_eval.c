@@ -1,0 +1,245 @@
+/*
+ * cmd_eval.c -- `pkb eval ID FILE.cu`: the candidate against the reference,
+ * on identical inputs, for every trial, in one launch of the rank processes;
+ * optionally timed against each other in the same launch.
+ */
+#include "build.h"      /* defines: struct build_result */
+#include "cmds.h"
+#include "exitcode.h"
+#include "job.h"        /* defines: job_opts, job_build, job_launch */
+#include "loader.h"     /* defines: loader_backend_valid */
+#include "report.h"
+#include "util.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage[] =
+"usage: pkb eval ID FILE.cu [options]\n"
+"\n"
+"Run the candidate FILE.cu and problem ID's reference on identical inputs for\n"
+"every trial, on every rank, in one launch, and compare every output.\n"
+"\n"
+"  -b, --backend B        what the candidate may use: cuda (default), or\n"
+"                         reference (NCCL too: for A/A checks)\n"
+"  -t, --trials K         trials (default 5), each with fresh inputs\n"
+"      --atol A, --rtol R override the problem's tolerances (docs/TOLERANCE.md)\n"
+JOB_OPTIONS_HELP
+"\n"
+"exit status: 0 pass, 3 mismatch, 4 compile_error, 5 load_refused,\n"
+"6 runtime_error, 7 timeout, 8 flagged, 9 no suitable GPU (docs/EXIT_CODES.md)\n";
+
+static int finish(struct job_opts *o, json_t *rec, enum pkb_outcome out, const char *msg)
+{
+	json_object_set_new(rec, "outcome", json_string(outcome_name(out)));
+	json_object_set_new(rec, "exit_code", json_integer(outcome_exit_code(out)));
+	if (msg && *msg)
+		json_object_set_new(rec, "message", json_string(msg));
+	if (o->json_path) {
+		char *txt = json_dumps(rec, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+		if (write_file_atomic(o->json_path, txt, strlen(txt)) < 0)
+			error("cannot write '%s'", o->json_path);
+		free(txt);
+	}
+	json_decref(rec);
+	printf("%s%s%s\n", outcome_name(out), msg && *msg ? ": " : "", msg ? msg : "");
+	return outcome_exit_code(out);
+}
+
+int cmd_eval(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "backend", required_argument, NULL, 'b' },
+		{ "trials", required_argument, NULL, 't' },
+		{ "atol", required_argument, NULL, 2001 },
+		{ "rtol", required_argument, NULL, 2002 },
+		JOB_LONG_OPTIONS,
+		{ 0 },
+	};
+	struct job_opts o;
+	job_opts_init(&o);
+	o.trials = 5;
+	const char *backend = "cuda";
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "b:t:g:d:j:qh", longopts, NULL)) != -1) {
+		int r = job_opt(&o, c, optarg);
+		if (r < 0)
+			return PKB_EXIT_USAGE;
+		if (r)
+			continue;
+		switch (c) {
+		case 'b': backend = optarg; break;
+		case 't':
+			o.trials = atoi(optarg);
+			if (o.trials < 1 || o.trials > 10000) {
+				error("--trials takes a count from 1 to 10000, not '%s'", optarg);
+				return PKB_EXIT_USAGE;
+			}
+			break;
+		case 2001:
+		case 2002: {
+			char *end;
+			double v = strtod(optarg, &end);
+			if (*end || v < 0) {
+				error("--%s takes a non-negative number", c == 2001 ? "atol" : "rtol");
+				return PKB_EXIT_USAGE;
+			}
+			*(c == 2001 ? &o.atol : &o.rtol) = v;
+			break;
+		}
+		case 'h': fputs(usage, stdout); return 0;
+		default: fputs(usage, stderr); return PKB_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2) {
+		error("eval takes a problem and a candidate file");
+		fputs(usage, stderr);
+		return PKB_EXIT_USAGE;
+	}
+	if (!loader_backend_valid(backend)) {
+		error("unknown backend '%s'", backend);
+		hint("candidates use --backend cuda; --backend reference (NCCL allowed) is for "
+		     "A/A checks of a reference against itself");
+		return PKB_EXIT_USAGE;
+	}
+	o.p = problem_find(argv[optind]);
+	if (!o.p) {
+		error("no problem '%s'", argv[optind]);
+		hint("'pkb list' shows the problems");
+		return PKB_EXIT_INPUT;
+	}
+	const char *cand_path = argv[optind + 1];
+	if (access(cand_path, R_OK) != 0) {
+		error("cannot read '%s'", cand_path);
+		return PKB_EXIT_INPUT;
+	}
+	struct pkb_io io;
+	if (job_resolve(&o, &io) < 0)
+		return PKB_EXIT_INPUT;
+
+	char *ref_path = problem_reference_path(o.p);
+	struct job_solution sols[2] = {
+		{ .role = "reference", .src = ref_path, .nccl = 1 },
+		{ .role = "candidate", .src = cand_path, .nccl = !strcmp(backend, "reference") },
+	};
+	json_t *rec = json_pack("{s:i,s:s,s:s,s:s,s:i,s:I,s:I,s:s,s:i,s:I,s:b}", "pkb_abi", PKB_ABI_VERSION,
+				"problem", o.p->name, "candidate", cand_path, "backend", backend,
+				"world", o.world, "m", (json_int_t)o.m, "n", (json_int_t)o.n,
+				"dtype", o.dtype, "trials", o.trials, "seed", (json_int_t)o.seed,
+				"measure_perf", o.measure_perf);
+	json_object_set_new(rec, "problem_id", json_integer(o.p->id));
+	char msg[4096] = "";
+	enum pkb_outcome out = job_build(&o, &sols[0], "reference", msg, sizeof msg);
+	if (out != OUT_PASS) {
+		free(ref_path);
+		char m2[4200];
+		snprintf(m2, sizeof m2, "the reference does not build: %s", msg);
+		return finish(&o, rec, OUT_INTERNAL, m2);
+	}
+	out = job_build(&o, &sols[1], backend, msg, sizeof msg);
+	json_object_set_new(rec, "compile_flags", json_string(sols[1].build->flags));
+	json_object_set_new(rec, "nvcc", json_string(build_nvcc_version()));
+	if (out != OUT_PASS) {
+		if (out == OUT_COMPILE_ERROR)
+			fprintf(stderr, "%s\n", msg);
+		/* the one-line verdict keeps the compiler's first error line */
+		char *first = strstr(msg, "error");
+		char line[512];
+		snprintf(line, sizeof line, "%.511s", first && out == OUT_COMPILE_ERROR ? first : msg);
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		if (out == OUT_COMPILE_ERROR)
+			json_object_set_new(rec, "compiler_output", json_string(msg));
+		free(ref_path);
+		return finish(&o, rec, out, line);
+	}
+
+	struct launch_result res;
+	struct job_records R = { 0 };
+	char *logs = NULL;
+	if (job_launch(&o, "eval", sols, 2, &res, &R, &logs) < 0) {
+		free(ref_path);
+		return finish(&o, rec, OUT_INTERNAL, "could not start the ranks");
+	}
+	json_object_set_new(rec, "launch", report_launch_json(&res));
+	json_object_set_new(rec, "trial_records", json_incref(R.trial));
+	out = res.outcome;
+	snprintf(msg, sizeof msg, "%s", res.message);
+	int passed = 0;
+	if (out == OUT_PASS) {
+		char m[1024];
+		if (report_trials(R.trial, o.world, m, sizeof m, &passed)) {
+			out = OUT_MISMATCH;
+			snprintf(msg, sizeof msg, "%s", m);
+		} else if (passed < o.trials) {
+			out = OUT_INTERNAL;
+			snprintf(msg, sizeof msg, "only %d of %d trials reported", passed, o.trials);
+		}
+	} else {
+		char m[1024];
+		report_trials(R.trial, o.world, m, sizeof m, &passed);
+	}
+	json_object_set_new(rec, "trials_passed", json_integer(passed));
+
+	if (out == OUT_PASS && o.measure_perf) {
+		struct perf_summary ref, cand;
+		report_perf(R.perf, "reference", o.world, o.iters, &ref);
+		report_perf(R.perf, "candidate", o.world, o.iters, &cand);
+		json_object_set_new(rec, "reference_perf", report_perf_json(&ref));
+		json_object_set_new(rec, "candidate_perf", report_perf_json(&cand));
+		double speedup = cand.st.median > 0 ? ref.st.median / cand.st.median : 0;
+		json_object_set_new(rec, "speedup", json_real(speedup));
+		if (!ref.ok || !cand.ok) {
+			out = OUT_INTERNAL;
+			snprintf(msg, sizeof msg, "timing records missing");
+		} else if (!cand.recheck_ok) {
+			out = OUT_MISMATCH;
+			snprintf(msg, sizeof msg, "%s", cand.recheck_msg);
+		} else if (cand.escaped) {
+			out = OUT_FLAGGED;
+			snprintf(msg, sizeof msg, "work escaped the timed stream: the host clock saw "
+				 "%.3f ms where the stream's events span %.3f ms", cand.host_ms,
+				 cand.span_ms);
+		} else {
+			printf("%-10s %10s %10s %10s %10s %10s %8s\n", "", "median_us", "mean_us",
+			       "min_us", "p90_us", "std_us", "skew_us");
+			struct perf_summary *rows[2] = { &ref, &cand };
+			const char *names[2] = { "reference", "candidate" };
+			for (int k = 0; k < 2; k++)
+				printf("%-10s %10.2f %10.2f %10.2f %10.2f %10.2f %8.2f\n", names[k],
+				       rows[k]->st.median * 1e3, rows[k]->st.mean * 1e3,
+				       rows[k]->st.min * 1e3, rows[k]->st.p90 * 1e3,
+				       rows[k]->st.std * 1e3, rows[k]->skew_ms * 1e3);
+			printf("speedup %.3fx (reference median / candidate median, n=%d, "
+			       "max over %d ranks, %d input groups)\n",
+			       speedup, cand.st.n, o.world, cand.groups);
+		}
+	}
+	json_object_set_new(rec, "log_dir", json_string(logs));
+	if (out == OUT_PASS && !o.keep_logs && !o.log_dir)
+		rm_rf(logs);
+	else if (out != OUT_PASS && res.culprit >= 0)
+		fprintf(stderr, "pkb: rank logs kept in %s (rank %d failed first)\n", logs,
+			res.culprit);
+	else if (out != OUT_PASS)
+		fprintf(stderr, "pkb: rank logs kept in %s\n", logs);
+	if (out == OUT_PASS)
+		snprintf(msg, sizeof msg, "%d of %d trials, every output of %d ranks", passed,
+			 o.trials, o.world);
+	json_decref(R.trial);
+	json_decref(R.run);
+	json_decref(R.perf);
+	launch_result_free(&res);
+	free(logs);
+	free(ref_path);
+	for (int i = 0; i < 2; i++) {
+		build_result_free(sols[i].build);
+		free(sols[i].build);
+	}
+	return finish(&o, rec, out, msg);
+}

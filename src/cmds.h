@@ -1,0 +1,17 @@
+/*
+ * cmds.h -- one function per subcommand, each in cmd_<verb>.c; the table
+ * that dispatches them is in main.c.
+ */
+#ifndef PKB_CMDS_H
+#define PKB_CMDS_H
+
+int cmd_list(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+int cmd_rank(int argc, char **argv);    /* internal: one rank process */
+int cmd_probe(int argc, char **argv);   /* internal: the GPU probe of doctor */
+
+#endif

@@ -1,0 +1,263 @@
+/*
+ * job.c -- see job.h.
+ */
+#define _GNU_SOURCE
+#include "job.h"
+#include "build.h"    /* defines: build_solution */
+#include "dtype.h"    /* defines: dtype_parse */
+#include "loader.h"   /* defines: loader_scan */
+#include "util.h"
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void job_opts_init(struct job_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->m = o->n = 1024;
+	o->dtype = "bf16";
+	o->seed = 42;
+	o->trials = 1;
+	o->atol = o->rtol = -1;
+	o->warmup = 500;
+	o->iters = 100;
+	o->compile_s = 300;
+	o->device_timeout_ms = 5000;
+	struct launch_opts lo;
+	launch_opts_init(&lo, 1);
+	memcpy(o->deadline_s, lo.deadline_s, sizeof o->deadline_s);
+}
+
+static int parse_ll(const char *s, long long lo, long long hi, long long *out)
+{
+	char *end;
+	long long v = strtoll(s, &end, 10);
+	if (end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int job_opt(struct job_opts *o, int c, const char *arg)
+{
+	long long v;
+	switch (c) {
+	case 'g':
+		if (parse_ll(arg, 1, 63, &v) < 0)
+			return error("--gpus takes a world size from 1 to 63, not '%s'", arg);
+		o->world = (int)v;
+		return 1;
+	case 'M':
+	case 'N':
+		if (parse_ll(arg, 1, 1ll << 40, &v) < 0)
+			return error("--%c takes a positive integer, not '%s'", c == 'M' ? 'm' : 'n',
+				     arg);
+		*(c == 'M' ? &o->m : &o->n) = v;
+		return 1;
+	case 'd': {
+		int t = dtype_parse(arg);
+		if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32)
+			return error("--dtype takes bf16, fp16 or fp32, not '%s'", arg);
+		o->dtype = dtype_name((pkb_dtype)t);
+		return 1;
+	}
+	case 1001:
+		if (parse_ll(arg, 0, (1ll << 62), &v) < 0)
+			return error("--seed takes a non-negative integer, not '%s'", arg);
+		o->seed = v;
+		return 1;
+	case 'j': o->json_path = arg; return 1;
+	case 1002: o->measure_perf = 1; return 1;
+	case 1003:
+	case 1004:
+		if (parse_ll(arg, c == 1003 ? 0 : 1, 1000000, &v) < 0)
+			return error("--%s takes a count, not '%s'", c == 1003 ? "warmup" : "iters", arg);
+		*(c == 1003 ? &o->warmup : &o->iters) = (int)v;
+		o->measure_perf = 1;
+		return 1;
+	case 1005: {
+		const char *eq = strchr(arg, '=');
+		char *end;
+		double s = eq ? strtod(eq + 1, &end) : 0;
+		if (!eq || *end || s <= 0)
+			return error("--deadline takes KIND=SECONDS, not '%s'", arg);
+		char kind[32];
+		snprintf(kind, sizeof kind, "%.*s", (int)(eq - arg), arg);
+		if (!strcmp(kind, "compile")) {
+			o->compile_s = s;
+			return 1;
+		}
+		int k = phase_kind_parse(kind);
+		if (k < 0)
+			return error("unknown phase '%s' in --deadline", kind);
+		o->deadline_s[k] = s;
+		return 1;
+	}
+	case 1006: o->log_dir = arg; return 1;
+	case 1007: o->keep_logs = 1; return 1;
+	case 1008: o->arch = arg; return 1;
+	case 1009:
+		if (parse_ll(arg, 1, 3600000, &v) < 0)
+			return error("--device-timeout takes milliseconds, not '%s'", arg);
+		o->device_timeout_ms = (int)v;
+		return 1;
+	case 'q': o->quiet = 1; return 1;
+	}
+	return 0;
+}
+
+void job_progress(const struct job_opts *o, const char *fmt, ...)
+{
+	if (o->quiet)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("pkb: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* GPUs the driver exposes here (the parent never touches CUDA): the
+ * driver's /proc entries, narrowed by CUDA_VISIBLE_DEVICES. */
+int gpu_count(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/driver/nvidia/gpus");
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				n++;
+		closedir(d);
+	}
+	const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+	if (vis && n > 0) {
+		int v = *vis ? 1 : 0;
+		for (const char *c = vis; *c; c++)
+			v += *c == ',';
+		if (v < n)
+			n = v;
+	}
+	return n;
+}
+
+int job_resolve(struct job_opts *o, struct pkb_io *io)
+{
+	if (!o->world) {
+		int g = gpu_count();
+		o->world = g >= 2 ? g : 2;
+	}
+	struct pkb_dims d = {
+		.world = o->world, .rank = 0, .m = o->m, .n = o->n,
+		.dtype = (pkb_dtype)dtype_parse(o->dtype), .trial = o->trial0,
+	};
+	if (problem_describe(o->p, &d, io) < 0)
+		return error("problem %03d_%s at W=%d M=%lld N=%lld %s: %s", o->p->id, o->p->name,
+			     o->world, o->m, o->n, o->dtype, io->err);
+	return 0;
+}
+
+enum pkb_outcome job_build(const struct job_opts *o, struct job_solution *s,
+			   const char *backend, char *msg, size_t n)
+{
+	struct build_opts bo;
+	build_opts_init(&bo);
+	if (o->arch)
+		bo.arch = o->arch;
+	bo.reference = s->nccl;
+	bo.timeout_s = o->compile_s;
+	s->build = xcalloc(1, sizeof *s->build);
+	job_progress(o, "compiling the %s '%s'", s->role, s->src);
+	if (build_solution(s->src, &bo, s->build) < 0 || !s->build->ok) {
+		snprintf(msg, n, "%s", s->build->log ? s->build->log : "compilation failed");
+		return OUT_COMPILE_ERROR;
+	}
+	if (s->build->cached)
+		job_progress(o, "%s: compile cache hit (%.8s)", s->role, s->build->key);
+	char why[512];
+	int r = loader_scan(s->build->so_path, backend, why, sizeof why);
+	if (r != 0) {
+		snprintf(msg, n, "the %s %s", s->role, why);
+		return OUT_LOAD_REFUSED;
+	}
+	return OUT_PASS;
+}
+
+static void collect(void *arg, int rank, json_t *rec)
+{
+	struct job_records *R = arg;
+	(void)rank;
+	const char *kind = json_string_value(json_object_get(rec, "kind"));
+	json_t *dst = !kind ? NULL : !strcmp(kind, "trial") ? R->trial
+		      : !strcmp(kind, "run") ? R->run : !strcmp(kind, "perf") ? R->perf : NULL;
+	if (dst)
+		json_array_append(dst, rec);
+}
+
+int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, int n_sol,
+	       struct launch_result *res, struct job_records *rec, char **log_dir_out)
+{
+	const char *fake = getenv("PKB_RANK_CMD");   /* tests: a fake rank program */
+	if (!fake) {
+		int g = gpu_count();
+		if (g < o->world) {
+			memset(res, 0, sizeof *res);
+			res->outcome = OUT_ENV_ERROR;
+			res->culprit = -1;
+			snprintf(res->message, sizeof res->message,
+				 "needs %d NVIDIA GPUs on this machine, found %d", o->world, g);
+			return 0;
+		}
+	}
+	char *dir = o->log_dir ? xstrdup(o->log_dir) : xstrdup("/tmp/pkb-logs.XXXXXX");
+	if (o->log_dir ? mkdir_p(dir) < 0 : !mkdtemp(dir)) {
+		error("cannot create log folder '%s'", dir);
+		free(dir);
+		return -1;
+	}
+	json_t *job = json_pack("{s:s,s:s,s:I,s:I,s:s,s:I,s:i,s:i,s:i}", "mode", mode,
+				"problem", o->p->name, "m", (json_int_t)o->m, "n", (json_int_t)o->n,
+				"dtype", o->dtype, "seed", (json_int_t)o->seed, "trials", o->trials,
+				"trial0", o->trial0, "device_timeout_ms", o->device_timeout_ms);
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", o->p->id);
+	json_object_set_new(job, "problem", json_string(pid));
+	if (o->save_dir)
+		json_object_set_new(job, "save_dir", json_string(o->save_dir));
+	if (o->atol >= 0)
+		json_object_set_new(job, "atol", json_real(o->atol));
+	if (o->rtol >= 0)
+		json_object_set_new(job, "rtol", json_real(o->rtol));
+	json_t *arr = json_array();
+	for (int i = 0; i < n_sol; i++)
+		json_array_append_new(arr, json_pack("{s:s,s:s,s:b}", "role", sols[i].role, "so",
+						     sols[i].build->so_path, "nccl", sols[i].nccl));
+	json_object_set_new(job, "solutions", arr);
+	if (o->measure_perf)
+		json_object_set_new(job, "perf", json_pack("{s:i,s:i,s:i}", "warmup", o->warmup,
+							   "iters", o->iters, "block", 10));
+
+	struct launch_opts lo;
+	launch_opts_init(&lo, o->world);
+	memcpy(lo.deadline_s, o->deadline_s, sizeof lo.deadline_s);
+	lo.log_dir = dir;
+	lo.job = job;
+	lo.on_result = collect;
+	lo.arg = rec;
+	const char *fake_argv[] = { fake, NULL };
+	if (fake)
+		lo.argv = fake_argv;
+	rec->trial = json_array();
+	rec->run = json_array();
+	rec->perf = json_array();
+	job_progress(o, "launching %d ranks (logs in %s)", o->world, dir);
+	int r = launch_run(&lo, res);
+	json_decref(job);
+	*log_dir_out = dir;
+	return r;
+}

@@ -1,0 +1,27 @@
+/*
+ * kernels.h -- the harness's own device work, callable from C: input
+ * generation, input checksums, the cross-rank alignment barrier.
+ */
+#ifndef PKB_KERNELS_H
+#define PKB_KERNELS_H
+
+#include <stdint.h>
+#include "pkb.h"   /* defines: pkb_dtype, pkb_dev_comm */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Fill n elements of dtype t with draws from (kind, a, b), keyed by `key`
+ * (Philox4x32-10, counter = element index: independent of launch shape). */
+int kern_fill(void *buf, pkb_dtype t, int64_t n, int kind, double a, double b,
+	      uint64_t key, struct CUstream_st *stream);
+/* Order-independent 64-bit hash of `bytes` bytes into *dev_out (device). */
+int kern_checksum(const void *buf, size_t bytes, uint64_t *dev_out, struct CUstream_st *stream);
+/* Every rank's stream meets here (one block, pkb_barrier_block slot 0). */
+int kern_barrier(pkb_dev_comm comm, struct CUstream_st *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,411 @@
+/*
+ * launch.c -- see launch.h.
+ *
+ * One poll loop over the W sockets. Every message from a rank is a phase
+ * change, a collective contribution, a result, a failure or "done". A phase
+ * change re-arms that rank's deadline with the budget of the phase's kind.
+ * The first failure (a FAIL message, a rank that exits without DONE, or an
+ * expired deadline) decides the outcome; the other ranks get grace_s to
+ * report their own view, then every rank's process group is SIGKILLed.
+ */
+#define _GNU_SOURCE
+#include "launch.h"
+#include "proto.h"   /* defines: proto_send, proto_reader */
+#include "util.h"    /* defines: xmalloc, now_ns, error */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *kind_names[PH_KIND_COUNT] = {
+	[PH_START] = "start", [PH_CUDA_INIT] = "cuda_init", [PH_NCCL_INIT] = "nccl_init",
+	[PH_LOAD] = "load", [PH_INIT] = "init", [PH_TRIAL] = "trial", [PH_TIMING] = "timing",
+	[PH_SAVE] = "save", [PH_FINI] = "fini",
+};
+
+/* Budgets, in seconds. Each bounds one phase of one rank, not the launch:
+ * a trial includes input generation, both solutions and the host compare
+ * (0.5 s for a 256 MB output); timing runs 2 x (500 + 100) calls. */
+static const double default_deadline[PH_KIND_COUNT] = {
+	[PH_START] = 30, [PH_CUDA_INIT] = 60, [PH_NCCL_INIT] = 60, [PH_LOAD] = 30,
+	[PH_INIT] = 60, [PH_TRIAL] = 60, [PH_TIMING] = 300, [PH_SAVE] = 120, [PH_FINI] = 30,
+};
+
+const char *phase_kind_name(enum phase_kind k)
+{
+	return (unsigned)k < PH_KIND_COUNT ? kind_names[k] : "?";
+}
+
+int phase_kind_parse(const char *s)
+{
+	for (int k = 0; k < PH_KIND_COUNT; k++)
+		if (!strcmp(s, kind_names[k]))
+			return k;
+	return -1;
+}
+
+void launch_opts_init(struct launch_opts *o, int world)
+{
+	memset(o, 0, sizeof *o);
+	o->world = world;
+	o->grace_s = 2.0;
+	memcpy(o->deadline_s, default_deadline, sizeof default_deadline);
+}
+
+struct rank_slot {
+	int fd;
+	struct proto_reader rd;
+	uint64_t deadline;     /* ns, monotonic */
+	uint64_t phase_t0;
+	double budget;
+	int closed;
+	char *coll;            /* this rank's pending collective contribution */
+	size_t coll_len;
+	int coll_pending;
+};
+
+struct launch {
+	const struct launch_opts *o;
+	struct launch_result *res;
+	struct rank_slot *slot;
+	uint64_t fail_time;    /* 0 until the first failure */
+};
+
+static void fail_rank(struct launch *L, int r, enum pkb_outcome cat, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void fail_rank(struct launch *L, int r, enum pkb_outcome cat, const char *fmt, ...)
+{
+	struct rank_report *rr = &L->res->ranks[r];
+	if (rr->failed)
+		return;
+	rr->failed = 1;
+	snprintf(rr->category, sizeof rr->category, "%s", outcome_name(cat));
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(rr->message, sizeof rr->message, fmt, ap);
+	va_end(ap);
+	if (!L->fail_time) {
+		L->fail_time = now_ns();
+		L->res->outcome = cat;
+		L->res->culprit = r;
+	}
+}
+
+static void set_phase(struct launch *L, int r, const char *text)
+{
+	struct rank_slot *s = &L->slot[r];
+	struct rank_report *rr = &L->res->ranks[r];
+	char kind[32];
+	const char *bar = strchr(text, '|');
+	size_t kl = bar ? (size_t)(bar - text) : strlen(text);
+	snprintf(kind, sizeof kind, "%.*s", (int)(kl < sizeof kind ? kl : sizeof kind - 1), text);
+	int k = phase_kind_parse(kind);
+	uint64_t now = now_ns();
+	s->budget = k >= 0 ? L->o->deadline_s[k] : 60;
+	s->phase_t0 = now;
+	s->deadline = now + (uint64_t)(s->budget * 1e9);
+	snprintf(rr->phase, sizeof rr->phase, "%s", bar ? bar + 1 : text);
+}
+
+static void coll_complete_if_ready(struct launch *L)
+{
+	int W = L->o->world;
+	size_t total = 0;
+	for (int r = 0; r < W; r++) {
+		if (!L->slot[r].coll_pending)
+			return;
+		total += L->slot[r].coll_len;
+	}
+	char *all = xmalloc(total + 1);
+	size_t off = 0;
+	for (int r = 0; r < W; r++) {
+		memcpy(all + off, L->slot[r].coll, L->slot[r].coll_len);
+		off += L->slot[r].coll_len;
+		free(L->slot[r].coll);
+		L->slot[r].coll = NULL;
+		L->slot[r].coll_pending = 0;
+	}
+	for (int r = 0; r < W; r++)
+		if (!L->slot[r].closed)
+			proto_send(L->slot[r].fd, MSG_COLL, all, total);
+	free(all);
+}
+
+static void handle_msg(struct launch *L, int r, enum msg_type type, char *buf, size_t len)
+{
+	struct rank_report *rr = &L->res->ranks[r];
+	switch (type) {
+	case MSG_PHASE:
+		set_phase(L, r, buf);
+		break;
+	case MSG_COLL:
+		if (L->slot[r].coll_pending) {
+			fail_rank(L, r, OUT_INTERNAL, "rank %d joined a collective twice", r);
+			break;
+		}
+		L->slot[r].coll = buf;
+		L->slot[r].coll_len = len;
+		L->slot[r].coll_pending = 1;
+		coll_complete_if_ready(L);
+		return;   /* buf is kept */
+	case MSG_RESULT: {
+		json_error_t jerr;
+		json_t *rec = json_loadb(buf, len, 0, &jerr);
+		if (!rec) {
+			fail_rank(L, r, OUT_INTERNAL, "rank %d sent a bad result: %s", r, jerr.text);
+			break;
+		}
+		if (L->o->on_result)
+			L->o->on_result(L->o->arg, r, rec);
+		json_decref(rec);
+		break;
+	}
+	case MSG_FAIL: {
+		json_t *f = json_loadb(buf, len, 0, NULL);
+		const char *cat = f ? json_string_value(json_object_get(f, "category")) : NULL;
+		const char *msg = f ? json_string_value(json_object_get(f, "message")) : NULL;
+		int c = cat ? outcome_parse(cat) : -1;
+		fail_rank(L, r, c > 0 ? (enum pkb_outcome)c : OUT_INTERNAL, "%s",
+			  msg ? msg : "(no message)");
+		json_decref(f);
+		break;
+	}
+	case MSG_DONE:
+		rr->done = 1;
+		rr->phase_s = (double)(now_ns() - L->slot[r].phase_t0) / 1e9;
+		break;
+	default:
+		fail_rank(L, r, OUT_INTERNAL, "rank %d sent message type %d", r, (int)type);
+	}
+	free(buf);
+}
+
+static pid_t spawn_rank(const struct launch_opts *o, int r, int sock)
+{
+	char *log = xstrfmt("%s/rank_%d.log", o->log_dir, r);
+	int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	free(log);
+	if (logfd < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid != 0) {
+		close(logfd);
+		return pid;
+	}
+	/* child: own process group (killed as a whole), socket on fd 3 */
+	setpgid(0, 0);
+	signal(SIGPIPE, SIG_DFL);
+	dup2(logfd, 1);
+	dup2(logfd, 2);
+	if (sock != 3) {
+		dup2(sock, 3);
+	} else {
+		int fl = fcntl(3, F_GETFD);
+		fcntl(3, F_SETFD, fl & ~FD_CLOEXEC);
+	}
+	close_range(4, ~0u, 0);
+	char buf[32];
+	snprintf(buf, sizeof buf, "%d", r);
+	setenv("PKB_RANK", buf, 1);
+	setenv("PKB_LOCAL_RANK", buf, 1);
+	snprintf(buf, sizeof buf, "%d", o->world);
+	setenv("PKB_WORLD", buf, 1);
+	setenv("PKB_FD", "3", 1);
+	/* never NVLink multicast: it can take shared GPUs out of service */
+	setenv("NCCL_NVLS_ENABLE", "0", 1);
+	setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
+	setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
+	if (o->argv) {
+		execv(o->argv[0], (char *const *)o->argv);
+	} else {
+		const char *argv[] = { pkb_self_exe(), "__rank", NULL };
+		execv(argv[0], (char *const *)argv);
+	}
+	fprintf(stderr, "pkb: cannot exec rank program: %s\n", strerror(errno));
+	_exit(127);
+}
+
+static void kill_all(struct launch *L)
+{
+	for (int r = 0; r < L->o->world; r++) {
+		struct rank_report *rr = &L->res->ranks[r];
+		if (rr->pid > 0 && !rr->exited)
+			kill(-rr->pid, SIGKILL);
+	}
+}
+
+static void reap(struct launch *L, int block_s)
+{
+	uint64_t until = now_ns() + (uint64_t)block_s * 1000000000ull;
+	for (;;) {
+		int left = 0;
+		for (int r = 0; r < L->o->world; r++) {
+			struct rank_report *rr = &L->res->ranks[r];
+			if (rr->pid <= 0 || rr->exited)
+				continue;
+			int st;
+			pid_t p = waitpid(rr->pid, &st, WNOHANG);
+			if (p == rr->pid) {
+				rr->exited = 1;
+				rr->status = st;
+			} else {
+				left++;
+			}
+		}
+		if (!left || now_ns() >= until)
+			return;
+		usleep(5000);
+	}
+}
+
+static void describe_exit(int st, char *buf, size_t n)
+{
+	if (WIFSIGNALED(st))
+		snprintf(buf, n, "killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+	else
+		snprintf(buf, n, "exited with status %d", WEXITSTATUS(st));
+}
+
+int launch_run(const struct launch_opts *o, struct launch_result *res)
+{
+	int W = o->world;
+	memset(res, 0, sizeof *res);
+	res->world = W;
+	res->culprit = -1;
+	res->ranks = xcalloc((size_t)W, sizeof *res->ranks);
+	struct launch L = { .o = o, .res = res, .slot = xcalloc((size_t)W, sizeof *L.slot) };
+	signal(SIGPIPE, SIG_IGN);
+	uint64_t t0 = now_ns();
+
+	for (int r = 0; r < W; r++) {
+		int sv[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+			error("socketpair: %s", strerror(errno));
+			goto fail_start;
+		}
+		res->ranks[r].pid = spawn_rank(o, r, sv[1]);
+		close(sv[1]);
+		L.slot[r].fd = sv[0];
+		if (res->ranks[r].pid < 0) {
+			error("cannot start rank %d: %s", r, strerror(errno));
+			goto fail_start;
+		}
+		set_phase(&L, r, "start|starting");
+		json_t *job = json_deep_copy(o->job);
+		json_object_set_new(job, "rank", json_integer(r));
+		json_object_set_new(job, "world", json_integer(W));
+		json_object_set_new(job, "local_rank", json_integer(r));
+		char *txt = json_dumps(job, JSON_COMPACT);
+		proto_send(L.slot[r].fd, MSG_JOB, txt, strlen(txt));
+		free(txt);
+		json_decref(job);
+	}
+
+	struct pollfd *pfd = xcalloc((size_t)W, sizeof *pfd);
+	for (;;) {
+		int live = 0;
+		for (int r = 0; r < W; r++) {
+			pfd[r].fd = L.slot[r].closed ? -1 : L.slot[r].fd;
+			pfd[r].events = POLLIN;
+			pfd[r].revents = 0;
+			live += !L.slot[r].closed;
+		}
+		poll(pfd, (nfds_t)W, live ? 20 : 5);
+		for (int r = 0; r < W; r++) {
+			if (L.slot[r].closed || !(pfd[r].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			proto_reader_fill(&L.slot[r].rd, L.slot[r].fd);
+			enum msg_type t;
+			char *buf;
+			size_t len;
+			int got;
+			while ((got = proto_reader_next(&L.slot[r].rd, &t, &buf, &len)) == 1)
+				handle_msg(&L, r, t, buf, len);
+			if (got < 0)
+				fail_rank(&L, r, OUT_INTERNAL, "rank %d: corrupt message stream", r);
+			if (L.slot[r].rd.eof) {
+				L.slot[r].closed = 1;
+				close(L.slot[r].fd);
+			}
+		}
+		reap(&L, 0);
+
+		uint64_t now = now_ns();
+		int running = 0;
+		for (int r = 0; r < W; r++) {
+			struct rank_report *rr = &res->ranks[r];
+			if (rr->exited) {
+				if (!rr->done && !rr->failed) {
+					char how[96];
+					describe_exit(rr->status, how, sizeof how);
+					fail_rank(&L, r, OUT_RUNTIME_ERROR, "rank %d %s in phase '%s'",
+						  r, how, rr->phase);
+				}
+				continue;
+			}
+			running++;
+			if (!rr->done && !rr->failed && now > L.slot[r].deadline)
+				fail_rank(&L, r, OUT_TIMEOUT,
+					  "rank %d: phase '%s' passed its %.0f s deadline", r,
+					  rr->phase, L.slot[r].budget);
+			if (rr->done && now > L.slot[r].deadline)
+				/* done but will not exit: treat as hung in teardown */
+				fail_rank(&L, r, OUT_TIMEOUT, "rank %d did not exit after finishing", r);
+		}
+		if (!running)
+			break;
+		if (L.fail_time && now - L.fail_time > (uint64_t)(o->grace_s * 1e9)) {
+			kill_all(&L);
+			break;
+		}
+	}
+	free(pfd);
+	kill_all(&L);   /* anything left (children of ranks included) */
+	reap(&L, 30);
+	for (int r = 0; r < W; r++) {
+		if (!L.slot[r].closed)
+			close(L.slot[r].fd);
+		proto_reader_free(&L.slot[r].rd);
+		free(L.slot[r].coll);
+		if (!res->ranks[r].phase_s)
+			res->ranks[r].phase_s = (double)(now_ns() - L.slot[r].phase_t0) / 1e9;
+	}
+	free(L.slot);
+	res->wall_s = (double)(now_ns() - t0) / 1e9;
+	if (res->culprit >= 0) {
+		struct rank_report *c = &res->ranks[res->culprit];
+		size_t off = (size_t)snprintf(res->message, sizeof res->message, "%s", c->message);
+		if (res->outcome == OUT_TIMEOUT)
+			for (int r = 0; r < W && off < sizeof res->message; r++)
+				off += (size_t)snprintf(res->message + off, sizeof res->message - off,
+							"%s rank %d: '%s'", r ? ";" : " (phases:",
+							r, res->ranks[r].phase);
+		if (res->outcome == OUT_TIMEOUT && off < sizeof res->message)
+			snprintf(res->message + off, sizeof res->message - off, ")");
+	}
+	return 0;
+
+fail_start:
+	L.res = res;
+	kill_all(&L);
+	reap(&L, 10);
+	for (int r = 0; r < W; r++)
+		if (L.slot[r].fd > 0)
+			close(L.slot[r].fd);
+	free(L.slot);
+	return -1;
+}
+
+void launch_result_free(struct launch_result *res)
+{
+	free(res->ranks);
+	res->ranks = NULL;
+}

@@ -1,0 +1,59 @@
+/*
+ * launch.h -- the parent side of one launch: start W rank processes, send
+ * them the job, relay their host collectives, hold a deadline for every phase
+ * each rank enters, and on a failure, a crash or an expired deadline kill
+ * every rank's process group and say what happened where. The parent never
+ * touches CUDA; it survives anything a rank does.
+ */
+#ifndef PKB_LAUNCH_H
+#define PKB_LAUNCH_H
+
+#include <sys/types.h>
+#include <jansson.h>
+#include "exitcode.h"   /* defines: enum pkb_outcome */
+
+/* Phase kinds a rank reports ("kind|detail"), each with its own deadline. */
+enum phase_kind {
+	PH_START, PH_CUDA_INIT, PH_NCCL_INIT, PH_LOAD, PH_INIT, PH_TRIAL, PH_TIMING,
+	PH_SAVE, PH_FINI, PH_KIND_COUNT
+};
+const char *phase_kind_name(enum phase_kind k);
+int phase_kind_parse(const char *s);   /* -1 if unknown */
+
+struct launch_opts {
+	int world;
+	const char *const *argv;   /* rank program; NULL: this binary's __rank */
+	const char *log_dir;       /* rank_<r>.log files go here */
+	json_t *job;               /* sent to each rank with "rank" filled in */
+	double deadline_s[PH_KIND_COUNT];
+	double grace_s;            /* after a failure, time the others get */
+	void (*on_result)(void *arg, int rank, json_t *rec);
+	void *arg;
+};
+
+struct rank_report {
+	pid_t pid;
+	char phase[128];
+	double phase_s;            /* time spent in the phase when it ended */
+	int exited, status;        /* waitpid status, once exited */
+	int done;                  /* sent MSG_DONE */
+	int failed;                /* sent MSG_FAIL, or crashed, or timed out */
+	char category[32];
+	char message[1024];
+};
+
+struct launch_result {
+	enum pkb_outcome outcome;  /* OUT_PASS when every rank finished cleanly */
+	int culprit;               /* the rank whose failure came first, or -1 */
+	char message[2048];        /* one line */
+	double wall_s;
+	int world;
+	struct rank_report *ranks;
+};
+
+void launch_opts_init(struct launch_opts *o, int world);
+/* 0 when the launch ran (whatever its outcome), -1 if it could not start */
+int launch_run(const struct launch_opts *o, struct launch_result *res);
+void launch_result_free(struct launch_result *res);
+
+#endif

@@ -1,0 +1,113 @@
+/*
+ * loader.c -- see loader.h. The `cuda` backend refuses NCCL (its symbols or
+ * its library) and the dynamic loader's lookup functions, which are the
+ * plain way to reach a forbidden library without naming it at link time.
+ */
+#include "loader.h"
+
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const forbid_cuda_sym[] = {
+	"nccl*", "pnccl*", "dlopen", "dlmopen", "dlsym", "dlvsym", "nvshmem*", NULL,
+};
+static const char *const forbid_cuda_lib[] = { "libnccl*", "libnvshmem*", NULL };
+static const char *const required_sym[] = {
+	"pkb_abi_version", "pkb_init", "pkb_run", "pkb_fini", NULL,
+};
+
+int loader_backend_valid(const char *backend)
+{
+	return !strcmp(backend, "cuda") || !strcmp(backend, "reference");
+}
+
+static int matches(const char *const *globs, const char *name)
+{
+	for (int i = 0; globs[i]; i++)
+		if (fnmatch(globs[i], name, 0) == 0)
+			return 1;
+	return 0;
+}
+
+int loader_scan(const char *so_path, const char *backend, char *why, size_t n)
+{
+	int fd = open(so_path, O_RDONLY);
+	if (fd < 0) {
+		snprintf(why, n, "cannot open '%s'", so_path);
+		return -1;
+	}
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		snprintf(why, n, "'%s' is not an ELF shared object", so_path);
+		if (e)
+			elf_end(e);
+		close(fd);
+		return 1;
+	}
+	int cuda = !strcmp(backend, "cuda");
+	int found[8] = { 0 };
+	int verdict = 0;
+	Elf_Scn *scn = NULL;
+	while (!verdict && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		if (sh.sh_type == SHT_DYNSYM) {
+			size_t count = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
+			for (size_t i = 0; i < count; i++) {
+				GElf_Sym sym;
+				if (!gelf_getsym(d, (int)i, &sym))
+					continue;
+				const char *name = elf_strptr(e, sh.sh_link, sym.st_name);
+				if (!name || !*name)
+					continue;
+				if (sym.st_shndx == SHN_UNDEF) {
+					if (cuda && matches(forbid_cuda_sym, name)) {
+						snprintf(why, n, "uses '%s', which the cuda backend "
+							 "forbids", name);
+						verdict = 1;
+						break;
+					}
+				} else {
+					for (int k = 0; required_sym[k]; k++)
+						if (!strcmp(name, required_sym[k]))
+							found[k] = 1;
+				}
+			}
+		} else if (sh.sh_type == SHT_DYNAMIC && cuda) {
+			size_t count = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
+			for (size_t i = 0; i < count; i++) {
+				GElf_Dyn dyn;
+				if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag != DT_NEEDED)
+					continue;
+				const char *lib = elf_strptr(e, sh.sh_link, dyn.d_un.d_val);
+				if (lib && matches(forbid_cuda_lib, lib)) {
+					snprintf(why, n, "links '%s', which the cuda backend forbids",
+						 lib);
+					verdict = 1;
+					break;
+				}
+			}
+		}
+	}
+	elf_end(e);
+	close(fd);
+	if (verdict)
+		return 1;
+	for (int k = 0; required_sym[k]; k++)
+		if (!found[k]) {
+			snprintf(why, n, "does not define '%s'%s", required_sym[k],
+				 k == 0 ? " (missing PKB_SOLUTION;)" : "");
+			return 1;
+		}
+	return 0;
+}

@@ -1,0 +1,17 @@
+/*
+ * loader.h -- what the parent checks in a compiled solution before any rank
+ * loads it: the entry points and ABI symbol exist, and no undefined symbol or
+ * needed library is one its backend forbids (read from the ELF dynamic
+ * section with libelf, not guessed from the source).
+ */
+#ifndef PKB_LOADER_H
+#define PKB_LOADER_H
+
+#include <stddef.h>
+
+/* backends: "cuda" (candidates), "reference" (anything) */
+int loader_backend_valid(const char *backend);
+/* 0 if acceptable; 1 if refused (why says what); -1 if unreadable */
+int loader_scan(const char *so_path, const char *backend, char *why, size_t n);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * main.c -- pkb's command table and dispatch.
+ *
+ * How to add a command: write cmd_<verb>.c with `int cmd_<verb>(int argc,
+ * char **argv)` (getopt_long, -h/--help, exit codes from exitcode.h), add
+ * its prototype to cmds.h and one line to the table below, and a test
+ * tests/cli/tNNNN-<verb>-*.sh. The Makefile picks up every src .c file by glob.
+ */
+#include "cmds.h"
+#include "exitcode.h"
+#include "pkb.h"   // defines: PKB_ABI_VERSION
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+	int hidden;
+};
+
+static const struct command commands[] = {
+	{ .name = "list", .fn = cmd_list, .help = "list the problems" },
+	{ .name = "show", .fn = cmd_show, .help = "show a problem: task, inputs, outputs, shapes" },
+	{ .name = "run", .fn = cmd_run, .help = "run one solution (the original's dryrun)" },
+	{ .name = "eval", .fn = cmd_eval, .help = "check (and time) a candidate against the reference" },
+	{ .name = "compare", .fn = cmd_compare, .help = "compare or inspect saved outputs" },
+	{ .name = "doctor", .fn = cmd_doctor, .help = "check this machine's GPUs, CUDA and NCCL" },
+	{ .name = "__rank", .fn = cmd_rank, .hidden = 1 },
+	{ .name = "__probe", .fn = cmd_probe, .hidden = 1 },
+};
+
+int rank_main(void);
+
+int cmd_rank(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return rank_main();
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pkb <command> [options]   (pkb <command> -h for its options)\n\n");
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		if (!commands[i].hidden)
+			fprintf(f, "   %-10s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\nREADME.md and docs/ explain the rest; docs/EXIT_CODES.md the exit codes.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return PKB_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("pkb 0.1 (solution ABI %d)\n", PKB_ABI_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	error("'%s' is not a pkb command", argv[1]);
+	hint("'pkb --help' lists the commands");
+	return PKB_EXIT_USAGE;
+}

@@ -1,0 +1,27 @@
+/*
+ * problem.h -- the registry of problems (found by glob at build time: the
+ * Makefile writes build/problems_table.c from problems/NNN_name/problem.c),
+ * lookup by id or name, and instantiation at given dims.
+ */
+#ifndef PKB_PROBLEM_REG_H
+#define PKB_PROBLEM_REG_H
+
+#include "pkb_problem.h"   /* defines: struct pkb_problem, pkb_io, pkb_dims */
+
+int problem_count(void);
+const struct pkb_problem *problem_at(int i);
+/* "1", "001", "001_allreduce", "allreduce"; NULL if none */
+const struct pkb_problem *problem_find(const char *spec);
+/* describe() with the harness's checks (shapes positive, names unique ...);
+ * returns 0 or -1 with io->err set */
+int problem_describe(const struct pkb_problem *p, const struct pkb_dims *d, struct pkb_io *io);
+int problem_world_ok(const struct pkb_problem *p, int world);
+/* "2-63", "2,4,8" */
+void problem_worlds_str(const struct pkb_problem *p, char *buf, size_t n);
+/* folder: <root>/problems/NNN_name */
+char *problem_dir(const struct pkb_problem *p);
+char *problem_reference_path(const struct pkb_problem *p);
+int64_t tensor_desc_numel(const struct pkb_tensor_desc *t);
+void tensor_desc_shape_str(const struct pkb_tensor_desc *t, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * report.h -- turning the ranks' records into verdicts and figures: the
+ * first failing trial, timing statistics over ranks (docs/TIMING.md), and
+ * the JSON record every command writes.
+ */
+#ifndef PKB_REPORT_H
+#define PKB_REPORT_H
+
+#include <jansson.h>
+#include "exitcode.h"   /* defines: enum pkb_outcome */
+#include "launch.h"     /* defines: struct launch_result */
+#include "stats.h"      /* defines: struct stats */
+
+/* the first failing (trial, rank) of `trials`, as one line; 0 if all pass */
+int report_trials(json_t *trials, int world, char *msg, size_t n, int *trials_passed);
+
+struct perf_summary {
+	int ok;               /* records from every rank */
+	struct stats st;      /* per-iteration max over ranks */
+	double skew_ms;       /* median over iterations of (max - min over ranks) */
+	int recheck_ok;
+	char recheck_msg[512];
+	int escaped;          /* host clock far above the stream's span */
+	double host_ms, span_ms;
+	int groups;
+};
+/* summarise the perf records of one solution (role) over W ranks */
+void report_perf(json_t *perf, const char *role, int world, int iters, struct perf_summary *ps);
+json_t *report_perf_json(const struct perf_summary *ps);
+json_t *report_launch_json(const struct launch_result *res);
+
+#endif

@@ -1,0 +1,293 @@
+/*
+ * util.c -- error reporting, allocation, clocks, files. See util.h.
+ */
+#define _GNU_SOURCE
+#include "util.h"
+#include "exitcode.h"   /* defines: PKB_EXIT_* */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void vreport(const char *prefix, const char *fmt, va_list ap)
+{
+	char buf[4096];
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	fprintf(stderr, "%s%s\n", prefix, buf);
+}
+
+int error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("error: ", fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+void warning(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void hint(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("hint: ", fmt, ap);
+	va_end(ap);
+}
+
+void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("fatal: ", fmt, ap);
+	va_end(ap);
+	exit(PKB_EXIT_INPUT);
+}
+
+void bug_at(const char *file, int line, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "BUG: %s:%d: %s\n", file, line, buf);
+	exit(PKB_EXIT_INTERNAL);
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		BUG("out of memory (%zu bytes)", n);
+	return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		BUG("out of memory (%zu x %zu bytes)", n, size);
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		BUG("out of memory (%zu bytes)", n);
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+	if (!p)
+		BUG("out of memory");
+	return p;
+}
+
+char *xstrfmt(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		BUG("out of memory");
+	va_end(ap);
+	return s;
+}
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 4096, n = 0;
+	char *buf = xmalloc(cap + 1);
+	for (;;) {
+		size_t got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (n < cap)
+			break;
+		cap *= 2;
+		buf = xrealloc(buf, cap + 1);
+	}
+	int bad = ferror(f);
+	fclose(f);
+	if (bad) {
+		free(buf);
+		errno = EIO;
+		return NULL;
+	}
+	buf[n] = 0;
+	if (len)
+		*len = n;
+	return buf;
+}
+
+int write_file_atomic(const char *path, const void *buf, size_t len)
+{
+	char *tmp = xstrfmt("%s.tmp.%d", path, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		free(tmp);
+		return -1;
+	}
+	const char *p = buf;
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			close(fd);
+			unlink(tmp);
+			free(tmp);
+			return -1;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	if (close(fd) < 0 || rename(tmp, path) < 0) {
+		unlink(tmp);
+		free(tmp);
+		return -1;
+	}
+	free(tmp);
+	return 0;
+}
+
+int mkdir_p(const char *path)
+{
+	char *p = xstrdup(path);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+			free(p);
+			return -1;
+		}
+		*s = '/';
+	}
+	int r = mkdir(p, 0755);
+	free(p);
+	return r < 0 && errno != EEXIST ? -1 : 0;
+}
+
+int rm_rf(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path);
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	struct dirent *e;
+	int r = 0;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char *sub = xstrfmt("%s/%s", path, e->d_name);
+		r |= rm_rf(sub);
+		free(sub);
+	}
+	closedir(d);
+	return r | rmdir(path);
+}
+
+const char *pkb_self_exe(void)
+{
+	static char exe[PATH_MAX];
+	if (!exe[0]) {
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		if (n <= 0)
+			BUG("cannot read /proc/self/exe");
+		exe[n] = 0;
+	}
+	return exe;
+}
+
+/* The tree root: $PKB_ROOT, or the directory above the executable's
+ * (pkb lives in <root>/build/pkb). Problems and headers are found there. */
+const char *pkb_root(void)
+{
+	static char root[PATH_MAX];
+	if (!root[0]) {
+		const char *env = getenv("PKB_ROOT");
+		if (env && *env) {
+			snprintf(root, sizeof root, "%s", env);
+		} else {
+			snprintf(root, sizeof root, "%s", pkb_self_exe());
+			for (int up = 0; up < 2; up++) {
+				char *slash = strrchr(root, '/');
+				if (slash && slash != root)
+					*slash = 0;
+			}
+		}
+	}
+	return root;
+}
+
+/* run argv with stdout+stderr into `log`; -2 on timeout, else exit status */
+int run_logged(char *const *argv, const char *log, double timeout_s)
+{
+	int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fd);
+		return -1;
+	}
+	if (pid == 0) {
+		setpgid(0, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execvp(argv[0], argv);
+		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(fd);
+	uint64_t until = now_ns() + (uint64_t)(timeout_s * 1e9);
+	for (;;) {
+		int st;
+		pid_t p = waitpid(pid, &st, WNOHANG);
+		if (p == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		if (p < 0 && errno != EINTR)
+			return -1;
+		if (now_ns() > until) {
+			kill(-pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -2;
+		}
+		usleep(10000);
+	}
+}
+

@@ -1,0 +1,53 @@
+/*
+ * util.h -- error reporting (git's die/error/BUG), allocation that cannot
+ * fail, clocks and small file helpers shared by every module.
+ */
+#ifndef PKB_UTIL_H
+#define PKB_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdnoreturn.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* "error: ..." on stderr; returns -1 so that `return error(...)` works */
+int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "fatal: ..." and exit(PKB_EXIT_INPUT); for main and cmd_* only */
+noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* a harness bug: file and line, exit(PKB_EXIT_INTERNAL) */
+#define BUG(...) bug_at(__FILE__, __LINE__, __VA_ARGS__)
+noreturn void bug_at(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+uint64_t now_ns(void);         /* CLOCK_MONOTONIC */
+char *read_file(const char *path, size_t *len);   /* NULL on error (errno) */
+int write_file_atomic(const char *path, const void *buf, size_t len);
+int mkdir_p(const char *path);
+int rm_rf(const char *path);
+/* the directory holding the running executable's tree root (parent of bin/) */
+const char *pkb_root(void);
+/* run argv (PATH lookup) in its own process group with stdout and stderr
+ * into the file `log`; killed at the deadline. The exit status, 128+signal,
+ * -2 on timeout, -1 if it could not start. */
+int run_logged(char *const *argv, const char *log, double timeout_s);
+const char *pkb_self_exe(void);
+
+/* 64-bit mixing (splitmix64): seeds for (seed, problem, trial, rank, tensor) */
+static inline uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+#endif

@@ -1,0 +1,26 @@
+#!/bin/sh
+# tools/deps.sh -- install the Debian packages pkb builds with, when missing.
+# As root it installs them; otherwise it prints the one apt-get line to run.
+# (The CUDA toolkit with NCCL is a prerequisite: see README.md.)
+pkgs="libjansson-dev libelf-dev libssl-dev"
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+# headers carried in .deps/include stand in for -dev packages (device machines)
+if [ -n "$missing" ] && [ -f .deps/include/jansson.h ] && [ -f .deps/include/libelf.h ]; then
+	exit 0
+fi
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	echo "pkb: installing$missing" >&2
+	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing) >&2 || {
+		echo "pkb: apt-get failed; run: apt-get install$missing" >&2; exit 1; }
+else
+	echo "pkb: missing Debian packages; run: sudo apt-get install$missing" >&2
+	exit 1
+fi
+if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+	echo "pkb: nvcc not found: install the CUDA toolkit (with NCCL) first" >&2
+	exit 1
+fi
