@@ -188,6 +188,25 @@ static void handle_msg(struct launch *L, int r, enum msg_type type, char *buf, s
 	free(buf);
 }
 
+/* read what rank r sent and handle every complete message */
+static void drain(struct launch *L, int r)
+{
+	struct rank_slot *s = &L->slot[r];
+	proto_reader_fill(&s->rd, s->fd);
+	enum msg_type t;
+	char *buf;
+	size_t len;
+	int got;
+	while ((got = proto_reader_next(&s->rd, &t, &buf, &len)) == 1)
+		handle_msg(L, r, t, buf, len);
+	if (got < 0)
+		fail_rank(L, r, OUT_INTERNAL, "rank %d: corrupt message stream", r);
+	if (s->rd.eof) {
+		s->closed = 1;
+		close(s->fd);
+	}
+}
+
 static pid_t spawn_rank(const struct launch_opts *o, int r, int sock)
 {
 	char *log = xstrfmt("%s/rank_%d.log", o->log_dir, r);
@@ -319,24 +338,15 @@ int launch_run(const struct launch_opts *o, struct launch_result *res)
 			live += !L.slot[r].closed;
 		}
 		poll(pfd, (nfds_t)W, live ? 20 : 5);
-		for (int r = 0; r < W; r++) {
-			if (L.slot[r].closed || !(pfd[r].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			proto_reader_fill(&L.slot[r].rd, L.slot[r].fd);
-			enum msg_type t;
-			char *buf;
-			size_t len;
-			int got;
-			while ((got = proto_reader_next(&L.slot[r].rd, &t, &buf, &len)) == 1)
-				handle_msg(&L, r, t, buf, len);
-			if (got < 0)
-				fail_rank(&L, r, OUT_INTERNAL, "rank %d: corrupt message stream", r);
-			if (L.slot[r].rd.eof) {
-				L.slot[r].closed = 1;
-				close(L.slot[r].fd);
-			}
-		}
+		for (int r = 0; r < W; r++)
+			if (!L.slot[r].closed && (pfd[r].revents & (POLLIN | POLLHUP | POLLERR)))
+				drain(&L, r);
 		reap(&L, 0);
+		/* a rank may exit between our read and the reap: what it wrote
+		 * before exiting is still in its socket, read it before judging */
+		for (int r = 0; r < W; r++)
+			if (res->ranks[r].exited && !L.slot[r].closed)
+				drain(&L, r);
 
 		uint64_t now = now_ns();
 		int running = 0;

@@ -1,0 +1,21 @@
+# every command answers -h with its usage on stdout and exit 0; the top level
+# lists the commands; unknown commands and options are usage errors (2)
+. "$(dirname "$0")/lib.sh"
+expect_exit 0 "$PKB" --help
+expect_grep "eval" "$TMP/out"
+for c in list show run eval compare doctor; do
+	expect_exit 0 "$PKB" "$c" -h
+	expect_grep "usage: pkb $c" "$TMP/out"
+done
+expect_exit 2 "$PKB"
+expect_exit 2 "$PKB" frobnicate
+expect_grep "'frobnicate' is not a pkb command" "$TMP/err"
+expect_exit 2 "$PKB" list --bogus
+expect_exit 2 "$PKB" eval 1 x.cu --trials 0
+expect_exit 2 "$PKB" eval 1 x.cu --dtype int3
+expect_exit 2 "$PKB" eval 1 x.cu --deadline trial
+expect_exit 2 "$PKB" eval 1 x.cu --deadline nope=3
+expect_exit 2 "$PKB" eval 1
+expect_exit 2 "$PKB" run
+expect_exit 0 "$PKB" --version
+done_testing

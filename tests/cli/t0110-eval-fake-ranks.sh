@@ -1,0 +1,20 @@
+# the whole eval path on the CPU: fake rank programs stand in for GPUs, and
+# each failure mode must come out as its category, exit code and JSON
+. "$(dirname "$0")/lib.sh"
+export PKB_RANK_CMD=$ROOT/build/tests/fake_rank
+P=$ROOT/problems/001_allreduce/solutions/ok_oneshot_pull.cu
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" eval 1 "$P" --gpus 4 --trials 3 -q --json "$TMP/ok.json"
+expect_grep '^pass: 3 of 3 trials, every output of 4 ranks' "$TMP/out"
+expect_grep '"trials_passed": 3' "$TMP/ok.json"
+PKB_FAKE_MODE=mismatch expect_exit 3 "$PKB" eval 1 "$P" --gpus 2 -q --json "$TMP/mm.json"
+expect_grep "^mismatch: trial 0, rank 0: output 'out': 7 of 100 elements wrong; worst at \[0,3\]" "$TMP/out"
+expect_grep '"outcome": "mismatch"' "$TMP/mm.json"
+PKB_FAKE_MODE=hang PKB_FAKE_RANK_ONLY=1 expect_exit 7 "$PKB" eval 1 "$P" --gpus 2 -q --deadline trial=1
+expect_grep "^timeout: rank 1: phase 'trial 0: candidate' passed its 1 s deadline" "$TMP/out"
+expect_grep "rank logs kept in" "$TMP/err"
+PKB_FAKE_MODE=crash expect_exit 6 "$PKB" eval 1 "$P" --gpus 2 -q
+expect_grep "^runtime_error: rank 0 killed by signal 11" "$TMP/out"
+PKB_FAKE_MODE=fail expect_exit 6 "$PKB" eval 1 "$P" --gpus 2 -q
+expect_grep "illegal memory access" "$TMP/out"
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" run 1 --gpus 2 -q
+done_testing

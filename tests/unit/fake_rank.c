@@ -1,0 +1,88 @@
+/*
+ * fake_rank.c -- a rank program with no GPU, for testing the parent on the
+ * CPU: it speaks pkb's protocol and then behaves as $PKB_FAKE_MODE says.
+ * $PKB_FAKE_RANK_ONLY=R limits the misbehaviour to rank R (others are good).
+ *   ok        phases, a passing trial record per trial, done
+ *   mismatch  a failing trial record (rank 0 only), done
+ *   hang      enters phase "trial" and sleeps forever
+ *   crash     enters phase "trial" and dies of SIGSEGV
+ *   fail      reports a runtime_error and exits
+ *   early     exits 0 without saying done
+ *   coll      an allgather of the rank number; checks what comes back
+ */
+#define _GNU_SOURCE
+#include "proto.h"
+#include "util.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int fd;
+
+static void say(enum msg_type t, const char *s)
+{
+	proto_send(fd, t, s, s ? strlen(s) : 0);
+}
+
+int main(void)
+{
+	fd = atoi(getenv("PKB_FD") ? getenv("PKB_FD") : "3");
+	enum msg_type t;
+	char *buf;
+	size_t len;
+	if (proto_recv(fd, &t, &buf, &len) < 0 || t != MSG_JOB)
+		return 2;
+	json_t *job = json_loads(buf, 0, NULL);
+	int rank = (int)json_integer_value(json_object_get(job, "rank"));
+	int world = (int)json_integer_value(json_object_get(job, "world"));
+	int trials = (int)json_integer_value(json_object_get(job, "trials"));
+	const char *mode = getenv("PKB_FAKE_MODE") ? getenv("PKB_FAKE_MODE") : "ok";
+	const char *only = getenv("PKB_FAKE_RANK_ONLY");
+	if (only && atoi(only) != rank)
+		mode = "ok";
+	say(MSG_PHASE, "cuda_init|pretending");
+	say(MSG_PHASE, "init|pkb_init of the candidate");
+	say(MSG_PHASE, "trial|trial 0: candidate");
+	if (!strcmp(mode, "hang"))
+		for (;;)
+			pause();
+	if (!strcmp(mode, "crash"))
+		raise(SIGSEGV);
+	if (!strcmp(mode, "fail")) {
+		say(MSG_FAIL, "{\"category\":\"runtime_error\",\"message\":\"fake: an illegal memory access\"}");
+		return 1;
+	}
+	if (!strcmp(mode, "early"))
+		return 0;
+	if (!strcmp(mode, "coll")) {
+		int mine = rank * 7, *all = xcalloc((size_t)world, sizeof(int));
+		proto_send(fd, MSG_COLL, &mine, sizeof mine);
+		if (proto_recv(fd, &t, &buf, &len) < 0 || t != MSG_COLL || len != sizeof(int) * (size_t)world)
+			return 3;
+		memcpy(all, buf, len);
+		for (int r = 0; r < world; r++)
+			if (all[r] != r * 7) {
+				say(MSG_FAIL, "{\"category\":\"internal_error\",\"message\":\"bad allgather\"}");
+				return 1;
+			}
+	}
+	for (int k = 0; k < (trials > 0 ? trials : 1); k++) {
+		int ok = !(!strcmp(mode, "mismatch") && rank == 0);
+		char rec[512];
+		snprintf(rec, sizeof rec,
+			 "{\"kind\":\"trial\",\"trial\":%d,\"rank\":%d,\"ok\":%s,\"outputs\":[{\"name\":\"out\","
+			 "\"ok\":%s,\"n\":100,\"n_bad\":%d,\"l2_rel\":0.5,\"l2_limit\":0.01,\"l2_failed\":%s%s}]}",
+			 k, rank, ok ? "true" : "false", ok ? "true" : "false", ok ? 0 : 7,
+			 ok ? "false" : "true",
+			 ok ? "" : ",\"worst\":{\"index\":3,\"coords\":[0,3],\"ref\":1.5,\"cand\":0.0,\"bound\":0.01}");
+		say(MSG_RESULT, rec);
+	}
+	say(MSG_PHASE, "fini|tearing down");
+	say(MSG_DONE, NULL);
+	json_decref(job);
+	return 0;
+}

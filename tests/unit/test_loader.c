@@ -1,0 +1,64 @@
+#define _GNU_SOURCE
+/*
+ * test_loader.c -- the symbol scan of compiled solutions, on tiny shared
+ * objects built here with gcc (the scan reads ELF, so no CUDA is needed):
+ * NCCL calls, dlopen/dlsym, a linked libnccl and a missing PKB_SOLUTION are
+ * refused under the cuda backend; a clean solution passes.
+ */
+#include "t.h"
+#include "loader.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static char dir[] = "/tmp/pkb-test-loader.XXXXXX";
+
+static char *so(const char *name, const char *body, const char *libs)
+{
+	char *src = xstrfmt("%s/%s.c", dir, name), *out = xstrfmt("%s/%s.so", dir, name);
+	char *text = xstrfmt("const int pkb_abi_version = 1;\n"
+			     "struct pkb_ctx;\nint pkb_init(struct pkb_ctx *c) { (void)c; return 0; }\n"
+			     "int pkb_fini(struct pkb_ctx *c) { (void)c; return 0; }\n%s\n", body);
+	write_file_atomic(src, text, strlen(text));
+	char *cmd = xstrfmt("cc -shared -fPIC -o %s %s %s", out, src, libs);
+	CHECKF(system(cmd) == 0, "%s", cmd);
+	free(cmd);
+	free(text);
+	free(src);
+	return out;
+}
+
+int main(void)
+{
+	mkdtemp(dir);
+	char why[256];
+	char *clean = so("clean", "int pkb_run(struct pkb_ctx *c) { (void)c; return 0; }", "");
+	CHECKF(loader_scan(clean, "cuda", why, sizeof why) == 0, "%s", why);
+
+	char *nccl = so("nccl", "int ncclAllReduce(void); int pkb_run(struct pkb_ctx *c) "
+			"{ (void)c; return ncclAllReduce(); }", "");
+	CHECK(loader_scan(nccl, "cuda", why, sizeof why) == 1 && strstr(why, "ncclAllReduce"));
+	CHECK(loader_scan(nccl, "reference", why, sizeof why) == 0);
+
+	char *dl = so("dl", "#include <dlfcn.h>\nint pkb_run(struct pkb_ctx *c) "
+		      "{ (void)c; return dlsym(RTLD_DEFAULT, \"x\") != 0; }", "-ldl");
+	CHECK(loader_scan(dl, "cuda", why, sizeof why) == 1 && strstr(why, "dlsym"));
+
+	char *nolib = so("nolib", "int pkb_run(struct pkb_ctx *c) { (void)c; return 0; }",
+			 "-Wl,--no-as-needed -L/usr/local/cuda/lib64 -L/usr/lib/x86_64-linux-gnu -lnccl");
+	int r = loader_scan(nolib, "cuda", why, sizeof why);
+	CHECKF(r == 1 && strstr(why, "libnccl"), "linked libnccl: %d %s", r, why);
+
+	char *norun = so("norun", "int other(void) { return 1; }", "");
+	CHECK(loader_scan(norun, "cuda", why, sizeof why) == 1 && strstr(why, "pkb_run"));
+
+	char *txt = xstrfmt("%s/not_elf.so", dir);
+	write_file_atomic(txt, "hello", 5);
+	CHECK(loader_scan(txt, "cuda", why, sizeof why) == 1);
+	CHECK(loader_scan("/nonexistent.so", "cuda", why, sizeof why) == -1);
+	CHECK(loader_backend_valid("cuda") && !loader_backend_valid("mpi"));
+	rm_rf(dir);
+	free(clean); free(nccl); free(dl); free(nolib); free(norun); free(txt);
+	return t_done("test_loader");
+}

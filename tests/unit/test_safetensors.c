@@ -1,0 +1,92 @@
+#define _GNU_SOURCE
+/*
+ * test_safetensors.c -- safetensors round trips and malformed files.
+ * With arguments, `test_safetensors write DIR same|differ` writes a fake
+ * `pkb run --save` folder for the CLI tests of `pkb compare`.
+ */
+#include "t.h"
+#include "dtype.h"
+#include "safetensors.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int write_fake_run(const char *dir, int differ)
+{
+	mkdir_p(dir);
+	for (int r = 0; r < 2; r++) {
+		uint16_t out[64];
+		for (int i = 0; i < 64; i++)
+			out[i] = float_to_bf16((float)(i * (r + 1)) / 8);
+		if (differ && r == 1)
+			out[5] = float_to_bf16(100);
+		struct st_tensor t = { .name = "out", .dtype = PKB_BF16, .ndim = 2,
+				       .shape = { 8, 8 }, .data = out, .bytes = sizeof out };
+		const char *k[] = { "pkb_problem", "world", "rank", "m", "n", "dtype" };
+		char rk[8];
+		snprintf(rk, sizeof rk, "%d", r);
+		const char *v[] = { "1", "2", rk, "8", "8", "bf16" };
+		char *path = xstrfmt("%s/rank_%d_outputs.safetensors", dir, r);
+		if (st_write(path, &t, 1, k, v, 6) < 0)
+			return 1;
+		free(path);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && !strcmp(argv[1], "write"))
+		return write_fake_run(argv[2], !strcmp(argv[3], "differ"));
+
+	char dir[] = "/tmp/pkb-test-st.XXXXXX";
+	mkdtemp(dir);
+	char *path = xstrfmt("%s/a.safetensors", dir);
+	float a[6] = { 1, 2, 3, 4, 5, 6 };
+	int64_t b[3] = { -1, 7, 1ll << 40 };
+	uint16_t c[1] = { 0x3f80 };
+	struct st_tensor t[3] = {
+		{ .name = "x", .dtype = PKB_FP32, .ndim = 2, .shape = { 2, 3 }, .data = a, .bytes = sizeof a },
+		{ .name = "idx", .dtype = PKB_I64, .ndim = 1, .shape = { 3 }, .data = b, .bytes = sizeof b },
+		{ .name = "s", .dtype = PKB_BF16, .ndim = 0, .data = c, .bytes = 2 },
+	};
+	const char *k[] = { "pkb_problem" }, *v[] = { "7" };
+	CHECK(st_write(path, t, 3, k, v, 1) == 0);
+	struct st_file f;
+	char err[256];
+	CHECK(st_read(path, &f, err, sizeof err) == 0);
+	CHECK(f.n == 3);
+	const struct st_tensor *x = st_find(&f, "x"), *idx = st_find(&f, "idx"), *s = st_find(&f, "s");
+	CHECK(x && x->dtype == PKB_FP32 && x->ndim == 2 && x->shape[1] == 3 && !memcmp(x->data, a, sizeof a));
+	CHECK(idx && idx->dtype == PKB_I64 && !memcmp(idx->data, b, sizeof b));
+	CHECK(s && s->ndim == 0 && bf16_to_float(*(const uint16_t *)s->data) == 1.0f);
+	CHECK(!strcmp(f.t[0].name, "x") && !strcmp(f.t[1].name, "idx"));   /* order kept */
+	CHECK(st_meta(&f, "pkb_problem") && !strcmp(st_meta(&f, "pkb_problem"), "7"));
+	/* the data section starts 8-byte aligned */
+	uint64_t hl;
+	memcpy(&hl, f.buf, 8);
+	CHECK(hl % 8 == 0);
+	st_free(&f);
+
+	/* malformed files are errors with a message, never crashes */
+	const char *bad[] = {
+		"", "\x05\0\0\0\0\0\0\0{}", "\xff\0\0\0\0\0\0\0{}",
+		"\x02\0\0\0\0\0\0\0[]",
+		"\x3c\0\0\0\0\0\0\0{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}",
+		"\x3c\0\0\0\0\0\0\0{\"x\":{\"dtype\":\"Q99\",\"shape\":[1],\"data_offsets\":[0, 4]}}",
+	};
+	size_t bad_len[] = { 0, 10, 10, 10, 68, 68 };
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char *p = xstrfmt("%s/bad%zu.safetensors", dir, i);
+		write_file_atomic(p, bad[i], bad_len[i]);
+		err[0] = 0;
+		CHECKF(st_read(p, &f, err, sizeof err) < 0 && err[0], "malformed file %zu accepted", i);
+		free(p);
+	}
+	CHECK(st_read("/nonexistent/x.safetensors", &f, err, sizeof err) < 0);
+	rm_rf(dir);
+	free(path);
+	return t_done("test_safetensors");
+}
