@@ -71,16 +71,19 @@ int main(int argc, char **argv)
 	st_free(&f);
 
 	/* malformed files are errors with a message, never crashes */
-	const char *bad[] = {
-		"", "\x05\0\0\0\0\0\0\0{}", "\xff\0\0\0\0\0\0\0{}",
-		"\x02\0\0\0\0\0\0\0[]",
-		"\x3c\0\0\0\0\0\0\0{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}",
-		"\x3c\0\0\0\0\0\0\0{\"x\":{\"dtype\":\"Q99\",\"shape\":[1],\"data_offsets\":[0, 4]}}",
+	/* malformed files are errors with a message, never crashes: empty, header
+	 * past the end, absurd header length, not an object, data missing, bad dtype */
+	static const struct { const char *b; size_t n; } bad[] = {
+		{ "", 0 },
+		{ "\005\000\000\000\000\000\000\000{}", 10 },
+		{ "\377\000\000\000\000\000\000\000{}", 10 },
+		{ "\002\000\000\000\000\000\000\000[]", 10 },
+		{ "7\000\000\000\000\000\000\000{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 63 },
+		{ "6\000\000\000\000\000\000\000{\"x\":{\"dtype\":\"Q99\",\"shape\":[1],\"data_offsets\":[0,4]}}\000\000\000\000", 66 },
 	};
-	size_t bad_len[] = { 0, 10, 10, 10, 68, 68 };
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		char *p = xstrfmt("%s/bad%zu.safetensors", dir, i);
-		write_file_atomic(p, bad[i], bad_len[i]);
+		write_file_atomic(p, bad[i].b, bad[i].n);
 		err[0] = 0;
 		CHECKF(st_read(p, &f, err, sizeof err) < 0 && err[0], "malformed file %zu accepted", i);
 		free(p);

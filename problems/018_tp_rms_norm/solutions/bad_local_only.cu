@@ -1,0 +1,64 @@
+/*
+ * 018_tp_rms_norm, known-bad: no communication. Each rank normalises its
+ * slice by the RMS of its own N columns, as if the slice were the whole
+ * hidden dimension. The local mean square deviates from the global one by
+ * about 1/sqrt(N) (3% at N = 1024), so rows come out scaled by ~1.5% on
+ * average and several % at worst -- far outside two bf16 roundings.
+ * pkb-expect: mismatch
+ */
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include "pkb.h"
+
+PKB_SOLUTION;
+
+__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f(float v) { return v; }
+template <typename T> __device__ __forceinline__ T from_f(float v);
+template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
+template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
+template <> __device__ __forceinline__ float from_f(float v) { return v; }
+
+/* a warp per row */
+template <typename T>
+__global__ void local_rmsnorm(const T *x, const T *w, T *out, int64_t m, int64_t n, float eps)
+{
+	int lane = threadIdx.x & 31;
+	int64_t i = blockIdx.x * (int64_t)(blockDim.x / 32) + (threadIdx.x >> 5);
+	if (i >= m)
+		return;
+	float acc = 0.f;
+	for (int64_t j = lane; j < n; j += 32) {
+		float v = to_f(x[i * n + j]);
+		acc += v * v;
+	}
+	for (int o = 16; o > 0; o >>= 1)
+		acc += __shfl_xor_sync(0xffffffffu, acc, o);
+	float rs = rsqrtf(acc / (float)n + eps);
+	for (int64_t j = lane; j < n; j += 32)
+		out[i * n + j] = from_f<T>(to_f(w[j]) * to_f(from_f<T>(to_f(x[i * n + j]) * rs)));
+}
+
+template <typename T>
+static void launch(pkb_ctx *ctx)
+{
+	int64_t m = ctx->in[0].shape[0], n = ctx->in[0].shape[1];
+	local_rmsnorm<T><<<(unsigned)((m + 7) / 8), 256, 0, (cudaStream_t)ctx->stream>>>(
+		(const T *)ctx->in[0].data, (const T *)ctx->in[1].data, (T *)ctx->out[0].data,
+		m, n, (float)pkb_param_get(ctx, "variance_epsilon", 1e-5));
+}
+
+extern "C" int pkb_init(pkb_ctx *ctx) { (void)ctx; return 0; }
+extern "C" int pkb_run(pkb_ctx *ctx)
+{
+	switch (ctx->in[0].dtype) {
+	case PKB_BF16: launch<__nv_bfloat16>(ctx); break;
+	case PKB_FP16: launch<__half>(ctx); break;
+	case PKB_FP32: launch<float>(ctx); break;
+	default: return 1;
+	}
+	return cudaGetLastError() != cudaSuccess;
+}
+extern "C" int pkb_fini(pkb_ctx *ctx) { (void)ctx; return 0; }

@@ -1,0 +1,122 @@
+/*
+ * 045_reducescatter_fused_rmsnorm, known-bad: normalises before reducing.
+ * Each rank applies RMSNorm (with gamma) to the rows of its own W chunks and
+ * the ranks then average the normalised rows -- a tempting fusion, since it
+ * moves the norm off the critical path after the exchange, but RMSNorm is
+ * not linear: mean_r norm(x_r) != norm(mean_r x_r). Otherwise built like
+ * ok_symm_pull.cu.
+ * pkb-expect: mismatch
+ */
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdlib.h>
+#include "pkb.h"
+#include "pkb_device.cuh"
+
+PKB_SOLUTION;
+
+#define THREADS 256
+#define WARPS (THREADS / 32)
+#define MAX_HIDDEN 128
+#define PER_LANE (MAX_HIDDEN / 32)
+#define MAX_BLOCKS 512
+
+struct state {
+	pkb_symm stage;   /* [W][chunk] a copy of rs_input_1d */
+};
+
+__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f(float v) { return v; }
+template <typename T> __device__ __forceinline__ T from_f(float v);
+template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
+template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
+template <> __device__ __forceinline__ float from_f(float v) { return v; }
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+rs_rmsnorm(pkb_dev_comm comm, const T *in, const T *gamma, T *const *stage, T *y,
+	   int64_t rows, int hidden, float eps)
+{
+	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	int64_t chunk = rows * hidden;
+	int64_t per = (rows + gridDim.x - 1) / gridDim.x;
+	int64_t i0 = per * blockIdx.x < rows ? per * blockIdx.x : rows;
+	int64_t i1 = i0 + per < rows ? i0 + per : rows;
+	int64_t span = (i1 - i0) * hidden;   /* elements of our rows in one chunk */
+	T *mine = stage[comm.rank];
+
+	(void)span;
+	/* the bug: a warp per (chunk, row) normalises before the exchange */
+	for (int64_t q = warp; q < comm.world * (i1 - i0); q += WARPS) {
+		int64_t c = q / (i1 - i0), i = i0 + q % (i1 - i0);
+		int64_t off = c * chunk + i * hidden;
+		float x[PER_LANE];
+		float ss = 0.f;
+		for (int k = 0; k < PER_LANE; k++) {
+			int j = lane + 32 * k;
+			x[k] = j < hidden ? to_f(in[off + j]) : 0.f;
+			ss += x[k] * x[k];
+		}
+		for (int o = 16; o > 0; o >>= 1)
+			ss += __shfl_xor_sync(0xffffffffu, ss, o);
+		float rs = rsqrtf(ss / (float)hidden + eps);
+		for (int k = 0; k < PER_LANE; k++) {
+			int j = lane + 32 * k;
+			if (j < hidden)
+				mine[off + j] = from_f<T>(x[k] * rs * to_f(gamma[j]));
+		}
+	}
+	if (!pkb_barrier_block(comm, blockIdx.x))
+		return;
+
+	for (int64_t e = i0 * hidden + threadIdx.x; e < i1 * hidden; e += blockDim.x) {
+		float sum = 0.f;
+		for (int r = 0; r < comm.world; r++)
+			sum += to_f(stage[r][comm.rank * chunk + e]);
+		y[e] = from_f<T>(sum / (float)comm.world);
+	}
+	pkb_barrier_block(comm, blockIdx.x);   /* peers are done reading ours */
+}
+
+extern "C" int pkb_init(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)calloc(1, sizeof *s);
+	if (!s)
+		return 1;
+	ctx->user = s;
+	if (ctx->world > THREADS || ctx->out[0].shape[1] > MAX_HIDDEN)
+		return 1;
+	return ctx->svc->symm_alloc(ctx, ctx->in[0].bytes, &s->stage);
+}
+
+template <typename T>
+static void launch(pkb_ctx *ctx, struct state *s)
+{
+	int64_t rows = ctx->out[0].shape[0];
+	int64_t blocks = (rows + WARPS - 1) / WARPS;
+	blocks = blocks > MAX_BLOCKS ? MAX_BLOCKS : blocks;
+	rs_rmsnorm<T><<<(unsigned)blocks, THREADS, 0, (cudaStream_t)ctx->stream>>>(
+		ctx->dev, (const T *)ctx->in[0].data, (const T *)ctx->in[1].data,
+		(T *const *)s->stage.peers_dev, (T *)ctx->out[0].data, rows,
+		(int)ctx->out[0].shape[1], (float)pkb_param_get(ctx, "eps", 1e-5));
+}
+
+extern "C" int pkb_run(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	switch (ctx->in[0].dtype) {
+	case PKB_BF16: launch<__nv_bfloat16>(ctx, s); break;
+	case PKB_FP16: launch<__half>(ctx, s); break;
+	case PKB_FP32: launch<float>(ctx, s); break;
+	default: return 1;
+	}
+	return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	free(ctx->user);
+	return 0;
+}
