@@ -80,17 +80,10 @@ static int inspect(const char *dir)
 		for (int i = 0; i < f.n; i++) {
 			const struct st_tensor *t = &f.t[i];
 			int64_t n = (int64_t)(t->bytes / pkb_dtype_size(t->dtype));
-			double sum = 0, amax = 0;
-			int64_t bad = 0;
-			for (int64_t k = 0; k < n; k++) {
-				double v = dtype_load(t->dtype, t->data, k);
-				if (!isfinite(v)) {
-					bad++;
-					continue;
-				}
-				sum += fabs(v);
-				amax = fabs(v) > amax ? fabs(v) : amax;
-			}
+			double mean_abs, amax;
+			int64_t bad;
+			dtype_stats(t->dtype, t->data, dtype_is_complex(t->dtype) ? n / 2 : n,
+				    &mean_abs, &amax, &bad);
 			char shape[128];
 			size_t off = (size_t)snprintf(shape, sizeof shape, "(");
 			for (int k = 0; k < t->ndim; k++)
@@ -98,7 +91,7 @@ static int inspect(const char *dir)
 							k ? ", " : "", (long long)t->shape[k]);
 			snprintf(shape + off, sizeof shape - off, ")");
 			printf("  %-20s %-9s %-22s mean|x| %-11.5g max|x| %-11.5g nonfinite %lld\n",
-			       t->name, dtype_name(t->dtype), shape, n ? sum / (double)n : 0.0, amax,
+			       t->name, dtype_name(t->dtype), shape, mean_abs, amax,
 			       (long long)bad);
 		}
 		st_free(&f);

@@ -187,9 +187,7 @@ int cmd_doctor(int argc, char **argv)
 	printf("%s\n", problems ? "not ready: see above" : "ready");
 	json_object_set_new(rec, "ready", json_boolean(!problems));
 	if (json_path) {
-		char *txt = json_dumps(rec, JSON_INDENT(1));
-		write_file_atomic(json_path, txt, strlen(txt));
-		free(txt);
+		json_write_file(json_path, rec);
 	}
 	json_decref(rec);
 	return problems ? PKB_EXIT_ENV : 0;

@@ -39,10 +39,7 @@ static int finish(struct job_opts *o, json_t *rec, enum pkb_outcome out, const c
 	if (msg && *msg)
 		json_object_set_new(rec, "message", json_string(msg));
 	if (o->json_path) {
-		char *txt = json_dumps(rec, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-		if (write_file_atomic(o->json_path, txt, strlen(txt)) < 0)
-			error("cannot write '%s'", o->json_path);
-		free(txt);
+		json_write_file(o->json_path, rec);
 	}
 	json_decref(rec);
 	printf("%s%s%s\n", outcome_name(out), msg && *msg ? ": " : "", msg ? msg : "");

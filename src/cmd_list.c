@@ -54,12 +54,8 @@ int cmd_list(int argc, char **argv)
 						     p->category, "origin", p->origin, "worlds", w));
 	}
 	int rc = 0;
-	if (json_path) {
-		char *txt = json_dumps(arr, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-		if (write_file_atomic(json_path, txt, strlen(txt)) < 0)
-			rc = error("cannot write '%s'", json_path) ? PKB_EXIT_INPUT : 0;
-		free(txt);
-	}
+	if (json_path && json_write_file(json_path, arr) < 0)
+		rc = PKB_EXIT_INPUT;
 	json_decref(arr);
 	return rc;
 }

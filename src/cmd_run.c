@@ -157,9 +157,7 @@ int cmd_run(int argc, char **argv)
 	if (*msg)
 		json_object_set_new(rec, "message", json_string(msg));
 	if (o.json_path) {
-		char *txt = json_dumps(rec, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-		write_file_atomic(o.json_path, txt, strlen(txt));
-		free(txt);
+		json_write_file(o.json_path, rec);
 	}
 	if (out != OUT_PASS) {
 		printf("%s: %s\n", outcome_name(out), msg);

@@ -119,9 +119,7 @@ int cmd_show(int argc, char **argv)
 					"worlds", w, "world", o.world, "m", (json_int_t)o.m, "n",
 					(json_int_t)o.n, "dtype", o.dtype, "inputs", jin, "outputs",
 					jout, "params", jpar, "folder", dir);
-		char *txt = json_dumps(rec, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-		write_file_atomic(o.json_path, txt, strlen(txt));
-		free(txt);
+		json_write_file(o.json_path, rec);
 		json_decref(rec);
 	} else {
 		json_decref(jin);

@@ -141,3 +141,24 @@ double dtype_load(pkb_dtype t, const void *buf, int64_t i)
 	default: return NAN;
 	}
 }
+
+void dtype_stats(pkb_dtype t, const void *buf, int64_t n, double *mean_abs, double *amax,
+		 int64_t *nonfinite)
+{
+	if (dtype_is_complex(t))
+		n *= 2;
+	double sum = 0, mx = 0;
+	int64_t bad = 0;
+	for (int64_t k = 0; k < n; k++) {
+		double v = fabs(dtype_load(t, buf, k));
+		if (!isfinite(v)) {
+			bad++;
+			continue;
+		}
+		sum += v;
+		mx = v > mx ? v : mx;
+	}
+	*mean_abs = n ? sum / (double)n : 0;
+	*amax = mx;
+	*nonfinite = bad;
+}

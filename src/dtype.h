@@ -16,6 +16,10 @@ int dtype_is_complex(pkb_dtype t);
 double dtype_unit_roundoff(pkb_dtype t);      /* 0 for integers */
 /* element i of a host buffer, as double (complex: component i of the pairs) */
 double dtype_load(pkb_dtype t, const void *buf, int64_t i);
+/* mean |x| and max |x| over the finite elements of n elements (complex:
+ * 2n components), and the count of non-finite ones */
+void dtype_stats(pkb_dtype t, const void *buf, int64_t n, double *mean_abs, double *amax,
+		 int64_t *nonfinite);
 float bf16_to_float(uint16_t h);
 uint16_t float_to_bf16(float f);              /* round to nearest even */
 float fp16_to_float(uint16_t h);

@@ -379,6 +379,17 @@ static void load_solution(struct rank_env *E, struct solution *s, const char *ro
 		rank_fail(E, OUT_RUNTIME_ERROR, "cannot allocate signal pads for the %s", role);
 }
 
+static void fill_tensor(pkb_tensor *t, const struct pkb_tensor_desc *d, void *data)
+{
+	t->data = data;
+	t->name = d->name;
+	t->dtype = d->dtype;
+	t->ndim = d->ndim;
+	memcpy(t->shape, d->shape, sizeof t->shape);
+	t->numel = tensor_desc_numel(d);
+	t->bytes = desc_bytes(d);
+}
+
 /* Refresh everything the solution can see from the harness's copy, so that
  * a solution that scribbles on its context changes nothing for the next call. */
 static void refresh_ctx(struct rank_env *E, struct solution *s, void *const *in_data,
@@ -387,28 +398,10 @@ static void refresh_ctx(struct rank_env *E, struct solution *s, void *const *in_
 	void *user = s->ctx.user;
 	s->ctx = s->master;
 	s->ctx.user = user;
-	for (int i = 0; i < E->io.n_in; i++) {
-		const struct pkb_tensor_desc *d = &E->io.in[i];
-		pkb_tensor *t = &s->in[i];
-		t->data = in_data ? in_data[i] : NULL;
-		t->name = d->name;
-		t->dtype = d->dtype;
-		t->ndim = d->ndim;
-		memcpy(t->shape, d->shape, sizeof t->shape);
-		t->numel = tensor_desc_numel(d);
-		t->bytes = desc_bytes(d);
-	}
-	for (int i = 0; i < E->io.n_out; i++) {
-		const struct pkb_tensor_desc *d = &E->io.out[i];
-		pkb_tensor *t = &s->out[i];
-		t->data = out_data ? out_data[i] : NULL;
-		t->name = d->name;
-		t->dtype = d->dtype;
-		t->ndim = d->ndim;
-		memcpy(t->shape, d->shape, sizeof t->shape);
-		t->numel = tensor_desc_numel(d);
-		t->bytes = desc_bytes(d);
-	}
+	for (int i = 0; i < E->io.n_in; i++)
+		fill_tensor(&s->in[i], &E->io.in[i], in_data ? in_data[i] : NULL);
+	for (int i = 0; i < E->io.n_out; i++)
+		fill_tensor(&s->out[i], &E->io.out[i], out_data ? out_data[i] : NULL);
 	s->ctx.in = s->in;
 	s->ctx.out = s->out;
 }
@@ -681,22 +674,12 @@ static void do_run(struct rank_env *E, struct solution *s)
 	json_t *outs = json_array();
 	for (int i = 0; i < E->io.n_out; i++) {
 		const struct pkb_tensor_desc *t = &E->io.out[i];
-		int64_t n = tensor_desc_numel(t) * (dtype_is_complex(t->dtype) ? 2 : 1);
-		double sum = 0, amax = 0;
-		int64_t nonfinite = 0;
-		for (int64_t k = 0; k < n; k++) {
-			double v = dtype_load(t->dtype, E->host_out[i], k);
-			if (!isfinite(v)) {
-				nonfinite++;
-				continue;
-			}
-			sum += fabs(v);
-			if (fabs(v) > amax)
-				amax = fabs(v);
-		}
+		double mean_abs, amax;
+		int64_t nonfinite;
+		dtype_stats(t->dtype, E->host_out[i], tensor_desc_numel(t), &mean_abs, &amax, &nonfinite);
 		json_array_append_new(outs, json_pack("{s:s,s:f,s:f,s:I}", "name", t->name,
-						      "mean_abs", n ? sum / (double)n : 0.0,
-						      "amax", amax, "nonfinite", (json_int_t)nonfinite));
+						      "mean_abs", mean_abs, "amax", amax,
+						      "nonfinite", (json_int_t)nonfinite));
 	}
 	send_result(E, json_pack("{s:s,s:i,s:o}", "kind", "run", "rank", E->rank, "outputs", outs));
 	const char *dir = json_string_value(json_object_get(E->job, "save_dir"));

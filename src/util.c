@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -291,3 +292,13 @@ int run_logged(char *const *argv, const char *log, double timeout_s)
 	}
 }
 
+
+int json_write_file(const char *path, json_t *value)
+{
+	char *txt = json_dumps(value, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+	int r = txt ? write_file_atomic(path, txt, strlen(txt)) : -1;
+	free(txt);
+	if (r < 0)
+		error("cannot write '%s'", path);
+	return r;
+}

@@ -28,6 +28,10 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* write a JSON value to path (indented, atomically); -1 with an error printed */
+struct json_t;
+int json_write_file(const char *path, struct json_t *value);
+
 uint64_t now_ns(void);         /* CLOCK_MONOTONIC */
 char *read_file(const char *path, size_t *len);   /* NULL on error (errno) */
 int write_file_atomic(const char *path, const void *buf, size_t len);
