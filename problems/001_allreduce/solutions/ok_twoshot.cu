@@ -1,0 +1,279 @@
+/*
+ * 001_allreduce, known-good: two-shot all-reduce over symmetric memory --
+ * a reduce-scatter into symmetric memory, then an all-gather by push.
+ *
+ * The tensor is cut into W chunks (a multiple of 16 bytes each, the last
+ * ones shorter or empty); rank r owns chunk r.
+ *   0. Every rank copies its input chunks x != r into its own symmetric
+ *      staging buffer. Barrier.
+ *   1. Rank r reads chunk r from every peer's staging buffer over NVLink,
+ *      adds its own, accumulates in fp32 and rounds once; it writes the sum
+ *      into its output and pushes it into chunk r of every peer's staging
+ *      buffer -- the very bytes it just read there, which no one else reads.
+ *      Barrier.
+ *   2. Every rank copies the W-1 reduced chunks it received into its output.
+ * Each rank reads (W-1)/W * M*N*e bytes from its peers and writes as much
+ * into them: 2 (W-1)/W in all, the ring's volume, against the one-shot's
+ * W-1. Two barriers per round instead of one, so below ~1 MiB
+ * ok_oneshot_pull.cu wins.
+ *
+ * Block b owns the same 16-byte units of every chunk on every rank, so its
+ * barriers cover exactly the data it touches. Large ranges go in rounds of
+ * 128 KiB per block: the staging of round i and the copy-out of round i-1
+ * run back to back between the same barriers. When M*N is not a multiple of
+ * the vector width, the last unit of the last chunk is partial and its block
+ * handles it element by element.
+ *
+ * Back-to-back calls: the staging buffer has two halves, used by alternate
+ * calls (a per-block call counter gives the parity, the same on every rank).
+ * A rank can only reach call k+2, and overwrite call k's half (its own or a
+ * peer's), after every peer met it in a barrier of call k+1, i.e. finished
+ * call k. No trailing barrier.
+ */
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include "pkb.h"
+#include "pkb_device.cuh"
+
+PKB_SOLUTION;
+
+#define THREADS 512
+/* one 512-thread block per SM of an H200: the fp32 sums and the loads in
+ * flight behind them take up to 128 registers a thread */
+#define MAX_BLOCKS 132
+#define ROUND (THREADS * 16)  /* units per block and round: 128 KiB of 16 B */
+#define MAX_WORLD 64
+
+struct state {
+	pkb_symm stage;       /* two halves of W chunks: call parity */
+	int64_t chunk;        /* elements per chunk, a multiple of 16 bytes */
+	size_t half;
+	uint32_t *calls;      /* per-block call counters */
+};
+
+__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f(float v) { return v; }
+template <typename T> __device__ __forceinline__ T from_f(float v);
+template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
+template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
+template <> __device__ __forceinline__ float from_f(float v) { return v; }
+
+/* This call's staging half, the same on every rank: block b has run the
+ * same number of calls everywhere. */
+__device__ __forceinline__ size_t call_half(uint32_t *calls, size_t half)
+{
+	__shared__ uint32_t parity;
+	if (threadIdx.x == 0) {
+		uint32_t c = calls[blockIdx.x];
+		calls[blockIdx.x] = c + 1;
+		parity = c & 1;
+	}
+	__syncthreads();
+	return parity * half;
+}
+
+/* n 16-byte units from src to d0 and, when d1 is not NULL, to d1; each unit
+ * loaded once, four loads in flight per thread before the stores */
+__device__ __forceinline__ void copy_vec(int4 *d0, int4 *d1, const int4 *src, int n)
+{
+	for (int i = threadIdx.x; i < n; i += 4 * THREADS) {
+		int4 x[4];
+		for (int u = 0; u < 4; u++)
+			if (i + u * THREADS < n)
+				x[u] = src[i + u * THREADS];
+		for (int u = 0; u < 4; u++)
+			if (i + u * THREADS < n) {
+				d0[i + u * THREADS] = x[u];
+				if (d1)
+					d1[i + u * THREADS] = x[u];
+			}
+	}
+}
+
+/* 16-byte units [a, a+n) of a flat buffer of `bytes` bytes. Unit bytes/16,
+ * when partial, is copied byte by byte by the block that owns it. */
+__device__ __forceinline__ void copy_flat(void *d0, void *d1, const void *src,
+					  int64_t a, int n, int64_t bytes)
+{
+	int64_t full = bytes >> 4;
+	int nv = (int)max((int64_t)0, min((int64_t)n, full - a));
+	if (nv > 0)
+		copy_vec((int4 *)d0 + a, d1 ? (int4 *)d1 + a : NULL, (const int4 *)src + a, nv);
+	if (a <= full && full < a + n)
+		for (int64_t j = full * 16 + threadIdx.x; j < bytes; j += THREADS) {
+			char c = ((const char *)src)[j];
+			((char *)d0)[j] = c;
+			if (d1)
+				((char *)d1)[j] = c;
+		}
+}
+
+/* 16-byte units [a, a+n) of a chunk of `len` T: the fp32 sum over k < w of
+ * src[k], rounded once and stored to dst[k] for k < nd (tables of chunk
+ * bases in shared memory). A thread loads UNR of its units from KB sources
+ * -- 8 loads in flight, from different peers -- before adding them. The
+ * partial last unit, if any, is summed element by element by the block that
+ * owns it. */
+template <typename T>
+__device__ __forceinline__ void reduce_fanout(T *const *dst, int nd, const T *const *src, int w,
+					      int64_t a, int n, int64_t len)
+{
+	const int VEC = 16 / sizeof(T);
+	const int UNR = VEC >= 8 ? 1 : 2;   /* 8 fp32 accumulators */
+	const int KB = 8 / UNR;
+	int64_t full = len / VEC;
+	int nv = (int)max((int64_t)0, min((int64_t)n, full - a));
+	for (int i = threadIdx.x; i < nv; i += UNR * THREADS) {
+		float acc[UNR][VEC];
+		for (int u = 0; u < UNR; u++)
+			for (int v = 0; v < VEC; v++)
+				acc[u][v] = 0.f;
+#pragma unroll 1
+		for (int k0 = 0; k0 < w; k0 += KB) {
+			int4 r[KB][UNR];
+			for (int k = 0; k < KB; k++) {
+				const int4 *s = (const int4 *)src[min(k0 + k, w - 1)] + a;
+				for (int u = 0; u < UNR; u++)
+					if (k0 + k < w && i + u * THREADS < nv)
+						r[k][u] = s[i + u * THREADS];
+			}
+			for (int k = 0; k < KB; k++)
+				for (int u = 0; u < UNR; u++)
+					if (k0 + k < w && i + u * THREADS < nv) {
+						const T *e = (const T *)&r[k][u];
+						for (int v = 0; v < VEC; v++)
+							acc[u][v] += to_f(e[v]);
+					}
+		}
+		for (int u = 0; u < UNR; u++)
+			if (i + u * THREADS < nv) {
+				int4 r;
+				T *f = (T *)&r;
+				for (int v = 0; v < VEC; v++)
+					f[v] = from_f<T>(acc[u][v]);
+				for (int k = 0; k < nd; k++)
+					((int4 *)dst[k] + a)[i + u * THREADS] = r;
+			}
+	}
+	if (a <= full && full < a + n) {
+		int64_t j = full * VEC + threadIdx.x;
+		if (j < len) {
+			float acc = 0.f;
+			for (int k = 0; k < w; k++)
+				acc += to_f(src[k][j]);
+			T v = from_f<T>(acc);
+			for (int k = 0; k < nd; k++)
+				dst[k][j] = v;
+		}
+	}
+}
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS, 1)
+allreduce_twoshot(pkb_dev_comm comm, const T *in, T *out, void *const *stage, size_t half,
+		  uint32_t *calls, int64_t n, int64_t chunk)
+{
+	__shared__ const T *src[MAX_WORLD];
+	__shared__ T *dst[MAX_WORLD];
+	const int me = comm.rank, w = comm.world;
+	size_t off = call_half(calls, half);
+	T *mine = (T *)((char *)stage[me] + off);
+	/* step 1: src[k] is chunk `me` as rank me+k holds it (k = 0: our
+	   input); dst[0] is our output, dst[k] chunk `me` of rank me+k */
+	if (threadIdx.x < w) {
+		int p = (me + threadIdx.x) % w;
+		T *peer = (T *)((char *)stage[p] + off) + me * chunk;
+		src[threadIdx.x] = p == me ? in + me * chunk : peer;
+		dst[threadIdx.x] = p == me ? out + me * chunk : peer;
+	}
+	__syncthreads();
+	const int E = sizeof(T);
+	int64_t cu = chunk * E / 16;   /* units per chunk */
+	int64_t per = (cu + gridDim.x - 1) / gridDim.x;
+	int64_t u0 = min(cu, per * (int64_t)blockIdx.x), u1 = min(cu, u0 + per);
+	int64_t mylen = max((int64_t)0, min(chunk, n - me * chunk));
+
+	for (int64_t a = u0;; a += ROUND) {
+		/* 0. stage round a; 2. copy out round a - ROUND, pushed before the
+		   last barrier */
+		for (int k = 1; k < w; k++) {
+			int x = (me + k) % w;
+			int64_t len = max((int64_t)0, min(chunk, n - x * chunk));
+			if (a < u1)
+				copy_flat(mine + x * chunk, NULL, in + x * chunk, a,
+					  (int)min((int64_t)ROUND, u1 - a), len * E);
+			if (a > u0)
+				copy_flat(out + x * chunk, NULL, mine + x * chunk, a - ROUND,
+					  (int)min((int64_t)ROUND, u1 - (a - ROUND)), len * E);
+		}
+		if (a >= u1 || !pkb_barrier_block(comm, blockIdx.x))
+			break;
+		/* 1. reduce our chunk, keep it and push it to every peer */
+		reduce_fanout(dst, w, src, w, a, (int)min((int64_t)ROUND, u1 - a), mylen);
+		if (!pkb_barrier_block(comm, blockIdx.x))
+			break;
+	}
+}
+
+extern "C" int pkb_init(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)calloc(1, sizeof *s);
+	if (!s)
+		return 1;
+	ctx->user = s;
+	if (ctx->world > MAX_WORLD)
+		return 1;
+	int64_t vec = 16 / (int64_t)pkb_dtype_size(ctx->in[0].dtype);
+	int64_t per = (ctx->in[0].numel + ctx->world - 1) / ctx->world;
+	s->chunk = (per + vec - 1) / vec * vec;
+	s->half = (size_t)(ctx->world * s->chunk) * pkb_dtype_size(ctx->in[0].dtype);
+	if (cudaMalloc(&s->calls, MAX_BLOCKS * sizeof(uint32_t)) != cudaSuccess ||
+	    cudaMemset(s->calls, 0, MAX_BLOCKS * sizeof(uint32_t)) != cudaSuccess)
+		return 1;
+	return ctx->svc->symm_alloc(ctx, 2 * s->half, &s->stage);
+}
+
+/* A block takes THREADS/2 16-byte units before the grid grows (up to
+ * MAX_BLOCKS): at small sizes the (peer, unit) pairs of a block then fit in
+ * one batch of loads per thread -- one round trip for all peers. */
+static int grid_for(int64_t units)
+{
+	int64_t blocks = (units + THREADS / 2 - 1) / (THREADS / 2);
+	return blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : (int)blocks;
+}
+
+template <typename T>
+static void launch(pkb_ctx *ctx, struct state *s)
+{
+	int64_t cu = s->chunk * (int64_t)sizeof(T) / 16;
+	allreduce_twoshot<T><<<grid_for(cu), THREADS, 0, (cudaStream_t)ctx->stream>>>(
+		ctx->dev, (const T *)ctx->in[0].data, (T *)ctx->out[0].data, s->stage.peers_dev,
+		s->half, s->calls, ctx->in[0].numel, s->chunk);
+}
+
+extern "C" int pkb_run(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	if (((uintptr_t)ctx->in[0].data | (uintptr_t)ctx->out[0].data) & 15) {
+		ctx->svc->log(ctx, "buffers not 16-byte aligned");
+		return 1;
+	}
+	switch (ctx->in[0].dtype) {
+	case PKB_BF16: launch<__nv_bfloat16>(ctx, s); break;
+	case PKB_FP16: launch<__half>(ctx, s); break;
+	case PKB_FP32: launch<float>(ctx, s); break;
+	default: return 1;
+	}
+	return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	if (s)
+		cudaFree(s->calls);
+	free(s);
+	return 0;
+}
