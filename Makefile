@@ -2,7 +2,8 @@
 #   make            build build/pkb
 #   make run        build, then evaluate the bundled known-good candidates on this machine's GPUs
 #   make test       everything that needs no GPU (unit, sanitizers, CLI, nvcc of every solution)
-#   make test-gpu   the GPU suite; P=001,002 filters problems, W="2 4" picks world sizes
+#   make test-gpu   the GPU suite; P=001,002 filters problems, W="2 4" picks world sizes,
+#                   S="3x1001" adds base shapes
 # Problems are found by glob: problems/NNN_name/problem.c.
 
 CUDA_HOME ?= /usr/local/cuda
@@ -111,7 +112,7 @@ test: deps
 
 test-gpu: deps
 	@$(MAKE) --no-print-directory all
-	@tools/test-gpu $(if $(P),-p $(P)) $(if $(W),-w "$(W)")
+	@tools/test-gpu $(if $(P),-p $(P)) $(if $(W),-w "$(W)") $(if $(S),-s "$(S)")
 
 run: deps
 	@$(MAKE) --no-print-directory all

@@ -9,6 +9,7 @@ int cmd_list(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_build(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_rank(int argc, char **argv);    /* internal: one rank process */

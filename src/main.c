@@ -26,6 +26,7 @@ static const struct command commands[] = {
 	{ .name = "show", .fn = cmd_show, .help = "show a problem: task, inputs, outputs, shapes" },
 	{ .name = "run", .fn = cmd_run, .help = "run one solution (the original's dryrun)" },
 	{ .name = "eval", .fn = cmd_eval, .help = "check (and time) a candidate against the reference" },
+	{ .name = "build", .fn = cmd_build, .help = "compile and check candidates (no GPU needed)" },
 	{ .name = "compare", .fn = cmd_compare, .help = "compare or inspect saved outputs" },
 	{ .name = "doctor", .fn = cmd_doctor, .help = "check this machine's GPUs, CUDA and NCCL" },
 	{ .name = "__rank", .fn = cmd_rank, .hidden = 1 },

@@ -715,8 +715,23 @@ static void perf_prepare(struct rank_env *E, struct perf_set *ps, size_t l2)
 	for (int i = 0; i < E->io.n_in; i++)
 		in_bytes += desc_bytes(&E->io.in[i]);
 	/* distinct content totalling at least 3 x L2, so no call finds its
-	 * inputs in cache; at least 2 groups, so content changes every call */
-	size_t want = in_bytes ? (3 * l2 + in_bytes - 1) / in_bytes : 2;
+	 * inputs in cache; at least 2 groups, so content changes every call.
+	 * Ranks may hold inputs of different sizes (a scatter's root holds W
+	 * slabs): every rank must use the same G, or their calls pair up
+	 * wrongly, so G is the largest any rank wants -- bounded by 16 GiB of
+	 * inputs on the rank that holds the most. */
+	size_t *all = xcalloc((size_t)E->world, sizeof *all);
+	if (coll_allgather(E, &in_bytes, all, sizeof in_bytes) < 0)
+		rank_fail(E, OUT_INTERNAL, "the ranks could not agree on input groups");
+	size_t least = in_bytes, most = in_bytes;
+	for (int r = 0; r < E->world; r++) {
+		least = all[r] < least ? all[r] : least;
+		most = all[r] > most ? all[r] : most;
+	}
+	free(all);
+	size_t want = least ? (3 * l2 + least - 1) / least : 2;
+	size_t cap = most ? ((size_t)16 << 30) / most : 64;
+	want = want > cap ? cap : want;
 	ps->groups = want < 2 ? 2 : want > 64 ? 64 : (int)want;
 	ps->out_sets = ps->groups + 1;
 	for (int g = 0; g < ps->groups; g++) {

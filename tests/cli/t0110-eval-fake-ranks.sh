@@ -12,8 +12,11 @@ expect_grep '"outcome": "mismatch"' "$TMP/mm.json"
 PKB_FAKE_MODE=hang PKB_FAKE_RANK_ONLY=1 expect_exit 7 "$PKB" eval 1 "$P" --gpus 2 -q --deadline trial=1
 expect_grep "^timeout: rank 1: phase 'trial 0: candidate' passed its 1 s deadline" "$TMP/out"
 expect_grep "rank logs kept in" "$TMP/err"
+PKB_FAKE_MODE=crash PKB_FAKE_RANK_ONLY=1 expect_exit 6 "$PKB" eval 1 "$P" --gpus 2 -q
+expect_grep "^runtime_error: rank 1 killed by signal 11" "$TMP/out"
+# both ranks crash: whichever the parent sees first is named, never both lost
 PKB_FAKE_MODE=crash expect_exit 6 "$PKB" eval 1 "$P" --gpus 2 -q
-expect_grep "^runtime_error: rank 0 killed by signal 11" "$TMP/out"
+expect_grep "^runtime_error: rank [01] killed by signal 11" "$TMP/out"
 PKB_FAKE_MODE=fail expect_exit 6 "$PKB" eval 1 "$P" --gpus 2 -q
 expect_grep "illegal memory access" "$TMP/out"
 PKB_FAKE_MODE=ok expect_exit 0 "$PKB" run 1 --gpus 2 -q

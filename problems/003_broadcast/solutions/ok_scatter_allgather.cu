@@ -1,0 +1,190 @@
+/*
+ * 003_broadcast, known-good: broadcast as a scatter then an all-gather, in
+ * one kernel with one barrier per round -- the bandwidth choice.
+ *
+ * The data is cut into W-1 parts, one per non-root rank q. Rank 0 reads its
+ * input once, copies it into its own output and pushes part q into rank q's
+ * symmetric staging buffer over NVLink (rank 0 sends M*N*e bytes in all,
+ * not (W-1) times that). All ranks meet (pkb_barrier_block, per thread
+ * block). Then each non-root rank copies its own part out of its staging
+ * buffer and pulls every other part from the staging buffer of the rank
+ * that holds it, straight into its output. Every rank receives M*N*e bytes
+ * and sends at most that: the same bytes per link as NCCL's pipelined ring,
+ * in two hops instead of W-1.
+ *
+ * Block b owns the same 16-byte units on every rank; each round of a block
+ * (128 KiB) is cut into the W-1 parts, so every rank keeps all NVLinks busy.
+ * The gather of round i-1 overlaps rank 0's scatter of round i. The tensor
+ * is flat: when M*N*e is not a multiple of 16 the last unit is partial and
+ * is copied byte by byte.
+ *
+ * Back-to-back calls: the staging buffer has two halves, used by alternate
+ * calls (a per-block call counter gives the parity, the same on every rank).
+ * A rank can only reach call k+2, and overwrite call k's half, after every
+ * peer met it in a barrier of call k+1, i.e. finished call k. No trailing
+ * barrier.
+ */
+#include <cuda_runtime.h>
+#include "pkb.h"
+#include "pkb_device.cuh"
+
+PKB_SOLUTION;
+
+#define THREADS 512
+#define MAX_BLOCKS 264        /* two 512-thread blocks per SM on a 132-SM H200 */
+#define ROUND (THREADS * 16)  /* units per block and round: 128 KiB of 16 B */
+#define MAX_WORLD 64
+#define SRC 0
+
+struct state {
+	pkb_symm stage;       /* two halves of `half` bytes: call parity */
+	size_t half;
+	uint32_t *calls;      /* per-block call counters */
+};
+
+/* This call's staging half, the same on every rank: block b has run the
+ * same number of calls everywhere. */
+__device__ __forceinline__ size_t call_half(uint32_t *calls, size_t half)
+{
+	__shared__ uint32_t parity;
+	if (threadIdx.x == 0) {
+		uint32_t c = calls[blockIdx.x];
+		calls[blockIdx.x] = c + 1;
+		parity = c & 1;
+	}
+	__syncthreads();
+	return parity * half;
+}
+
+/* n 16-byte units from src to d0 and, when d1 is not NULL, to d1; each unit
+ * loaded once, four loads in flight per thread before the stores */
+__device__ __forceinline__ void copy_vec(int4 *d0, int4 *d1, const int4 *src, int n)
+{
+	for (int i = threadIdx.x; i < n; i += 4 * THREADS) {
+		int4 x[4];
+		for (int u = 0; u < 4; u++)
+			if (i + u * THREADS < n)
+				x[u] = src[i + u * THREADS];
+		for (int u = 0; u < 4; u++)
+			if (i + u * THREADS < n) {
+				d0[i + u * THREADS] = x[u];
+				if (d1)
+					d1[i + u * THREADS] = x[u];
+			}
+	}
+}
+
+/* 16-byte units [a, a+n) of a flat buffer of `bytes` bytes. Unit bytes/16,
+ * when partial, is copied byte by byte by the block that owns it. */
+__device__ __forceinline__ void copy_flat(void *d0, void *d1, const void *src,
+					  int64_t a, int n, int64_t bytes)
+{
+	int64_t full = bytes >> 4;
+	int nv = (int)max((int64_t)0, min((int64_t)n, full - a));
+	if (nv > 0)
+		copy_vec((int4 *)d0 + a, d1 ? (int4 *)d1 + a : NULL, (const int4 *)src + a, nv);
+	if (a <= full && full < a + n)
+		for (int64_t j = full * 16 + threadIdx.x; j < bytes; j += THREADS) {
+			char c = ((const char *)src)[j];
+			((char *)d0)[j] = c;
+			if (d1)
+				((char *)d1)[j] = c;
+		}
+}
+
+/* Part j (0 .. W-2) of the round [a, a+n) belongs to non-root rank SRC+1+j. */
+__device__ __forceinline__ void part_of(int64_t a, int n, int w, int j, int64_t *pa, int *pn)
+{
+	int sub = (n + w - 2) / (w - 1);
+	int lo = min(n, j * sub);
+	*pa = a + lo;
+	*pn = min(n - lo, sub);
+}
+
+__global__ void __launch_bounds__(THREADS, 2)
+broadcast_two_step(pkb_dev_comm comm, const char *in, char *out, void *const *stage,
+		   size_t half, uint32_t *calls, int64_t bytes)
+{
+	const int me = comm.rank, w = comm.world;
+	const int mypart = (me - SRC - 1 + w) % w;   /* a non-root's part */
+	size_t off = call_half(calls, half);
+	int64_t nu = (bytes + 15) >> 4;
+	int64_t per = (nu + gridDim.x - 1) / gridDim.x;
+	int64_t u0 = min(nu, per * (int64_t)blockIdx.x), u1 = min(nu, u0 + per);
+
+	/* rank 0 scatters round i while the others gather round i-1, which
+	   landed before the last barrier */
+	for (int64_t a = u0, prev = -1;; prev = a, a += ROUND) {
+		bool more = a < u1;
+		if (me == SRC && more) {
+			/* part j to rank SRC+1+j, everything to our own output */
+			for (int t = 0; t < w - 1; t++) {
+				int j = (t + blockIdx.x) % (w - 1);   /* spread the blocks */
+				char *peer = (char *)stage[(SRC + 1 + j) % w] + off;
+				int64_t pa;
+				int pn;
+				part_of(a, (int)min((int64_t)ROUND, u1 - a), w, j, &pa, &pn);
+				copy_flat(out, peer, in, pa, pn, bytes);
+			}
+		} else if (me != SRC && prev >= 0) {
+			/* our own part first (local), then the peers' */
+			for (int t = 0; t < w - 1; t++) {
+				int j = (mypart + t) % (w - 1);
+				const char *src = (const char *)stage[(SRC + 1 + j) % w] + off;
+				int64_t pa;
+				int pn;
+				part_of(prev, (int)min((int64_t)ROUND, u1 - prev), w, j, &pa, &pn);
+				copy_flat(out, NULL, src, pa, pn, bytes);
+			}
+		}
+		if (!more || !pkb_barrier_block(comm, blockIdx.x))
+			break;
+	}
+}
+
+extern "C" int pkb_init(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)calloc(1, sizeof *s);
+	if (!s)
+		return 1;
+	ctx->user = s;
+	if (ctx->world > MAX_WORLD)
+		return 1;
+	s->half = (ctx->in[0].bytes + 15) & ~(size_t)15;
+	if (cudaMalloc(&s->calls, MAX_BLOCKS * sizeof(uint32_t)) != cudaSuccess ||
+	    cudaMemset(s->calls, 0, MAX_BLOCKS * sizeof(uint32_t)) != cudaSuccess)
+		return 1;
+	return ctx->svc->symm_alloc(ctx, 2 * s->half, &s->stage);
+}
+
+/* A block takes THREADS/2 16-byte units before the grid grows (up to
+ * MAX_BLOCKS): at small sizes the (peer, unit) pairs of a block then fit in
+ * one batch of loads per thread -- one round trip for all peers. */
+static int grid_for(int64_t units)
+{
+	int64_t blocks = (units + THREADS / 2 - 1) / (THREADS / 2);
+	return blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : (int)blocks;
+}
+
+extern "C" int pkb_run(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	int64_t bytes = (int64_t)ctx->in[0].bytes;
+	if (((uintptr_t)ctx->in[0].data | (uintptr_t)ctx->out[0].data) & 15) {
+		ctx->svc->log(ctx, "buffers not 16-byte aligned");
+		return 1;
+	}
+	broadcast_two_step<<<grid_for((bytes + 15) / 16), THREADS, 0, (cudaStream_t)ctx->stream>>>(
+		ctx->dev, (const char *)ctx->in[0].data, (char *)ctx->out[0].data,
+		s->stage.peers_dev, s->half, s->calls, bytes);
+	return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	if (s)
+		cudaFree(s->calls);
+	free(s);
+	return 0;
+}

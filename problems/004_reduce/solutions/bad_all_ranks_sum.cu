@@ -1,0 +1,85 @@
+/*
+ * 004_reduce, known-bad: an all-reduce -- every rank returns the sum. The
+ * original returns the sum on the root only; the other ranks return their
+ * own input untouched (NCCL writes the receive buffer on the root only).
+ *
+ * The transport itself is sound: stage the input in symmetric memory, meet
+ * every rank (pkb_barrier_block), read every staging buffer, meet again
+ * before the next call may overwrite them.
+ * pkb-expect: mismatch
+ */
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include "pkb.h"
+#include "pkb_device.cuh"
+
+PKB_SOLUTION;
+
+#define THREADS 512
+#define BLOCKS 132
+
+struct state { pkb_symm stage; };
+
+__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f(float v) { return v; }
+template <typename T> __device__ __forceinline__ T from_f(float v);
+template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
+template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
+template <> __device__ __forceinline__ float from_f(float v) { return v; }
+
+template <typename T>
+__global__ void reduce_kernel(pkb_dev_comm comm, int root, const T *in, T *out,
+			      void *const *stage, int64_t n)
+{
+	T *mine = (T *)stage[comm.rank];
+	int64_t i0 = blockIdx.x * (int64_t)THREADS + threadIdx.x, step = (int64_t)BLOCKS * THREADS;
+	for (int64_t i = i0; i < n; i += step) {
+		mine[i] = in[i];
+		out[i] = in[i];
+	}
+	/* element i belongs to the same block on every rank (same grid), so
+	   this block's barrier covers everything it reads */
+	if (!pkb_barrier_block(comm, blockIdx.x))
+		return;
+	/* BUG: every rank sums, not just the root */
+	for (int64_t i = i0; i < n; i += step) {
+		float acc = 0.f;
+		for (int p = 0; p < comm.world; p++)
+			acc += to_f(((const T *)stage[p])[i]);
+		out[i] = from_f<T>(acc);
+	}
+	pkb_barrier_block(comm, blockIdx.x);
+}
+
+extern "C" int pkb_init(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)calloc(1, sizeof *s);
+	if (!s)
+		return 1;
+	ctx->user = s;
+	return ctx->svc->symm_alloc(ctx, ctx->in[0].bytes, &s->stage);
+}
+
+template <typename T>
+static void launch(pkb_ctx *ctx, struct state *s)
+{
+	reduce_kernel<T><<<BLOCKS, THREADS, 0, (cudaStream_t)ctx->stream>>>(
+		ctx->dev, (int)pkb_param_get(ctx, "dst", 0), (const T *)ctx->in[0].data,
+		(T *)ctx->out[0].data, s->stage.peers_dev, ctx->in[0].numel);
+}
+
+extern "C" int pkb_run(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	switch (ctx->in[0].dtype) {
+	case PKB_BF16: launch<__nv_bfloat16>(ctx, s); break;
+	case PKB_FP16: launch<__half>(ctx, s); break;
+	case PKB_FP32: launch<float>(ctx, s); break;
+	default: return 1;
+	}
+	return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx) { free(ctx->user); return 0; }

@@ -1,0 +1,271 @@
+/*
+ * 004_reduce, known-good: one-shot pull reduce over symmetric memory.
+ *
+ * Every rank but the root copies its input into its own symmetric staging
+ * buffer and into its output (a non-root returns its input: the original's
+ * quirk), from the same loads. All ranks meet (pkb_barrier_block, per
+ * thread block). The root then reads the W-1 staging buffers over NVLink,
+ * adds its own input, accumulates in fp32 and rounds once into its output.
+ * One hop, one barrier: the latency choice. The root receives (W-1) * M*N*e
+ * bytes, so from a few MiB on ok_twoshot.cu (the root receives each byte
+ * once) wins.
+ *
+ * Block b owns the same 16-byte units on every rank, so its barrier covers
+ * exactly the data the root reads. Large ranges go in rounds of 128 KiB per
+ * block, one barrier per round: the root's reduction of round i-1 overlaps
+ * the staging of round i on the other ranks. The tensor is flat: when M*N is
+ * not a multiple of the vector width the last unit is partial, and its block
+ * adds it element by element.
+ *
+ * Back-to-back calls: the staging buffer has two halves, used by alternate
+ * calls (a per-block call counter gives the parity, the same on every rank).
+ * A rank can only reach call k+2, and overwrite call k's half, after the root
+ * met it in a barrier of call k+1, i.e. finished reading call k. No trailing
+ * barrier.
+ */
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include "pkb.h"
+#include "pkb_device.cuh"
+
+PKB_SOLUTION;
+
+#define THREADS 512
+/* one 512-thread block per SM of an H200: the fp32 sums and the loads in
+ * flight behind them take up to 128 registers a thread */
+#define MAX_BLOCKS 132
+#define ROUND (THREADS * 16)  /* units per block and round: 128 KiB of 16 B */
+#define MAX_WORLD 64
+
+struct state {
+	pkb_symm stage;       /* two halves of `half` bytes: call parity */
+	size_t half;
+	uint32_t *calls;      /* per-block call counters */
+};
+
+template <int B> struct unit_of;
+template <> struct unit_of<16> { typedef int4 t; };
+template <> struct unit_of<8> { typedef int2 t; };
+template <> struct unit_of<4> { typedef int t; };
+template <> struct unit_of<2> { typedef short t; };
+template <> struct unit_of<1> { typedef char t; };
+
+__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f(float v) { return v; }
+template <typename T> __device__ __forceinline__ T from_f(float v);
+template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
+template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
+template <> __device__ __forceinline__ float from_f(float v) { return v; }
+
+/* This call's staging half, the same on every rank: block b has run the
+ * same number of calls everywhere. */
+__device__ __forceinline__ size_t call_half(uint32_t *calls, size_t half)
+{
+	__shared__ uint32_t parity;
+	if (threadIdx.x == 0) {
+		uint32_t c = calls[blockIdx.x];
+		calls[blockIdx.x] = c + 1;
+		parity = c & 1;
+	}
+	__syncthreads();
+	return parity * half;
+}
+
+/* n 16-byte units from src to d0 and, when d1 is not NULL, to d1; each unit
+ * loaded once, four loads in flight per thread before the stores */
+__device__ __forceinline__ void copy_vec(int4 *d0, int4 *d1, const int4 *src, int n)
+{
+	for (int i = threadIdx.x; i < n; i += 4 * THREADS) {
+		int4 x[4];
+		for (int u = 0; u < 4; u++)
+			if (i + u * THREADS < n)
+				x[u] = src[i + u * THREADS];
+		for (int u = 0; u < 4; u++)
+			if (i + u * THREADS < n) {
+				d0[i + u * THREADS] = x[u];
+				if (d1)
+					d1[i + u * THREADS] = x[u];
+			}
+	}
+}
+
+/* 16-byte units [a, a+n) of a flat buffer of `bytes` bytes. Unit bytes/16,
+ * when partial, is copied byte by byte by the block that owns it. */
+__device__ __forceinline__ void copy_flat(void *d0, void *d1, const void *src,
+					  int64_t a, int n, int64_t bytes)
+{
+	int64_t full = bytes >> 4;
+	int nv = (int)max((int64_t)0, min((int64_t)n, full - a));
+	if (nv > 0)
+		copy_vec((int4 *)d0 + a, d1 ? (int4 *)d1 + a : NULL, (const int4 *)src + a, nv);
+	if (a <= full && full < a + n)
+		for (int64_t j = full * 16 + threadIdx.x; j < bytes; j += THREADS) {
+			char c = ((const char *)src)[j];
+			((char *)d0)[j] = c;
+			if (d1)
+				((char *)d1)[j] = c;
+		}
+}
+
+/* n units (VEC elements of T each) at unit offset `at`: out = sum over
+ * k < w of src[k] (a table in shared memory), accumulated in fp32 and
+ * rounded once. A thread loads UNR of its units from KB sources -- 8 loads
+ * in flight, from different peers -- before adding them into 8 fp32
+ * accumulators. */
+template <typename T, int VEC>
+__device__ __forceinline__ void reduce_units(T *out, const T *const *src, int w, int64_t at,
+					     int n)
+{
+	typedef typename unit_of<VEC * sizeof(T)>::t U;
+	const int UNR = VEC >= 8 ? 1 : VEC == 4 ? 2 : 8 / VEC;
+	const int KB = 8 / UNR;
+	U *o = (U *)out + at;
+	for (int i = threadIdx.x; i < n; i += UNR * THREADS) {
+		float acc[UNR][VEC];
+		for (int u = 0; u < UNR; u++)
+			for (int v = 0; v < VEC; v++)
+				acc[u][v] = 0.f;
+#pragma unroll 1
+		for (int k0 = 0; k0 < w; k0 += KB) {
+			U r[KB][UNR];
+			for (int k = 0; k < KB; k++) {
+				const U *s = (const U *)src[min(k0 + k, w - 1)] + at;
+				for (int u = 0; u < UNR; u++)
+					if (k0 + k < w && i + u * THREADS < n)
+						r[k][u] = s[i + u * THREADS];
+			}
+			for (int k = 0; k < KB; k++)
+				for (int u = 0; u < UNR; u++)
+					if (k0 + k < w && i + u * THREADS < n) {
+						const T *e = (const T *)&r[k][u];
+						for (int v = 0; v < VEC; v++)
+							acc[u][v] += to_f(e[v]);
+					}
+		}
+		for (int u = 0; u < UNR; u++)
+			if (i + u * THREADS < n) {
+				U r;
+				T *f = (T *)&r;
+				for (int v = 0; v < VEC; v++)
+					f[v] = from_f<T>(acc[u][v]);
+				o[i + u * THREADS] = r;
+			}
+	}
+}
+
+/* 16-byte units [a, a+n) of a flat array of `elems` T: the partial last
+ * unit, if any, is summed element by element by the block that owns it */
+template <typename T>
+__device__ __forceinline__ void reduce_flat(T *out, const T *const *src, int w, int64_t a,
+					    int n, int64_t elems)
+{
+	const int VEC = 16 / sizeof(T);
+	int64_t full = elems / VEC;
+	int nv = (int)max((int64_t)0, min((int64_t)n, full - a));
+	if (nv > 0)
+		reduce_units<T, VEC>(out, src, w, a, nv);
+	if (a <= full && full < a + n) {
+		int64_t j = full * VEC + threadIdx.x;
+		if (j < elems) {
+			float acc = 0.f;
+			for (int p = 0; p < w; p++)
+				acc += to_f(src[p][j]);
+			out[j] = from_f<T>(acc);
+		}
+	}
+}
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS, 1)
+reduce_pull(pkb_dev_comm comm, int root, const T *in, T *out, void *const *stage,
+	    size_t half, uint32_t *calls, int64_t elems)
+{
+	__shared__ T *src[MAX_WORLD];
+	const int me = comm.rank, w = comm.world;
+	size_t off = call_half(calls, half);
+	if (threadIdx.x < w)   /* the root's sources: its input, the peers' staging */
+		src[threadIdx.x] = threadIdx.x == me ? (T *)in
+						     : (T *)((char *)stage[threadIdx.x] + off);
+	__syncthreads();
+	T *mine = (T *)((char *)stage[me] + off);
+	int64_t bytes = elems * (int64_t)sizeof(T);
+	int64_t nu = (bytes + 15) >> 4;
+	int64_t per = (nu + gridDim.x - 1) / gridDim.x;
+	int64_t u0 = min(nu, per * (int64_t)blockIdx.x), u1 = min(nu, u0 + per);
+
+	/* the others stage round a and meet the root, which then reduces it
+	   while they stage round a + ROUND; one barrier per round for all */
+	if (me == root) {
+		for (int64_t a = u0; a < u1; a += ROUND) {
+			if (!pkb_barrier_block(comm, blockIdx.x))
+				return;
+			reduce_flat(out, src, w, a, (int)min((int64_t)ROUND, u1 - a), elems);
+		}
+	} else {
+		for (int64_t a = u0; a < u1; a += ROUND) {
+			copy_flat(mine, out, in, a, (int)min((int64_t)ROUND, u1 - a), bytes);
+			if (!pkb_barrier_block(comm, blockIdx.x))
+				return;
+		}
+	}
+}
+
+extern "C" int pkb_init(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)calloc(1, sizeof *s);
+	if (!s)
+		return 1;
+	ctx->user = s;
+	if (ctx->world > MAX_WORLD)
+		return 1;
+	s->half = (ctx->in[0].bytes + 15) & ~(size_t)15;
+	if (cudaMalloc(&s->calls, MAX_BLOCKS * sizeof(uint32_t)) != cudaSuccess ||
+	    cudaMemset(s->calls, 0, MAX_BLOCKS * sizeof(uint32_t)) != cudaSuccess)
+		return 1;
+	return ctx->svc->symm_alloc(ctx, 2 * s->half, &s->stage);
+}
+
+/* A block takes THREADS/2 16-byte units before the grid grows (up to
+ * MAX_BLOCKS): at small sizes the (peer, unit) pairs of a block then fit in
+ * one batch of loads per thread -- one round trip for all peers. */
+static int grid_for(int64_t units)
+{
+	int64_t blocks = (units + THREADS / 2 - 1) / (THREADS / 2);
+	return blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : (int)blocks;
+}
+
+template <typename T>
+static void launch(pkb_ctx *ctx, struct state *s)
+{
+	int64_t nu = (int64_t)(ctx->in[0].bytes + 15) / 16;
+	reduce_pull<T><<<grid_for(nu), THREADS, 0, (cudaStream_t)ctx->stream>>>(
+		ctx->dev, (int)pkb_param_get(ctx, "dst", 0), (const T *)ctx->in[0].data,
+		(T *)ctx->out[0].data, s->stage.peers_dev, s->half, s->calls, ctx->in[0].numel);
+}
+
+extern "C" int pkb_run(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	if (((uintptr_t)ctx->in[0].data | (uintptr_t)ctx->out[0].data) & 15) {
+		ctx->svc->log(ctx, "buffers not 16-byte aligned");
+		return 1;
+	}
+	switch (ctx->in[0].dtype) {
+	case PKB_BF16: launch<__nv_bfloat16>(ctx, s); break;
+	case PKB_FP16: launch<__half>(ctx, s); break;
+	case PKB_FP32: launch<float>(ctx, s); break;
+	default: return 1;
+	}
+	return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	if (s)
+		cudaFree(s->calls);
+	free(s);
+	return 0;
+}

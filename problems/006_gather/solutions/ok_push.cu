@@ -1,0 +1,239 @@
+/*
+ * 006_gather, known-good: push gather over symmetric memory.
+ *
+ * Every rank but 0 reads its input once and stores it into its output (a
+ * non-root rank returns its input: the original's quirk) and into slot
+ * `rank` of rank 0's symmetric staging buffer over NVLink; rank 0 copies its
+ * input into slab 0. All ranks meet (pkb_barrier_block, per thread block).
+ * Rank 0 then copies the W-1 slots into its output. NVLink stores are
+ * fire-and-forget, so the senders stream without waiting for round trips;
+ * the price is a local copy of W-1 slabs on rank 0, which ok_pull.cu avoids.
+ *
+ * Block b owns the same range of every slab on every rank, so its barrier
+ * covers exactly the data rank 0 copies out. Large ranges go in rounds of
+ * 128 KiB per block, one barrier per round: rank 0's copy-out of round i-1
+ * overlaps the pushes of round i.
+ *
+ * Back-to-back calls: the staging buffer has two halves, used by alternate
+ * calls (a per-block call counter gives the parity, the same on every rank).
+ * A rank can only reach call k+2, and overwrite call k's half of rank 0's
+ * staging, after rank 0 met it in a barrier of call k+1, i.e. finished
+ * call k. No trailing barrier.
+ *
+ * Units: 16 bytes when the slab size allows (then every slab starts 16-byte
+ * aligned), else the largest power of two that divides it.
+ *
+ * Traffic: rank 0 receives (W-1) * M*N*e bytes and copies as much locally.
+ */
+#include <cuda_runtime.h>
+#include "pkb.h"
+#include "pkb_device.cuh"
+
+PKB_SOLUTION;
+
+#define THREADS 512
+#define MAX_BLOCKS 264        /* two 512-thread blocks per SM on a 132-SM H200 */
+#define ROUND (THREADS * 16)  /* units per block and round: 128 KiB of 16 B */
+#define MAX_WORLD 64
+#define DST 0
+
+struct state {
+	pkb_symm stage;       /* two halves of W slots: call parity */
+	size_t slot, half;
+	uint32_t *calls;      /* per-block call counters */
+};
+
+template <int B> struct unit_of;
+template <> struct unit_of<16> { typedef int4 t; };
+template <> struct unit_of<8> { typedef int2 t; };
+template <> struct unit_of<4> { typedef int t; };
+template <> struct unit_of<2> { typedef short t; };
+template <> struct unit_of<1> { typedef char t; };
+
+/* This call's staging half, the same on every rank: block b has run the
+ * same number of calls everywhere. */
+__device__ __forceinline__ size_t call_half(uint32_t *calls, size_t half)
+{
+	__shared__ uint32_t parity;
+	if (threadIdx.x == 0) {
+		uint32_t c = calls[blockIdx.x];
+		calls[blockIdx.x] = c + 1;
+		parity = c & 1;
+	}
+	__syncthreads();
+	return parity * half;
+}
+
+/* n units from src to dst: four loads in flight per thread before the
+ * stores, the ragged end included */
+template <typename U>
+__device__ __forceinline__ void copy_units(U *dst, const U *src, int n)
+{
+	for (int i = threadIdx.x; i < n; i += 4 * THREADS) {
+		U x[4];
+		for (int u = 0; u < 4; u++)
+			if (i + u * THREADS < n)
+				x[u] = src[i + u * THREADS];
+		for (int u = 0; u < 4; u++)
+			if (i + u * THREADS < n)
+				dst[i + u * THREADS] = x[u];
+	}
+}
+
+/* the same into two destinations, each unit loaded once */
+template <typename U>
+__device__ __forceinline__ void copy2_units(U *d0, U *d1, const U *src, int n)
+{
+	for (int i = threadIdx.x; i < n; i += 4 * THREADS) {
+		U x[4];
+		for (int u = 0; u < 4; u++)
+			if (i + u * THREADS < n)
+				x[u] = src[i + u * THREADS];
+		for (int u = 0; u < 4; u++)
+			if (i + u * THREADS < n) {
+				d0[i + u * THREADS] = x[u];
+				d1[i + u * THREADS] = x[u];
+			}
+	}
+}
+
+/* for k < np: n units from src[k] + at to dst[k] + at (tables in shared
+ * memory). The (source, unit) pairs are dealt out over the threads, and a
+ * thread loads B of them before storing any, so loads from different
+ * sources are in flight together: at small sizes one round trip serves every
+ * peer instead of one round trip per peer. */
+template <typename U>
+__device__ __forceinline__ void copy_many(U *const *dst, const U *const *src, int np,
+					  int64_t at, int n)
+{
+	const int B = sizeof(U) == 16 ? 6 : 8;   /* what fits in 64 registers */
+	int total = np * n;
+	for (int j0 = threadIdx.x; j0 < total; j0 += B * THREADS) {
+		U x[B];
+		for (int m = 0; m < B; m++) {
+			int j = j0 + m * THREADS;
+			if (j < total) {
+				int k = j / n;
+				x[m] = src[k][at + (j - k * n)];
+			}
+		}
+		for (int m = 0; m < B; m++) {
+			int j = j0 + m * THREADS;
+			if (j < total) {
+				int k = j / n;
+				dst[k][at + (j - k * n)] = x[m];
+			}
+		}
+	}
+}
+
+template <typename U>
+__global__ void __launch_bounds__(THREADS, 2)
+gather_push(pkb_dev_comm comm, const U *in, U *out, void *const *stage, size_t slot,
+	    size_t half, uint32_t *calls, int64_t nu)
+{
+	__shared__ const U *src[MAX_WORLD];
+	__shared__ U *dst[MAX_WORLD];
+	const int me = comm.rank, w = comm.world;
+	size_t off = call_half(calls, half);
+	char *root = (char *)stage[DST] + off;   /* slot q: rank q's input */
+	/* rank 0: slot q of its staging buffer goes to slab q (q = 1 + k) */
+	if (threadIdx.x < w - 1) {
+		int q = (DST + 1 + threadIdx.x) % w;
+		src[threadIdx.x] = (const U *)(root + q * slot);
+		dst[threadIdx.x] = out + q * nu;
+	}
+	__syncthreads();
+	int64_t per = (nu + gridDim.x - 1) / gridDim.x;
+	int64_t u0 = min(nu, per * (int64_t)blockIdx.x), u1 = min(nu, u0 + per);
+
+	/* everyone pushes round a (rank 0: its own slab); rank 0 copies out
+	   round a - ROUND, which landed before the last barrier */
+	for (int64_t a = u0;; a += ROUND) {
+		if (a < u1) {
+			int n = (int)min((int64_t)ROUND, u1 - a);
+			if (me == DST)
+				copy_units(out + DST * nu + a, in + a, n);
+			else
+				copy2_units((U *)(root + me * slot) + a, out + a, in + a, n);
+		}
+		if (me == DST && a > u0) {
+			int64_t c = a - ROUND;
+			copy_many(dst, src, w - 1, c, (int)min((int64_t)ROUND, u1 - c));
+		}
+		if (a >= u1 || !pkb_barrier_block(comm, blockIdx.x))
+			break;
+	}
+}
+
+extern "C" int pkb_init(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)calloc(1, sizeof *s);
+	if (!s)
+		return 1;
+	ctx->user = s;
+	if (ctx->world > MAX_WORLD)
+		return 1;
+	/* sized from the input: the same (M, N) on every rank */
+	s->slot = (ctx->in[0].bytes + 15) & ~(size_t)15;
+	s->half = ctx->world * s->slot;
+	if (cudaMalloc(&s->calls, MAX_BLOCKS * sizeof(uint32_t)) != cudaSuccess ||
+	    cudaMemset(s->calls, 0, MAX_BLOCKS * sizeof(uint32_t)) != cudaSuccess)
+		return 1;
+	return ctx->svc->symm_alloc(ctx, 2 * s->half, &s->stage);
+}
+
+/* the largest unit (16 bytes at most) that divides a slab: it only depends
+ * on the shapes, so every rank picks the same one */
+static int unit_bytes(size_t slab)
+{
+	int b = 16;
+	while (b > 1 && slab % b)
+		b >>= 1;
+	return b;
+}
+
+/* A block takes THREADS/2 units of each slab before the grid grows (up to
+ * MAX_BLOCKS): at small sizes the (peer, unit) pairs of a block then fit in
+ * one batch of loads per thread -- one round trip for all peers. */
+static int grid_for(int64_t units)
+{
+	int64_t blocks = (units + THREADS / 2 - 1) / (THREADS / 2);
+	return blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : (int)blocks;
+}
+
+template <int B>
+static void launch(pkb_ctx *ctx, struct state *s)
+{
+	typedef typename unit_of<B>::t U;
+	int64_t nu = (int64_t)(ctx->in[0].bytes / B);
+	gather_push<U><<<grid_for(nu), THREADS, 0, (cudaStream_t)ctx->stream>>>(
+		ctx->dev, (const U *)ctx->in[0].data, (U *)ctx->out[0].data,
+		s->stage.peers_dev, s->slot, s->half, s->calls, nu);
+}
+
+extern "C" int pkb_run(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	if (((uintptr_t)ctx->in[0].data | (uintptr_t)ctx->out[0].data) & 15) {
+		ctx->svc->log(ctx, "buffers not 16-byte aligned");
+		return 1;
+	}
+	switch (unit_bytes(ctx->in[0].bytes)) {
+	case 16: launch<16>(ctx, s); break;
+	case 8: launch<8>(ctx, s); break;
+	case 4: launch<4>(ctx, s); break;
+	case 2: launch<2>(ctx, s); break;
+	default: launch<1>(ctx, s); break;
+	}
+	return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	if (s)
+		cudaFree(s->calls);
+	free(s);
+	return 0;
+}

@@ -1,0 +1,292 @@
+/*
+ * 007_reducescatter, known-good: one-shot push reduce-scatter over
+ * symmetric memory.
+ *
+ * Every rank reads chunk d != rank of its (W*M, N) input and stores it into
+ * slot `rank` of rank d's symmetric staging buffer over NVLink, meets the
+ * same thread block on every rank (pkb_barrier_block), then adds its own
+ * chunk and the W-1 slots it received -- all local reads -- in fp32 and
+ * rounds once into its output. NVLink stores are fire-and-forget, so a
+ * thread issues them all without waiting for a round trip; compared with
+ * ok_oneshot_pull.cu there is no staging copy, the reduction reads local HBM.
+ * (Reduce-scatter has no second shot: each rank must receive (W-1) chunks
+ * whatever the schedule; push and pull are the two ways to move them.)
+ *
+ * Block b owns the same range of every chunk on every rank, so its barrier
+ * covers exactly the data it reduces. Large ranges go in rounds of 128 KiB
+ * per block, one barrier per round: the pushes of round i overlap the local
+ * reduction of round i-1. Rank r pushes to rank r+1 first, so at every step
+ * each rank is written by one peer.
+ *
+ * Back-to-back calls: the staging buffer has two halves, used by alternate
+ * calls (a per-block call counter gives the parity, the same on every rank).
+ * A rank can only reach call k+2, and overwrite call k's half, after every
+ * peer met it in a barrier of call k+1, i.e. finished call k. No trailing
+ * barrier.
+ *
+ * Units: 16 bytes when the chunk size allows (then every chunk starts 16-byte
+ * aligned), else the largest power of two that divides it.
+ *
+ * Traffic: each rank writes (W-1) * M*N*e bytes into its peers.
+ */
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include "pkb.h"
+#include "pkb_device.cuh"
+
+PKB_SOLUTION;
+
+#define THREADS 512
+/* one 512-thread block per SM of an H200: the fp32 sums and the loads in
+ * flight behind them take up to 128 registers a thread */
+#define MAX_BLOCKS 132
+#define ROUND (THREADS * 16)  /* units per block and round: 128 KiB of 16 B */
+#define MAX_WORLD 64
+
+struct state {
+	pkb_symm stage;       /* two halves of W slots: call parity */
+	size_t slot, half;
+	uint32_t *calls;      /* per-block call counters */
+};
+
+template <int B> struct unit_of;
+template <> struct unit_of<16> { typedef int4 t; };
+template <> struct unit_of<8> { typedef int2 t; };
+template <> struct unit_of<4> { typedef int t; };
+template <> struct unit_of<2> { typedef short t; };
+template <> struct unit_of<1> { typedef char t; };
+
+__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f(float v) { return v; }
+template <typename T> __device__ __forceinline__ T from_f(float v);
+template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
+template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
+template <> __device__ __forceinline__ float from_f(float v) { return v; }
+
+/* This call's staging half, the same on every rank: block b has run the
+ * same number of calls everywhere. */
+__device__ __forceinline__ size_t call_half(uint32_t *calls, size_t half)
+{
+	__shared__ uint32_t parity;
+	if (threadIdx.x == 0) {
+		uint32_t c = calls[blockIdx.x];
+		calls[blockIdx.x] = c + 1;
+		parity = c & 1;
+	}
+	__syncthreads();
+	return parity * half;
+}
+
+/* n units from src to dst: four loads in flight per thread before the
+ * stores, the ragged end included */
+template <typename U>
+__device__ __forceinline__ void copy_units(U *dst, const U *src, int n)
+{
+	for (int i = threadIdx.x; i < n; i += 4 * THREADS) {
+		U x[4];
+		for (int u = 0; u < 4; u++)
+			if (i + u * THREADS < n)
+				x[u] = src[i + u * THREADS];
+		for (int u = 0; u < 4; u++)
+			if (i + u * THREADS < n)
+				dst[i + u * THREADS] = x[u];
+	}
+}
+
+/* for k < np: n units from src[k] + at to dst[k] + at (tables in shared
+ * memory). The (source, unit) pairs are dealt out over the threads, and a
+ * thread loads B of them before storing any, so loads from different
+ * sources are in flight together: at small sizes one round trip serves every
+ * peer instead of one round trip per peer. */
+template <typename U>
+__device__ __forceinline__ void copy_many(U *const *dst, const U *const *src, int np,
+					  int64_t at, int n)
+{
+	const int B = sizeof(U) == 16 ? 6 : 8;   /* what fits in 64 registers */
+	int total = np * n;
+	for (int j0 = threadIdx.x; j0 < total; j0 += B * THREADS) {
+		U x[B];
+		for (int m = 0; m < B; m++) {
+			int j = j0 + m * THREADS;
+			if (j < total) {
+				int k = j / n;
+				x[m] = src[k][at + (j - k * n)];
+			}
+		}
+		for (int m = 0; m < B; m++) {
+			int j = j0 + m * THREADS;
+			if (j < total) {
+				int k = j / n;
+				dst[k][at + (j - k * n)] = x[m];
+			}
+		}
+	}
+}
+
+/* n units (VEC elements of T each) at unit offset `at`: out = sum over
+ * k < w of src[k] (a table in shared memory), accumulated in fp32 and
+ * rounded once. A thread loads UNR of its units from KB sources -- 8 loads
+ * in flight, from different peers -- before adding them into 8 fp32
+ * accumulators. */
+template <typename T, int VEC>
+__device__ __forceinline__ void reduce_units(T *out, const T *const *src, int w, int64_t at,
+					     int n)
+{
+	typedef typename unit_of<VEC * sizeof(T)>::t U;
+	const int UNR = VEC >= 8 ? 1 : VEC == 4 ? 2 : 8 / VEC;
+	const int KB = 8 / UNR;
+	U *o = (U *)out + at;
+	for (int i = threadIdx.x; i < n; i += UNR * THREADS) {
+		float acc[UNR][VEC];
+		for (int u = 0; u < UNR; u++)
+			for (int v = 0; v < VEC; v++)
+				acc[u][v] = 0.f;
+#pragma unroll 1
+		for (int k0 = 0; k0 < w; k0 += KB) {
+			U r[KB][UNR];
+			for (int k = 0; k < KB; k++) {
+				const U *s = (const U *)src[min(k0 + k, w - 1)] + at;
+				for (int u = 0; u < UNR; u++)
+					if (k0 + k < w && i + u * THREADS < n)
+						r[k][u] = s[i + u * THREADS];
+			}
+			for (int k = 0; k < KB; k++)
+				for (int u = 0; u < UNR; u++)
+					if (k0 + k < w && i + u * THREADS < n) {
+						const T *e = (const T *)&r[k][u];
+						for (int v = 0; v < VEC; v++)
+							acc[u][v] += to_f(e[v]);
+					}
+		}
+		for (int u = 0; u < UNR; u++)
+			if (i + u * THREADS < n) {
+				U r;
+				T *f = (T *)&r;
+				for (int v = 0; v < VEC; v++)
+					f[v] = from_f<T>(acc[u][v]);
+				o[i + u * THREADS] = r;
+			}
+	}
+}
+
+template <typename T, int VEC>
+__global__ void __launch_bounds__(THREADS, 1)
+reducescatter_push(pkb_dev_comm comm, const T *in, T *out, void *const *stage, size_t slot,
+		   size_t half, uint32_t *calls, int64_t nu)
+{
+	typedef typename unit_of<VEC * sizeof(T)>::t U;
+	__shared__ const T *sum[MAX_WORLD];
+	__shared__ const U *src[MAX_WORLD];
+	__shared__ U *dst[MAX_WORLD];
+	const int me = comm.rank, w = comm.world;
+	size_t off = call_half(calls, half);
+	const char *mine = (const char *)stage[me] + off;
+	const U *x = (const U *)in;
+	if (threadIdx.x < w) {
+		/* sum[k]: chunk `me` of rank me+k, in our slot me+k (k = 0: our
+		   own input) */
+		int p = (me + threadIdx.x) % w;
+		sum[threadIdx.x] = p == me ? in + me * nu * VEC : (const T *)(mine + p * slot);
+		/* our chunk d = me+1+k goes to slot `me` of rank d */
+		int d = (me + 1 + threadIdx.x) % w;
+		src[threadIdx.x] = x + d * nu;
+		dst[threadIdx.x] = (U *)((char *)stage[d] + off + me * slot);
+	}
+	__syncthreads();
+	int64_t per = (nu + gridDim.x - 1) / gridDim.x;
+	int64_t u0 = min(nu, per * (int64_t)blockIdx.x), u1 = min(nu, u0 + per);
+
+	/* push round a, reduce round a - ROUND (landed before the last barrier) */
+	for (int64_t a = u0;; a += ROUND) {
+		if (a < u1)
+			copy_many(dst, src, w - 1, a, (int)min((int64_t)ROUND, u1 - a));
+		if (a > u0) {
+			int64_t c = a - ROUND;
+			reduce_units<T, VEC>(out, sum, w, c, (int)min((int64_t)ROUND, u1 - c));
+		}
+		if (a >= u1 || !pkb_barrier_block(comm, blockIdx.x))
+			break;
+	}
+}
+
+extern "C" int pkb_init(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)calloc(1, sizeof *s);
+	if (!s)
+		return 1;
+	ctx->user = s;
+	if (ctx->world > MAX_WORLD)
+		return 1;
+	s->slot = (ctx->out[0].bytes + 15) & ~(size_t)15;
+	s->half = ctx->world * s->slot;
+	if (cudaMalloc(&s->calls, MAX_BLOCKS * sizeof(uint32_t)) != cudaSuccess ||
+	    cudaMemset(s->calls, 0, MAX_BLOCKS * sizeof(uint32_t)) != cudaSuccess)
+		return 1;
+	return ctx->svc->symm_alloc(ctx, 2 * s->half, &s->stage);
+}
+
+/* the largest unit (16 bytes at most) that divides a chunk: it only depends
+ * on the shapes, so every rank picks the same one */
+static int unit_bytes(size_t chunk)
+{
+	int b = 16;
+	while (b > 1 && chunk % b)
+		b >>= 1;
+	return b;
+}
+
+/* A block takes THREADS/2 units of each chunk before the grid grows (up to
+ * MAX_BLOCKS): at small sizes the (peer, unit) pairs of a block then fit in
+ * one batch of loads per thread -- one round trip for all peers. */
+static int grid_for(int64_t units)
+{
+	int64_t blocks = (units + THREADS / 2 - 1) / (THREADS / 2);
+	return blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : (int)blocks;
+}
+
+template <typename T, int VEC>
+static void launch(pkb_ctx *ctx, struct state *s)
+{
+	int64_t nu = ctx->out[0].numel / VEC;
+	reducescatter_push<T, VEC><<<grid_for(nu), THREADS, 0, (cudaStream_t)ctx->stream>>>(
+		ctx->dev, (const T *)ctx->in[0].data, (T *)ctx->out[0].data,
+		s->stage.peers_dev, s->slot, s->half, s->calls, nu);
+}
+
+template <typename T>
+static void launch_typed(pkb_ctx *ctx, struct state *s)
+{
+	switch (unit_bytes(ctx->out[0].bytes)) {
+	case 16: launch<T, 16 / sizeof(T)>(ctx, s); break;
+	case 8: launch<T, 8 / sizeof(T)>(ctx, s); break;
+	case 4: launch<T, 4 / sizeof(T)>(ctx, s); break;
+	default: launch<T, 1>(ctx, s); break;   /* 2-byte T, odd M*N */
+	}
+}
+
+extern "C" int pkb_run(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	if (((uintptr_t)ctx->in[0].data | (uintptr_t)ctx->out[0].data) & 15) {
+		ctx->svc->log(ctx, "buffers not 16-byte aligned");
+		return 1;
+	}
+	switch (ctx->out[0].dtype) {
+	case PKB_BF16: launch_typed<__nv_bfloat16>(ctx, s); break;
+	case PKB_FP16: launch_typed<__half>(ctx, s); break;
+	case PKB_FP32: launch_typed<float>(ctx, s); break;
+	default: return 1;
+	}
+	return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	if (s)
+		cudaFree(s->calls);
+	free(s);
+	return 0;
+}

@@ -1,0 +1,22 @@
+# pkb build: compile into the cache and scan the symbols, no GPU; the exit
+# code is that of the first refused file (4 compile_error, 5 load_refused)
+. "$(dirname "$0")/lib.sh"
+export PKB_CACHE=$TMP/cache
+S=$ROOT/problems/001_allreduce/solutions
+expect_exit 0 "$PKB" build "$S/ok_oneshot_pull.cu"
+expect_grep "^ok .*ok_oneshot_pull.cu \(compiled [0-9a-f]{12}\)" "$TMP/out"
+expect_exit 0 "$PKB" build "$S/ok_oneshot_pull.cu"
+expect_grep "\(cached [0-9a-f]{12}\)" "$TMP/out"
+expect_exit 4 "$PKB" build "$S/bad_no_compile.cu"
+expect_grep "^compile_error: .*bad_no_compile.cu" "$TMP/out"
+expect_grep "launch_the_allreduce" "$TMP/out"
+expect_exit 5 "$PKB" build -q "$S/bad_calls_nccl.cu" "$S/ok_oneshot_pull.cu"
+expect_grep "^load_refused: .*'ncclAllReduce'" "$TMP/out"
+# the reference uses NCCL: refused as a cuda candidate, accepted as a reference
+expect_exit 5 "$PKB" build "$ROOT/problems/001_allreduce/reference.cu"
+expect_exit 0 "$PKB" build --backend reference "$ROOT/problems/001_allreduce/reference.cu"
+expect_exit 1 "$PKB" build "$TMP/none.cu"
+expect_grep "cannot read" "$TMP/err"
+expect_exit 2 "$PKB" build
+expect_exit 2 "$PKB" build --backend nope "$S/ok_oneshot_pull.cu"
+done_testing
