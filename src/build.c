@@ -85,6 +85,57 @@ static void hash_update_file(EVP_MD_CTX *md, const char *path)
 	free(buf);
 }
 
+/* Local headers (#include "x") change what compiles as much as the source
+ * does: each one found next to the including file or in include/ goes into
+ * the key, recursively (a known-bad candidate may include a known-good one). */
+static void hash_includes(EVP_MD_CTX *md, const char *text, const char *from, const char *inc,
+			  int depth)
+{
+	if (depth > 8)
+		return;
+	char *dir = xstrdup(from);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = 0;
+	else
+		strcpy(dir, ".");
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *p = l;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p++ != '#')
+			continue;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (strncmp(p, "include", 7))
+			continue;
+		p += 7;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		const char *q = *p == '"' ? strchr(p + 1, '"') : NULL;
+		const char *nl = strchr(p, '\n');
+		if (!q || (nl && q > nl))
+			continue;
+		char *name = xstrfmt("%.*s", (int)(q - p - 1), p + 1);
+		char *path = name[0] == '/' ? xstrdup(name) : xstrfmt("%s/%s", dir, name);
+		if (access(path, R_OK) != 0) {
+			free(path);
+			path = xstrfmt("%s/%s", inc, name);
+		}
+		size_t len = 0;
+		char *body = read_file(path, &len);
+		if (body) {
+			EVP_DigestUpdate(md, path, strlen(path) + 1);
+			EVP_DigestUpdate(md, body, len);
+			hash_includes(md, body, path, inc, depth + 1);
+			free(body);
+		}
+		free(path);
+		free(name);
+	}
+	free(dir);
+}
+
 int build_solution(const char *src, const struct build_opts *o, struct build_result *r)
 {
 	memset(r, 0, sizeof *r);
@@ -111,6 +162,7 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	hash_update_file(md, h2);
 	free(h1);
 	free(h2);
+	hash_includes(md, text, src, inc, 0);
 	EVP_DigestUpdate(md, r->flags, strlen(r->flags));
 	const char *ver = build_nvcc_version();
 	EVP_DigestUpdate(md, ver, strlen(ver));

@@ -183,6 +183,7 @@ int cmd_eval(int argc, char **argv)
 	}
 	json_object_set_new(rec, "trials_passed", json_integer(passed));
 
+	int trace_failed = 0;
 	if (out == OUT_PASS && o.measure_perf) {
 		struct perf_summary ref, cand;
 		report_perf(R.perf, "reference", o.world, o.iters, &ref);
@@ -191,6 +192,10 @@ int cmd_eval(int argc, char **argv)
 		json_object_set_new(rec, "candidate_perf", report_perf_json(&cand));
 		double speedup = cand.st.median > 0 ? ref.st.median / cand.st.median : 0;
 		json_object_set_new(rec, "speedup", json_real(speedup));
+		json_object_set_new(rec, "timing", json_pack("{s:s,s:i,s:i}", "mode", cand.mode,
+							     "iters", o.iters, "block", cand.block));
+		if (o.trace_path && job_write_trace(&o, R.perf) < 0)
+			trace_failed = 1;
 		if (!ref.ok || !cand.ok) {
 			out = OUT_INTERNAL;
 			snprintf(msg, sizeof msg, "timing records missing");
@@ -213,8 +218,8 @@ int cmd_eval(int argc, char **argv)
 				       rows[k]->st.min * 1e3, rows[k]->st.p90 * 1e3,
 				       rows[k]->st.std * 1e3, rows[k]->skew_ms * 1e3);
 			printf("speedup %.3fx (reference median / candidate median, n=%d, "
-			       "max over %d ranks, %d input groups)\n",
-			       speedup, cand.st.n, o.world, cand.groups);
+			       "max over %d ranks, %s, %d input groups)\n",
+			       speedup, cand.st.n, o.world, cand.mode, cand.groups);
 		}
 	}
 	json_object_set_new(rec, "log_dir", json_string(logs));
@@ -238,5 +243,6 @@ int cmd_eval(int argc, char **argv)
 		build_result_free(sols[i].build);
 		free(sols[i].build);
 	}
-	return finish(&o, rec, out, msg);
+	int rc = finish(&o, rec, out, msg);
+	return rc == 0 && trace_failed ? PKB_EXIT_INPUT : rc;
 }

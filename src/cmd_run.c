@@ -83,7 +83,7 @@ int cmd_run(int argc, char **argv)
 	struct pkb_io io;
 	if (job_resolve(&o, &io) < 0)
 		return PKB_EXIT_INPUT;
-	int is_ref = !strcmp(solution, "reference");
+	int is_ref = !strcmp(solution, "reference"), trace_failed = 0;
 	char *src = is_ref ? problem_reference_path(o.p) : xstrdup(solution);
 	if (!is_ref && access(src, R_OK) != 0) {
 		error("cannot read '%s'", src);
@@ -140,14 +140,24 @@ int cmd_run(int argc, char **argv)
 			struct perf_summary ps;
 			report_perf(R.perf, sol.role, o.world, o.iters, &ps);
 			json_object_set_new(rec, "perf", report_perf_json(&ps));
-			if (!ps.recheck_ok) {
+			if (o.trace_path && job_write_trace(&o, R.perf) < 0)
+				trace_failed = 1;
+			if (!ps.ok) {
+				out = OUT_INTERNAL;
+				snprintf(msg, sizeof msg, "timing records missing");
+			} else if (!ps.recheck_ok) {
 				out = OUT_MISMATCH;
 				snprintf(msg, sizeof msg, "%s", ps.recheck_msg);
+			} else if (ps.escaped) {
+				out = OUT_FLAGGED;
+				snprintf(msg, sizeof msg, "work escaped the timed stream: the host clock "
+					 "saw %.3f ms where the stream's events span %.3f ms", ps.host_ms,
+					 ps.span_ms);
 			} else {
 				printf("time: median %.2f us, mean %.2f, min %.2f, p90 %.2f, std %.2f "
-				       "(n=%d, max over %d ranks)\n", ps.st.median * 1e3,
+				       "(n=%d, max over %d ranks, %s)\n", ps.st.median * 1e3,
 				       ps.st.mean * 1e3, ps.st.min * 1e3, ps.st.p90 * 1e3,
-				       ps.st.std * 1e3, ps.st.n, o.world);
+				       ps.st.std * 1e3, ps.st.n, o.world, ps.mode);
 			}
 		}
 		if (save_abs)
@@ -178,5 +188,5 @@ int cmd_run(int argc, char **argv)
 		build_result_free(sol.build);
 		free(sol.build);
 	}
-	return outcome_exit_code(out);
+	return out == OUT_PASS && trace_failed ? PKB_EXIT_INPUT : outcome_exit_code(out);
 }

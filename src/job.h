@@ -20,6 +20,8 @@ struct job_opts {
 	int trials, trial0;
 	double atol, rtol;       /* < 0: the problem's own */
 	int measure_perf, warmup, iters;
+	const char *timing;      /* warm (default) | cold | graph */
+	const char *trace_path;  /* --trace: a Chrome/Perfetto trace of the timed calls */
 	const char *json_path;
 	const char *save_dir;     /* run --save: absolute path */
 	const char *log_dir;     /* NULL: a temporary one, kept on failure */
@@ -47,6 +49,8 @@ struct job_opts {
 	{ "keep-logs", no_argument, NULL, 1007 }, \
 	{ "arch", required_argument, NULL, 1008 }, \
 	{ "device-timeout", required_argument, NULL, 1009 }, \
+	{ "timing", required_argument, NULL, 1010 }, \
+	{ "trace", required_argument, NULL, 1011 }, \
 	{ "quiet", no_argument, NULL, 'q' }, \
 	{ "help", no_argument, NULL, 'h' }
 
@@ -59,6 +63,11 @@ struct job_opts {
 "      --measure-perf     time the solution(s) (docs/TIMING.md)\n" \
 "      --warmup N         warmup calls per solution (default 500)\n" \
 "      --iters N          timed calls per solution (default 100)\n" \
+"      --timing MODE      warm (default): inputs rotated through groups over\n" \
+"                         3 x L2; cold: also L2 flushed before every call;\n" \
+"                         graph: each call replayed from a CUDA graph\n" \
+"      --trace FILE       write the timed calls of every rank as a\n" \
+"                         Chrome/Perfetto trace (JSON)\n" \
 "      --deadline K=S     phase deadline in seconds; K: start, cuda_init,\n" \
 "                         nccl_init, load, init, trial, timing, save, fini, compile\n" \
 "      --device-timeout MS  bounded device waits give up after MS (default 5000)\n" \
@@ -95,6 +104,9 @@ struct job_records {
 int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, int n_sol,
 	       struct launch_result *res, struct job_records *rec, char **log_dir_out);
 int gpu_count(void);
+/* --trace: the timed calls of every rank as a Chrome/Perfetto trace; -1
+ * (with a message) if the file cannot be written */
+int job_write_trace(const struct job_opts *o, json_t *perf);
 void job_progress(const struct job_opts *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

@@ -18,6 +18,11 @@ int kern_fill(void *buf, pkb_dtype t, int64_t n, int kind, double a, double b,
 	      uint64_t key, struct CUstream_st *stream);
 /* Order-independent 64-bit hash of `bytes` bytes into *dev_out (device). */
 int kern_checksum(const void *buf, size_t bytes, uint64_t *dev_out, struct CUstream_st *stream);
+/* *flag = 1 if the device values *a and *b differ. */
+int kern_flag_if_differ(const uint64_t *a, const uint64_t *b, uint32_t *flag,
+			struct CUstream_st *stream);
+/* Read all of buf (>= 2 x L2): L2 ends up holding clean lines of buf only. */
+int kern_l2_flush(const void *buf, size_t bytes, struct CUstream_st *stream);
 /* Every rank's stream meets here (one block, pkb_barrier_block slot 0). */
 int kern_barrier(pkb_dev_comm comm, struct CUstream_st *stream);
 

@@ -20,7 +20,8 @@
 #include "compare.h"   /* defines: compare_buffers */
 #include "dtype.h"     /* defines: dtype_name */
 #include "exitcode.h"  /* defines: enum pkb_outcome */
-#include "kernels.h"   /* defines: kern_fill, kern_checksum, kern_barrier */
+#include "kernels.h"   /* defines: kern_fill, kern_checksum, kern_barrier, kern_l2_flush */
+#include "perfplan.h"  /* defines: perf_plan_make, perf_group, perf_out_set */
 #include "problem.h"   /* defines: problem_find, problem_describe */
 #include "proto.h"     /* defines: proto_send, proto_recv */
 #include "safetensors.h"
@@ -699,27 +700,71 @@ static void do_run(struct rank_env *E, struct solution *s)
 	}
 }
 
-/* ---- timing (docs/TIMING.md) ----------------------------------------------- */
+/* ---- timing (docs/TIMING.md) ---------------------------------------------- */
 
 struct perf_set {
-	int groups;                         /* input groups with distinct content */
-	int out_sets;                       /* groups + 1: coprime rotation */
-	void **in[64];                      /* [group][tensor] */
-	void **out[65];                     /* [set][tensor] */
-	void **ref_host[64];                /* reference outputs per group */
+	struct perf_plan plan;
+	void **in[PERF_MAX_GROUPS];         /* [group][tensor] */
+	int gen[PERF_MAX_GROUPS];           /* the content generation each group holds */
+	uint64_t *sums;                     /* device: [group][tensor] checksum of that content */
+	uint64_t *now_sum;                  /* device: checksum scratch */
+	uint32_t *modified;                 /* device: set when a group's content changed */
+	void **out[PERF_MAX_GROUPS + 1];    /* [set][tensor] */
+	void *chk_in[PKB_MAX_TENSORS];      /* the re-check's inputs and reference outputs */
+	void *chk_out[PKB_MAX_TENSORS];
+	void *flush;                        /* 2 x L2, read to leave L2 clean */
+	size_t flush_bytes;
+	cudaGraphExec_t graph[MAX_SOL][PERF_MAX_GROUPS];
 };
 
-static void perf_prepare(struct rank_env *E, struct perf_set *ps, size_t l2)
+static void *dev_alloc(struct rank_env *E, size_t bytes)
 {
+	void *p = NULL;
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMalloc(&p, bytes + 16));
+	return p;
+}
+
+/* checksums of group g's tensors, as generated, into ps->sums */
+static void sum_group(struct rank_env *E, struct perf_set *ps, int g, uint64_t *dst)
+{
+	for (int i = 0; i < E->io.n_in; i++)
+		if (kern_checksum(ps->in[g][i], desc_bytes(&E->io.in[i]), dst + i,
+				  (struct CUstream_st *)E->stream))
+			rank_fail(E, OUT_RUNTIME_ERROR, "input checksum failed");
+}
+
+/* Group g gets content no call has seen: the next generation. Its current
+ * content is checked first: a call that wrote into its inputs is caught. */
+static void regen_group(struct rank_env *E, struct perf_set *ps, int g)
+{
+	uint64_t *want = ps->sums + (size_t)g * PKB_MAX_TENSORS;
+	sum_group(E, ps, g, ps->now_sum);
+	for (int i = 0; i < E->io.n_in; i++)
+		if (kern_flag_if_differ(ps->now_sum + i, want + i, ps->modified,
+					(struct CUstream_st *)E->stream))
+			rank_fail(E, OUT_RUNTIME_ERROR, "input check failed");
+	ps->gen[g]++;
+	gen_inputs(E, perf_trial(g, ps->gen[g]), ps->in[g]);
+	sum_group(E, ps, g, want);
+}
+
+static void flush_l2(struct rank_env *E, struct perf_set *ps)
+{
+	if (kern_l2_flush(ps->flush, ps->flush_bytes, (struct CUstream_st *)E->stream))
+		rank_fail(E, OUT_RUNTIME_ERROR, "L2 flush launch failed");
+}
+
+static void perf_prepare(struct rank_env *E, struct perf_set *ps, enum perf_mode mode,
+			 int warmup, int iters, int block)
+{
+	struct cudaDeviceProp prop;
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaGetDeviceProperties(&prop, E->device));
 	size_t in_bytes = 0;
 	for (int i = 0; i < E->io.n_in; i++)
 		in_bytes += desc_bytes(&E->io.in[i]);
-	/* distinct content totalling at least 3 x L2, so no call finds its
-	 * inputs in cache; at least 2 groups, so content changes every call.
-	 * Ranks may hold inputs of different sizes (a scatter's root holds W
-	 * slabs): every rank must use the same G, or their calls pair up
-	 * wrongly, so G is the largest any rank wants -- bounded by 16 GiB of
-	 * inputs on the rank that holds the most. */
+	/* ranks may hold inputs of different sizes (a scatter's root holds W
+	 * slabs): the plan must be the same everywhere, so it is made from the
+	 * least and the most any rank holds */
 	size_t *all = xcalloc((size_t)E->world, sizeof *all);
 	if (coll_allgather(E, &in_bytes, all, sizeof in_bytes) < 0)
 		rank_fail(E, OUT_INTERNAL, "the ranks could not agree on input groups");
@@ -729,112 +774,178 @@ static void perf_prepare(struct rank_env *E, struct perf_set *ps, size_t l2)
 		most = all[r] > most ? all[r] : most;
 	}
 	free(all);
-	size_t want = least ? (3 * l2 + least - 1) / least : 2;
-	size_t cap = most ? ((size_t)16 << 30) / most : 64;
-	want = want > cap ? cap : want;
-	ps->groups = want < 2 ? 2 : want > 64 ? 64 : (int)want;
-	ps->out_sets = ps->groups + 1;
-	for (int g = 0; g < ps->groups; g++) {
+	perf_plan_make(&ps->plan, mode, least, most, (size_t)prop.l2CacheSize, warmup, iters, block);
+
+	int G = ps->plan.groups;
+	ps->sums = dev_alloc(E, (size_t)G * PKB_MAX_TENSORS * sizeof(uint64_t));
+	ps->now_sum = dev_alloc(E, PKB_MAX_TENSORS * sizeof(uint64_t));
+	ps->modified = dev_alloc(E, sizeof(uint32_t));
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemset(ps->modified, 0, sizeof(uint32_t)));
+	for (int g = 0; g < G; g++) {
 		ps->in[g] = xcalloc(PKB_MAX_TENSORS, sizeof(void *));
-		ps->ref_host[g] = xcalloc(PKB_MAX_TENSORS, sizeof(void *));
 		for (int i = 0; i < E->io.n_in; i++)
-			CUDA_OR(E, OUT_RUNTIME_ERROR,
-				cudaMalloc(&ps->in[g][i], desc_bytes(&E->io.in[i]) + 16));
-		/* perf groups use trial numbers no correctness trial uses */
-		gen_inputs(E, 1000000 + g, ps->in[g]);
-		for (int i = 0; i < E->io.n_out; i++)
-			CUDA_OR(E, OUT_RUNTIME_ERROR,
-				cudaMallocHost(&ps->ref_host[g][i], desc_bytes(&E->io.out[i]) + 16));
+			ps->in[g][i] = dev_alloc(E, desc_bytes(&E->io.in[i]));
+		gen_inputs(E, perf_trial(g, 0), ps->in[g]);
+		sum_group(E, ps, g, ps->sums + (size_t)g * PKB_MAX_TENSORS);
 	}
-	for (int k = 0; k < ps->out_sets; k++) {
+	for (int k = 0; k < ps->plan.out_sets; k++) {
 		ps->out[k] = xcalloc(PKB_MAX_TENSORS, sizeof(void *));
 		for (int i = 0; i < E->io.n_out; i++)
-			CUDA_OR(E, OUT_RUNTIME_ERROR,
-				cudaMalloc(&ps->out[k][i], desc_bytes(&E->io.out[i]) + 16));
+			ps->out[k][i] = dev_alloc(E, desc_bytes(&E->io.out[i]));
 	}
+	for (int i = 0; i < E->io.n_in; i++)
+		ps->chk_in[i] = dev_alloc(E, desc_bytes(&E->io.in[i]));
+	for (int i = 0; i < E->io.n_out; i++)
+		ps->chk_out[i] = dev_alloc(E, desc_bytes(&E->io.out[i]));
+	ps->flush_bytes = 2 * (size_t)prop.l2CacheSize;
+	ps->flush = dev_alloc(E, ps->flush_bytes);
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemset(ps->flush, 0, ps->flush_bytes));
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamSynchronize(E->stream));
 }
 
 static void perf_release(struct rank_env *E, struct perf_set *ps)
 {
-	for (int g = 0; g < ps->groups; g++) {
+	for (int g = 0; g < ps->plan.groups; g++) {
+		for (int s = 0; s < MAX_SOL; s++)
+			if (ps->graph[s][g])
+				cudaGraphExecDestroy(ps->graph[s][g]);
 		for (int i = 0; i < E->io.n_in; i++)
 			cudaFree(ps->in[g][i]);
-		for (int i = 0; i < E->io.n_out; i++)
-			cudaFreeHost(ps->ref_host[g][i]);
 		free(ps->in[g]);
-		free(ps->ref_host[g]);
 	}
-	for (int k = 0; k < ps->out_sets; k++) {
+	for (int k = 0; k < ps->plan.out_sets; k++) {
 		for (int i = 0; i < E->io.n_out; i++)
 			cudaFree(ps->out[k][i]);
 		free(ps->out[k]);
 	}
+	for (int i = 0; i < E->io.n_in; i++)
+		cudaFree(ps->chk_in[i]);
+	for (int i = 0; i < E->io.n_out; i++)
+		cudaFree(ps->chk_out[i]);
+	cudaFree(ps->sums);
+	cudaFree(ps->now_sum);
+	cudaFree(ps->modified);
+	cudaFree(ps->flush);
+}
+
+/* graph mode: one graph per group, each a capture of one call on that
+ * group's inputs and output set (output set = group in this mode) */
+static void perf_capture(struct rank_env *E, struct perf_set *ps, int s)
+{
+	struct solution *sol = &E->sol[s];
+	for (int g = 0; g < ps->plan.groups; g++) {
+		cudaGraph_t graph = NULL;
+		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamSynchronize(E->stream));
+		CUDA_OR(E, OUT_RUNTIME_ERROR,
+			cudaStreamBeginCapture(E->stream, cudaStreamCaptureModeThreadLocal));
+		refresh_ctx(E, sol, ps->in[g], ps->out[g]);
+		int rc = sol->run(&sol->ctx);
+		cudaError_t e = cudaStreamEndCapture(E->stream, &graph);
+		if (rc != 0 || e != cudaSuccess || !graph) {
+			cudaGetLastError();
+			rank_fail(E, OUT_RUNTIME_ERROR, "graph mode: the %s cannot be captured in a "
+				  "CUDA graph (%s): work outside ctx->stream, a synchronisation, or "
+				  "pkb_run returned %d", sol->role,
+				  e != cudaSuccess ? cudaGetErrorString(e) : "no graph", rc);
+		}
+		e = cudaGraphInstantiate(&ps->graph[s][g], graph, 0);
+		cudaGraphDestroy(graph);
+		if (e != cudaSuccess)
+			rank_fail(E, OUT_RUNTIME_ERROR, "graph mode: cannot instantiate the %s's "
+				  "graph: %s", sol->role, cudaGetErrorString(e));
+	}
 }
 
 struct perf_run {
-	struct solution *s;
+	int s;               /* index into E->sol */
 	double *ms;          /* per timed iteration, this rank */
+	double *start_ms;    /* its start, from the timed phase's base event */
 	int n;
 	long call;           /* calls made so far (rotation counter) */
 	double host_ms;      /* host wall of all timed blocks */
 	double span_ms;      /* first start event to last end event, per block, summed */
+	int last_group[PERF_MAX_GROUPS + 1];   /* per output set: its last call's group */
+	int last_gen[PERF_MAX_GROUPS + 1];     /* ... and that group's generation then */
 };
 
-/* `count` calls of s; timed ones get events. Ranks are aligned by a device
- * barrier before every call, outside the events. */
-static void perf_block(struct rank_env *E, struct perf_set *ps, struct perf_run *pr,
-		       int count, int timed, pkb_dev_comm align, cudaEvent_t *ev)
+/* `count` calls of one solution; timed ones get events. Ranks are aligned by
+ * a device barrier before every call, outside the events. Afterwards the
+ * groups it used get fresh content and L2 is left clean, so every block
+ * starts from the same state. */
+static void perf_block(struct rank_env *E, struct perf_set *ps, struct perf_run *pr, int count,
+		       int timed, pkb_dev_comm align, cudaEvent_t *ev, cudaEvent_t base)
 {
+	struct solution *sol = &E->sol[pr->s];
+	const struct perf_plan *P = &ps->plan;
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaDeviceSynchronize());
 	uint64_t t0 = now_ns();
+	long c0 = pr->call;
 	for (int k = 0; k < count; k++) {
 		long c = pr->call++;
-		int g = (int)(c % ps->groups), o = (int)(c % ps->out_sets);
+		int g = perf_group(P, c), o = perf_out_set(P, c);
+		pr->last_group[o] = g;
+		pr->last_gen[o] = ps->gen[g];
+		if (P->mode == PERF_COLD)
+			flush_l2(E, ps);
 		if (kern_barrier(align, (struct CUstream_st *)E->stream))
 			rank_fail(E, OUT_RUNTIME_ERROR, "alignment barrier launch failed");
 		if (timed)
 			cudaEventRecord(ev[2 * k], E->stream);
-		sol_call(E, pr->s, ps->in[g], ps->out[o]);
+		if (P->mode == PERF_GRAPH)
+			CUDA_OR(E, OUT_RUNTIME_ERROR, cudaGraphLaunch(ps->graph[pr->s][g], E->stream));
+		else
+			sol_call(E, sol, ps->in[g], ps->out[o]);
 		if (timed)
 			cudaEventRecord(ev[2 * k + 1], E->stream);
 	}
-	wait_stream(E, pr->s->role);
-	if (!timed)
-		return;
-	pr->host_ms += (double)(now_ns() - t0) / 1e6;
-	float span;
-	cudaEventElapsedTime(&span, ev[0], ev[2 * count - 1]);
-	pr->span_ms += span;
-	for (int k = 0; k < count; k++) {
-		float ms;
-		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventElapsedTime(&ms, ev[2 * k], ev[2 * k + 1]));
-		pr->ms[pr->n++] = ms;
+	wait_stream(E, sol->role);
+	if (timed) {
+		pr->host_ms += (double)(now_ns() - t0) / 1e6;
+		float span;
+		cudaEventElapsedTime(&span, ev[0], ev[2 * count - 1]);
+		pr->span_ms += span;
+		for (int k = 0; k < count; k++) {
+			float ms, at;
+			CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventElapsedTime(&ms, ev[2 * k], ev[2 * k + 1]));
+			CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventElapsedTime(&at, base, ev[2 * k]));
+			pr->start_ms[pr->n] = at;
+			pr->ms[pr->n++] = ms;
+		}
 	}
+	for (long c = c0; c < pr->call; c++)
+		regen_group(E, ps, perf_group(P, c));
+	flush_l2(E, ps);
 }
 
 /* After timing: each output set holds the result of its last call, whose
- * input group is known; it must match the reference for that group. */
+ * group and generation are known. The inputs of that call are drawn again,
+ * the reference computes their output, and the two must match. Every rank
+ * makes the same reference calls in the same order (they are collective). */
 static int perf_recheck(struct rank_env *E, struct perf_set *ps, struct perf_run *pr,
 			json_t *outs)
 {
 	int ok = 1;
-	for (int o = 0; o < ps->out_sets && ok; o++) {
-		long last = -1;
-		for (long c = pr->call - 1; c >= 0 && c >= pr->call - ps->out_sets; c--)
-			if (c % ps->out_sets == o) {
-				last = c;
-				break;
-			}
-		if (last < 0)
+	struct solution *ref = &E->sol[0];
+	json_t *one = json_array();
+	for (int o = 0; o < ps->plan.out_sets; o++) {
+		if (pr->call <= o)
 			continue;
-		int g = (int)(last % ps->groups);
+		void *in[PKB_MAX_TENSORS];
+		memcpy(in, ps->chk_in, sizeof in);
+		gen_inputs(E, perf_trial(pr->last_group[o], pr->last_gen[o]), in);
+		poison_outputs(E, ps->chk_out);
+		host_barrier(E);
+		sol_call(E, ref, in, ps->chk_out);
+		wait_stream(E, ref->role);
+		copy_outputs(E, ps->chk_out, E->host_ref);
 		copy_outputs(E, ps->out[o], E->host_out);
-		for (int i = 0; i < E->io.n_out; i++)
-			memcpy(E->host_ref[i], ps->ref_host[g][i], desc_bytes(&E->io.out[i]));
-		json_array_clear(outs);
-		ok = compare_outputs(E, outs);
+		json_array_clear(one);
+		if (!compare_outputs(E, one) && ok) {
+			ok = 0;
+			json_array_extend(outs, one);
+		}
 	}
+	json_decref(one);
 	return ok;
 }
 
@@ -844,36 +955,33 @@ static void do_perf(struct rank_env *E)
 	int warmup = (int)json_integer_value(json_object_get(perf, "warmup"));
 	int iters = (int)json_integer_value(json_object_get(perf, "iters"));
 	int block = (int)json_integer_value(json_object_get(perf, "block"));
-	if (block <= 0)
-		block = 10;
-	phase(E, "timing", "preparing %d+%d calls per solution", warmup, iters);
-	struct cudaDeviceProp prop;
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaGetDeviceProperties(&prop, E->device));
+	int mode = perf_mode_parse(json_string_value(json_object_get(perf, "mode")));
+	if (mode < 0)
+		mode = PERF_WARM;
+	phase(E, "timing", "preparing %d+%d %s calls per solution", warmup, iters,
+	      perf_mode_name((enum perf_mode)mode));
 	struct perf_set ps;
 	memset(&ps, 0, sizeof ps);
-	perf_prepare(E, &ps, (size_t)prop.l2CacheSize);
+	perf_prepare(E, &ps, (enum perf_mode)mode, warmup, iters, block);
+	block = ps.plan.block;
+	if (mode == PERF_GRAPH)
+		for (int s = 0; s < E->n_sol; s++)
+			perf_capture(E, &ps, s);
 
-	/* reference outputs for every group, untimed, checked the usual way */
-	struct solution *ref = &E->sol[0];
-	for (int g = 0; g < ps.groups; g++) {
-		poison_outputs(E, ps.out[0]);
-		host_barrier(E);
-		sol_call(E, ref, ps.in[g], ps.out[0]);
-		wait_stream(E, ref->role);
-		copy_outputs(E, ps.out[0], ps.ref_host[g]);
-	}
 	pkb_dev_comm align;
 	if (make_dev_comm(E, &E->align_pads, &E->align_epochs, &E->align_err, &align) < 0)
 		rank_fail(E, OUT_RUNTIME_ERROR, "cannot allocate the alignment barrier");
-	cudaEvent_t *ev = xcalloc((size_t)(2 * block), sizeof *ev);
+	cudaEvent_t *ev = xcalloc((size_t)(2 * block), sizeof *ev), base;
 	for (int k = 0; k < 2 * block; k++)
 		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventCreate(&ev[k]));
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventCreate(&base));
 
 	struct perf_run pr[MAX_SOL];
 	memset(pr, 0, sizeof pr);
 	for (int s = 0; s < E->n_sol; s++) {
-		pr[s].s = &E->sol[s];
+		pr[s].s = s;
 		pr[s].ms = xcalloc((size_t)iters + (size_t)block, sizeof(double));
+		pr[s].start_ms = xcalloc((size_t)iters + (size_t)block, sizeof(double));
 	}
 	/* warmup, then timed blocks interleaved ABBA so that drift of clocks or
 	 * temperature hits every solution alike */
@@ -881,37 +989,52 @@ static void do_perf(struct rank_env *E)
 	for (int done = 0; done < warmup; done += block)
 		for (int s = 0; s < E->n_sol; s++)
 			perf_block(E, &ps, &pr[s], warmup - done < block ? warmup - done : block, 0,
-				   align, ev);
+				   align, ev, base);
 	phase(E, "timing", "timed calls");
+	if (kern_barrier(align, (struct CUstream_st *)E->stream))
+		rank_fail(E, OUT_RUNTIME_ERROR, "alignment barrier launch failed");
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventRecord(base, E->stream));
 	for (int b = 0, done = 0; done < iters; b++, done += block) {
 		int cnt = iters - done < block ? iters - done : block;
 		for (int k = 0; k < E->n_sol; k++) {
 			int s = (b & 1) ? E->n_sol - 1 - k : k;
-			perf_block(E, &ps, &pr[s], cnt, 1, align, ev);
+			perf_block(E, &ps, &pr[s], cnt, 1, align, ev, base);
 		}
 	}
-	uint32_t aerr = 0;
+	uint32_t aerr = 0, modified = 0;
 	cudaMemcpy(&aerr, E->align_err, 4, cudaMemcpyDeviceToHost);
 	if (aerr)
 		rank_fail(E, OUT_TIMEOUT, "the harness's alignment barrier gave up (a rank stalled)");
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemcpy(&modified, ps.modified, 4, cudaMemcpyDeviceToHost));
 
 	phase(E, "timing", "re-checking the outputs of timed calls");
 	for (int s = 0; s < E->n_sol; s++) {
-		check_dev_err(E, pr[s].s);
+		struct solution *sol = &E->sol[s];
+		check_dev_err(E, sol);
 		json_t *outs = json_array();
-		int ok = s == 0 && !strcmp(pr[s].s->role, "reference") && E->n_sol > 1
-			 ? 1 : perf_recheck(E, &ps, &pr[s], outs);
-		json_t *times = json_array();
-		for (int i = 0; i < pr[s].n; i++)
+		/* the reference is not checked against itself, unless it is the
+		 * only solution (pkb run) */
+		int ok = s == 0 && E->n_sol > 1 ? 1 : perf_recheck(E, &ps, &pr[s], outs);
+		json_t *times = json_array(), *starts = json_array();
+		for (int i = 0; i < pr[s].n; i++) {
 			json_array_append_new(times, json_real(pr[s].ms[i]));
-		send_result(E, json_pack("{s:s,s:s,s:i,s:o,s:f,s:f,s:i,s:b,s:o}", "kind", "perf",
-					 "solution", pr[s].s->role, "rank", E->rank, "times_ms", times,
-					 "host_ms", pr[s].host_ms, "span_ms", pr[s].span_ms,
-					 "groups", ps.groups, "recheck_ok", ok, "recheck", outs));
+			json_array_append_new(starts, json_real(pr[s].start_ms[i]));
+		}
+		json_t *rec = json_pack("{s:s,s:s,s:i,s:o,s:o,s:f,s:f,s:i,s:b,s:o}", "kind", "perf",
+					"solution", sol->role, "rank", E->rank, "times_ms", times,
+					"start_ms", starts, "host_ms", pr[s].host_ms, "span_ms",
+					pr[s].span_ms, "groups", ps.plan.groups, "recheck_ok", ok,
+					"recheck", outs);
+		json_object_set_new(rec, "mode", json_string(perf_mode_name(ps.plan.mode)));
+		json_object_set_new(rec, "block", json_integer(block));
+		json_object_set_new(rec, "inputs_modified", json_boolean(modified != 0));
+		send_result(E, rec);
 		free(pr[s].ms);
+		free(pr[s].start_ms);
 	}
 	for (int k = 0; k < 2 * block; k++)
 		cudaEventDestroy(ev[k]);
+	cudaEventDestroy(base);
 	free(ev);
 	perf_release(E, &ps);
 	symm_free(E, &E->align_pads);

@@ -138,11 +138,20 @@ void report_perf(json_t *perf, const char *role, int world, int iters, struct pe
 		double host = json_number_value(json_object_get(by_rank[r], "host_ms"));
 		double span = json_number_value(json_object_get(by_rank[r], "span_ms"));
 		ps->groups = (int)json_integer_value(json_object_get(by_rank[r], "groups"));
+		ps->block = (int)json_integer_value(json_object_get(by_rank[r], "block"));
+		const char *mode = json_string_value(json_object_get(by_rank[r], "mode"));
+		snprintf(ps->mode, sizeof ps->mode, "%s", mode ? mode : "warm");
+		if (json_is_true(json_object_get(by_rank[r], "inputs_modified")) && ps->recheck_ok) {
+			ps->inputs_modified = 1;
+			ps->recheck_ok = 0;
+			snprintf(ps->recheck_msg, sizeof ps->recheck_msg,
+				 "rank %d: a timed call modified its inputs (inputs are read-only)", r);
+		}
 		if (host > ps->host_ms) {
 			ps->host_ms = host;
 			ps->span_ms = span;
 		}
-		int blocks = (iters + 9) / 10;
+		int blocks = (iters + ps->block - 1) / (ps->block > 0 ? ps->block : 10);
 		if (host > 1.5 * span + 0.25 * blocks)
 			ps->escaped = 1;
 		if (!json_is_true(json_object_get(by_rank[r], "recheck_ok")) && ps->recheck_ok) {
@@ -165,12 +174,16 @@ void report_perf(json_t *perf, const char *role, int world, int iters, struct pe
 
 json_t *report_perf_json(const struct perf_summary *ps)
 {
-	return json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:b,s:b,s:f,s:f,s:i}",
-			 "n", ps->st.n, "median_ms", ps->st.median, "mean_ms", ps->st.mean,
-			 "min_ms", ps->st.min, "max_ms", ps->st.max, "p90_ms", ps->st.p90,
-			 "std_ms", ps->st.std, "skew_ms", ps->skew_ms, "recheck_ok", ps->recheck_ok,
-			 "escaped_stream", ps->escaped, "host_ms", ps->host_ms, "span_ms",
-			 ps->span_ms, "input_groups", ps->groups);
+	json_t *o = json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:b,s:b,s:f,s:f,s:i}",
+			      "n", ps->st.n, "median_ms", ps->st.median, "mean_ms", ps->st.mean,
+			      "min_ms", ps->st.min, "max_ms", ps->st.max, "p90_ms", ps->st.p90,
+			      "std_ms", ps->st.std, "skew_ms", ps->skew_ms, "recheck_ok",
+			      ps->recheck_ok, "escaped_stream", ps->escaped, "host_ms", ps->host_ms,
+			      "span_ms", ps->span_ms, "input_groups", ps->groups);
+	json_object_set_new(o, "mode", json_string(ps->mode));
+	json_object_set_new(o, "block", json_integer(ps->block));
+	json_object_set_new(o, "inputs_modified", json_boolean(ps->inputs_modified));
+	return o;
 }
 
 json_t *report_launch_json(const struct launch_result *res)
@@ -185,4 +198,37 @@ json_t *report_launch_json(const struct launch_result *res)
 		json_array_append_new(ranks, o);
 	}
 	return json_pack("{s:f,s:o}", "wall_s", res->wall_s, "ranks", ranks);
+}
+
+json_t *report_trace(json_t *perf, int world, const char *title)
+{
+	json_t *ev = json_array();
+	json_array_append_new(ev, json_pack("{s:s,s:s,s:i,s:{s:s}}", "name", "process_name", "ph",
+					    "M", "pid", world, "args", "name", title));
+	for (int r = 0; r < world; r++) {
+		char name[32];
+		snprintf(name, sizeof name, "rank %d", r);
+		json_array_append_new(ev, json_pack("{s:s,s:s,s:i,s:{s:s}}", "name", "process_name",
+						    "ph", "M", "pid", r, "args", "name", name));
+	}
+	size_t i;
+	json_t *p;
+	json_array_foreach(perf, i, p) {
+		const char *role = json_string_value(json_object_get(p, "solution"));
+		int r = (int)json_integer_value(json_object_get(p, "rank"));
+		int tid = role && !strcmp(role, "reference") ? 0 : 1;
+		json_t *t = json_object_get(p, "times_ms"), *s = json_object_get(p, "start_ms");
+		if (!role || r < 0 || r >= world || !json_is_array(t) || !json_is_array(s))
+			continue;
+		json_array_append_new(ev, json_pack("{s:s,s:s,s:i,s:i,s:{s:s}}", "name",
+						    "thread_name", "ph", "M", "pid", r, "tid", tid,
+						    "args", "name", role));
+		for (size_t k = 0; k < json_array_size(t) && k < json_array_size(s); k++)
+			json_array_append_new(ev, json_pack(
+				"{s:s,s:s,s:s,s:i,s:i,s:f,s:f,s:{s:i}}", "name", role, "cat", "call",
+				"ph", "X", "pid", r, "tid", tid, "ts",
+				json_number_value(json_array_get(s, k)) * 1e3, "dur",
+				json_number_value(json_array_get(t, k)) * 1e3, "args", "call", (int)k));
+	}
+	return json_pack("{s:o,s:s}", "traceEvents", ev, "displayTimeUnit", "ns");
 }

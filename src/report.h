@@ -22,11 +22,17 @@ struct perf_summary {
 	char recheck_msg[512];
 	int escaped;          /* host clock far above the stream's span */
 	double host_ms, span_ms;
-	int groups;
+	int groups, block;
+	char mode[8];         /* warm | cold | graph */
+	int inputs_modified;  /* a timed call wrote into its inputs */
 };
 /* summarise the perf records of one solution (role) over W ranks */
 void report_perf(json_t *perf, const char *role, int world, int iters, struct perf_summary *ps);
 json_t *report_perf_json(const struct perf_summary *ps);
+/* the timed calls of every rank as a Chrome/Perfetto trace: one process per
+ * rank, one thread per solution, one slice per call (start from the timed
+ * phase's first alignment barrier on that rank, in microseconds) */
+json_t *report_trace(json_t *perf, int world, const char *title);
 json_t *report_launch_json(const struct launch_result *res);
 
 #endif

@@ -19,4 +19,20 @@ expect_exit 1 "$PKB" build "$TMP/none.cu"
 expect_grep "cannot read" "$TMP/err"
 expect_exit 2 "$PKB" build
 expect_exit 2 "$PKB" build --backend nope "$S/ok_oneshot_pull.cu"
+# a local header is part of the key: change it and the file compiles again
+cat > "$TMP/body.cuh" <<'CU'
+#include "pkb.h"
+PKB_SOLUTION;
+extern "C" int pkb_init(pkb_ctx *ctx) { return 0; }
+extern "C" int pkb_run(pkb_ctx *ctx) { return 0; }
+extern "C" int pkb_fini(pkb_ctx *ctx) { return 0; }
+CU
+printf '#include "body.cuh"\n' > "$TMP/inc.cu"
+expect_exit 0 "$PKB" build "$TMP/inc.cu"
+expect_grep "\(compiled " "$TMP/out"
+expect_exit 0 "$PKB" build "$TMP/inc.cu"
+expect_grep "\(cached " "$TMP/out"
+printf '// changed\n' >> "$TMP/body.cuh"
+expect_exit 0 "$PKB" build "$TMP/inc.cu"
+expect_grep "\(compiled " "$TMP/out"
 done_testing

@@ -9,6 +9,12 @@
  *   fail      reports a runtime_error and exits
  *   early     exits 0 without saying done
  *   coll      an allgather of the rank number; checks what comes back
+ * With a "perf" object in the job, every mode that gets through the trials
+ * also sends a perf record per solution: the reference's calls take 10 us,
+ * the candidate's 5 us (start 20 us apart). Perf-only misbehaviour:
+ *   escape    the candidate's host clock is far above its events' span
+ *   stale     the re-check of the candidate's timed outputs fails
+ *   modify    a timed call modified its inputs
  */
 #define _GNU_SOURCE
 #include "proto.h"
@@ -80,6 +86,41 @@ int main(void)
 			 ok ? "false" : "true",
 			 ok ? "" : ",\"worst\":{\"index\":3,\"coords\":[0,3],\"ref\":1.5,\"cand\":0.0,\"bound\":0.01}");
 		say(MSG_RESULT, rec);
+	}
+	json_t *perf = json_object_get(job, "perf");
+	if (perf) {
+		say(MSG_PHASE, "timing|timed calls");
+		int iters = (int)json_integer_value(json_object_get(perf, "iters"));
+		size_t i;
+		json_t *sol;
+		json_array_foreach(json_object_get(job, "solutions"), i, sol) {
+			const char *role = json_string_value(json_object_get(sol, "role"));
+			int cand = !strcmp(role, "candidate");
+			json_t *times = json_array(), *starts = json_array();
+			for (int k = 0; k < iters; k++) {
+				json_array_append_new(times, json_real(cand ? 0.005 : 0.010));
+				json_array_append_new(starts, json_real(0.020 * k + 0.001 * rank));
+			}
+			int stale = cand && !strcmp(mode, "stale");
+			json_t *rec = json_pack(
+				"{s:s,s:s,s:i,s:o,s:o,s:f,s:f,s:i,s:i,s:s,s:b,s:b,s:[]}",
+				"kind", "perf", "solution", role, "rank", rank, "times_ms", times,
+				"start_ms", starts, "host_ms",
+				cand && !strcmp(mode, "escape") ? 50.0 : 0.02 * iters, "span_ms",
+				0.02 * iters, "groups", 64, "block", 10, "mode",
+				json_string_value(json_object_get(perf, "mode")), "inputs_modified",
+				!strcmp(mode, "modify"), "recheck_ok", !stale, "recheck");
+			if (stale)
+				json_array_append_new(json_object_get(rec, "recheck"), json_pack(
+					"{s:s,s:b,s:i,s:i,s:f,s:f,s:b,s:{s:i,s:[i,i],s:f,s:f,s:f}}",
+					"name", "out", "ok", 0, "n", 100, "n_bad", 100, "l2_rel", 1.0,
+					"l2_limit", 0.01, "l2_failed", 1, "worst", "index", 5, "coords",
+					0, 5, "ref", 2.5, "cand", -1.0, "bound", 0.01));
+			char *txt = json_dumps(rec, JSON_COMPACT);
+			say(MSG_RESULT, txt);
+			free(txt);
+			json_decref(rec);
+		}
 	}
 	say(MSG_PHASE, "fini|tearing down");
 	say(MSG_DONE, NULL);

@@ -1,0 +1,40 @@
+/*
+ * perfplan.c -- see perfplan.h.
+ */
+#include "perfplan.h"
+
+#include <string.h>
+
+static const char *mode_names[] = { [PERF_WARM] = "warm", [PERF_COLD] = "cold",
+				    [PERF_GRAPH] = "graph" };
+
+int perf_mode_parse(const char *s)
+{
+	for (int m = 0; m < 3; m++)
+		if (s && !strcmp(s, mode_names[m]))
+			return m;
+	return -1;
+}
+
+const char *perf_mode_name(enum perf_mode m)
+{
+	return (unsigned)m < 3 ? mode_names[m] : "?";
+}
+
+void perf_plan_make(struct perf_plan *p, enum perf_mode mode, size_t least_in, size_t most_in,
+		    size_t l2, int warmup, int iters, int block)
+{
+	memset(p, 0, sizeof *p);
+	p->mode = mode;
+	size_t want = least_in ? (3 * l2 + least_in - 1) / least_in : 2;
+	size_t cap = most_in ? ((size_t)16 << 30) / most_in : PERF_MAX_GROUPS;
+	if (want > cap)
+		want = cap;
+	p->groups = want < 2 ? 2 : want > PERF_MAX_GROUPS ? PERF_MAX_GROUPS : (int)want;
+	p->out_sets = mode == PERF_GRAPH ? p->groups : p->groups + 1;
+	if (block < 1)
+		block = 10;
+	p->block = block < p->groups ? block : p->groups;
+	p->warmup = warmup;
+	p->iters = iters;
+}

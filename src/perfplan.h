@@ -1,0 +1,46 @@
+/*
+ * perfplan.h -- the schedule of a timed run (docs/TIMING.md), as plain
+ * arithmetic so that it is tested on the CPU: how many input groups, how
+ * many output sets, how many calls a block holds, and which group, output
+ * set and content generation each call uses.
+ *
+ * The rules it guarantees (tests/unit/test_perfplan.c checks them):
+ *  - every rank computes the same plan (it depends on values all ranks share);
+ *  - the groups together hold at least 3 x L2 of inputs on the rank with the
+ *    least input bytes (bounded: 16 GiB on the rank with the most, 64 groups);
+ *  - no group is used twice inside a block, so regenerating a block's groups
+ *    after it gives every call input content no call has seen before;
+ *  - warm and cold modes: consecutive uses of an output set read different
+ *    groups, so a skipped call leaves another group's result behind;
+ *  - graph mode: output set = group (one captured graph per group).
+ */
+#ifndef PKB_PERFPLAN_H
+#define PKB_PERFPLAN_H
+
+#include <stddef.h>
+
+enum perf_mode { PERF_WARM, PERF_COLD, PERF_GRAPH };
+
+#define PERF_MAX_GROUPS 64
+
+struct perf_plan {
+	enum perf_mode mode;
+	int groups;      /* G: input groups of distinct content */
+	int out_sets;    /* G + 1 (warm, cold) or G (graph) */
+	int block;       /* calls per block: min(block asked, G) */
+	int warmup, iters;
+};
+
+/* least_in/most_in: the smallest and largest input bytes of any rank */
+void perf_plan_make(struct perf_plan *p, enum perf_mode mode, size_t least_in, size_t most_in,
+		    size_t l2, int warmup, int iters, int block);
+int perf_mode_parse(const char *s);        /* -1 if unknown */
+const char *perf_mode_name(enum perf_mode m);
+
+static inline int perf_group(const struct perf_plan *p, long call) { return (int)(call % p->groups); }
+static inline int perf_out_set(const struct perf_plan *p, long call) { return (int)(call % p->out_sets); }
+/* the trial number whose inputs generation `gen` of group g holds: no
+ * correctness trial uses these */
+static inline int perf_trial(int group, int gen) { return 1000000 + gen * PERF_MAX_GROUPS + group; }
+
+#endif

@@ -1,0 +1,41 @@
+# --measure-perf on fake ranks (no GPU): the verdicts and records that come
+# from perf records -- speedup, flagged escape, a failed re-check, modified
+# inputs -- plus the timing mode in the JSON and the --trace file
+. "$(dirname "$0")/lib.sh"
+export PKB_RANK_CMD=$ROOT/build/tests/fake_rank
+P=$ROOT/problems/001_allreduce/solutions/ok_oneshot_pull.cu
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" eval 1 "$P" --gpus 4 --trials 1 --iters 20 -q \
+	--timing cold --json "$TMP/ok.json" --trace "$TMP/trace.json"
+expect_grep '^speedup 2.000x .*max over 4 ranks, cold, 64 input groups' "$TMP/out"
+expect_grep '"mode": "cold"' "$TMP/ok.json"
+expect_grep '"speedup": 2.0' "$TMP/ok.json"
+# the trace: a process per rank, a thread per solution, a slice per call
+python3 - "$TMP/trace.json" > "$TMP/tr.txt" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))["traceEvents"]
+x = [e for e in t if e["ph"] == "X"]
+print("slices", len(x))
+print("ranks", sorted({e["pid"] for e in x}))
+print("threads", sorted({e["tid"] for e in x}))
+c = [e for e in x if e["pid"] == 2 and e["name"] == "candidate"]
+print("dur", c[0]["dur"], "ts1", round(c[1]["ts"], 3))
+PY
+expect_grep '^slices 160$' "$TMP/tr.txt"
+expect_grep '^ranks \[0, 1, 2, 3\]$' "$TMP/tr.txt"
+expect_grep '^threads \[0, 1\]$' "$TMP/tr.txt"
+expect_grep '^dur 5.0 ts1 22.0$' "$TMP/tr.txt"
+PKB_FAKE_MODE=escape expect_exit 8 "$PKB" eval 1 "$P" --gpus 2 --trials 1 --iters 20 -q
+expect_grep '^flagged: work escaped the timed stream: the host clock saw 50.000 ms' "$TMP/out"
+PKB_FAKE_MODE=stale expect_exit 3 "$PKB" eval 1 "$P" --gpus 2 --trials 1 --iters 20 -q
+expect_grep "^mismatch: rank 0, a timed call: output 'out': 100 of 100 elements wrong" "$TMP/out"
+PKB_FAKE_MODE=modify expect_exit 3 "$PKB" eval 1 "$P" --gpus 2 --trials 1 --iters 20 -q
+expect_grep "^mismatch: rank 0: a timed call modified its inputs" "$TMP/out"
+# pkb run --measure-perf: one solution, the same checks
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" run 1 --gpus 2 --iters 20 --timing graph -q
+expect_grep '^time: median 10.00 us.*max over 2 ranks, graph\)' "$TMP/out"
+# a trace that cannot be written: the verdict stands, the exit says input error
+PKB_FAKE_MODE=ok expect_exit 1 "$PKB" eval 1 "$P" --gpus 2 --trials 1 --iters 20 -q \
+	--trace /nonexistent/dir/t.json
+expect_exit 2 "$PKB" eval 1 "$P" --timing hot
+expect_grep "warm, cold or graph" "$TMP/err"
+done_testing
