@@ -11,7 +11,9 @@
  *   - pkb_barrier_block: all ranks' copies of one thread block meet, using
  *     the harness signal pads in ctx->dev (slot = a block index). Writes made
  *     by the block before the barrier are visible to every peer's block
- *     after it.
+ *     after it;
+ *   - pkb_to_float / pkb_from_float<T>: bf16, fp16 and fp32 to and from fp32,
+ *     for kernels templated on the element type.
  *
  * Usage (one kernel, `comm` = ctx->dev passed by value):
  *
@@ -25,7 +27,17 @@
 #define PKB_DEVICE_CUH
 
 #include <stdint.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include "pkb.h"
+
+__device__ __forceinline__ float pkb_to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float pkb_to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float pkb_to_float(float v) { return v; }
+template <typename T> __device__ __forceinline__ T pkb_from_float(float v);
+template <> __device__ __forceinline__ __nv_bfloat16 pkb_from_float(float v) { return __float2bfloat16(v); }
+template <> __device__ __forceinline__ __half pkb_from_float(float v) { return __float2half(v); }
+template <> __device__ __forceinline__ float pkb_from_float(float v) { return v; }
 
 __device__ __forceinline__ uint32_t pkb_ld_acquire_sys(const uint32_t *p)
 {

@@ -91,6 +91,29 @@ struct pkb_io {
 	char err[160];   /* why describe() refused these dims */
 };
 
+/*
+ * The cost model of one rank (docs/ROOFLINE.md): what the best possible
+ * algorithm must do on this rank, whatever it is. Lower bounds, not
+ * estimates of the reference: a term a clever algorithm could avoid is left
+ * out.
+ */
+enum pkb_flop_kind {
+	PKB_FLOPS_TENSOR,     /* matrix math at the problem's dtype (fp32: no TF32) */
+	PKB_FLOPS_VECTOR,     /* element-wise fp32 math on the CUDA cores */
+};
+
+struct pkb_cost {
+	double net_bytes;     /* bytes this rank must move over the interconnect in
+			       * its busier direction: the larger of what it must
+			       * receive and what it must send (links carry the same
+			       * bandwidth each way) */
+	double hbm_bytes;     /* bytes it must move through its own HBM; < 0: the
+			       * harness uses its input bytes + output bytes */
+	double flops;         /* floating-point operations it must do */
+	enum pkb_flop_kind flop_kind;
+	const char *note;     /* the algorithm the bound assumes, in a few words */
+};
+
 struct pkb_problem {
 	int id;
 	const char *name;        /* folder name without the id: "allreduce" */
@@ -106,6 +129,9 @@ struct pkb_problem {
 	 * problem, trial, rank and tensor. May be NULL. */
 	int (*gen_host)(const struct pkb_dims *d, int index, uint64_t seed,
 			void *buf, size_t bytes);
+	/* The cost model of rank d->rank at dims d (describe() accepted them);
+	 * c arrives zeroed with hbm_bytes = -1. May be NULL (no roofline). */
+	void (*cost)(const struct pkb_dims *d, struct pkb_cost *c);
 	const char *folder;      /* set by the harness at discovery */
 };
 

@@ -22,7 +22,8 @@ static const char usage[] =
 "Compile each solution into the compile cache and check its symbols as\n"
 "eval would (docs/ANTI_CHEAT.md). Needs no GPU.\n"
 "\n"
-"  -b, --backend B        cuda (default), or reference (links NCCL; for references)\n"
+"  -b, --backend B        cuda (default), nccl-device (NCCL's device API, no host\n"
+"                         collectives), or reference (anything; for references)\n"
 "      --arch SM          nvcc target (default sm_90a, or $PKB_ARCH)\n"
 "  -q, --quiet            print failures only\n"
 "\n"
@@ -70,7 +71,7 @@ int cmd_build(int argc, char **argv)
 		build_opts_init(&bo);
 		if (arch)
 			bo.arch = arch;
-		bo.reference = !strcmp(backend, "reference");
+		bo.reference = loader_backend_uses_nccl(backend);
 		int code = 0;
 		if (!file_readable(argv[i])) {
 			error("cannot read '%s'", argv[i]);

@@ -23,8 +23,9 @@ static const char usage[] =
 "Run the candidate FILE.cu and problem ID's reference on identical inputs for\n"
 "every trial, on every rank, in one launch, and compare every output.\n"
 "\n"
-"  -b, --backend B        what the candidate may use: cuda (default), or\n"
-"                         reference (NCCL too: for A/A checks)\n"
+"  -b, --backend B        what the candidate may use: cuda (default: no NCCL),\n"
+"                         nccl-device (NCCL's windows and device API, no host\n"
+"                         collectives), or reference (anything: for A/A checks)\n"
 "  -t, --trials K         trials (default 5), each with fresh inputs\n"
 "      --atol A, --rtol R override the problem's tolerances (docs/TOLERANCE.md)\n"
 JOB_OPTIONS_HELP
@@ -121,7 +122,7 @@ int cmd_eval(int argc, char **argv)
 	char *ref_path = problem_reference_path(o.p);
 	struct job_solution sols[2] = {
 		{ .role = "reference", .src = ref_path, .nccl = 1 },
-		{ .role = "candidate", .src = cand_path, .nccl = !strcmp(backend, "reference") },
+		{ .role = "candidate", .src = cand_path, .nccl = loader_backend_uses_nccl(backend) },
 	};
 	json_t *rec = json_pack("{s:i,s:s,s:s,s:s,s:i,s:I,s:I,s:s,s:i,s:I,s:b}", "pkb_abi", PKB_ABI_VERSION,
 				"problem", o.p->name, "candidate", cand_path, "backend", backend,
@@ -196,6 +197,11 @@ int cmd_eval(int argc, char **argv)
 							     "iters", o.iters, "block", cand.block));
 		if (o.trace_path && job_write_trace(&o, R.perf) < 0)
 			trace_failed = 1;
+		char rl_line[300];
+		int below = 0;
+		json_object_set_new(rec, "roofline", job_roofline(&o, cand.device, cand.st.median,
+								   ref.st.median, &below, rl_line,
+								   sizeof rl_line));
 		if (!ref.ok || !cand.ok) {
 			out = OUT_INTERNAL;
 			snprintf(msg, sizeof msg, "timing records missing");
@@ -207,6 +213,11 @@ int cmd_eval(int argc, char **argv)
 			snprintf(msg, sizeof msg, "work escaped the timed stream: the host clock saw "
 				 "%.3f ms where the stream's events span %.3f ms", cand.host_ms,
 				 cand.span_ms);
+		} else if (below && ref.ok) {
+			out = OUT_FLAGGED;
+			snprintf(msg, sizeof msg, "the candidate's median %.3f us is below the "
+				 "hardware's lower bound (%s): not physically possible, so its "
+				 "timing is not trusted", cand.st.median * 1e3, rl_line);
 		} else {
 			printf("%-10s %10s %10s %10s %10s %10s %8s\n", "", "median_us", "mean_us",
 			       "min_us", "p90_us", "std_us", "skew_us");
@@ -220,6 +231,7 @@ int cmd_eval(int argc, char **argv)
 			printf("speedup %.3fx (reference median / candidate median, n=%d, "
 			       "max over %d ranks, %s, %d input groups)\n",
 			       speedup, cand.st.n, o.world, cand.mode, cand.groups);
+			printf("%s\n", rl_line);
 		}
 	}
 	json_object_set_new(rec, "log_dir", json_string(logs));

@@ -9,6 +9,7 @@
 #include "cmds.h"
 #include "exitcode.h"
 #include "job.h"
+#include "loader.h"    /* defines: loader_backend_valid */
 #include "report.h"
 #include "util.h"
 
@@ -24,7 +25,7 @@ static const char usage[] =
 "Run one solution of problem ID for one trial on every rank.\n"
 "\n"
 "  -s, --solution S       reference (default) or a candidate FILE.cu\n"
-"  -b, --backend B        the candidate's backend: cuda (default)\n"
+"  -b, --backend B        the candidate's backend: cuda (default), nccl-device\n"
 "  -k, --trial K          which trial's inputs (default 0)\n"
 "      --save DIR         write rank_R_inputs/outputs.safetensors into DIR\n"
 JOB_OPTIONS_HELP;
@@ -70,7 +71,7 @@ int cmd_run(int argc, char **argv)
 		fputs(usage, stderr);
 		return PKB_EXIT_USAGE;
 	}
-	if (strcmp(backend, "cuda")) {
+	if (!loader_backend_valid(backend)) {
 		error("unknown backend '%s'", backend);
 		return PKB_EXIT_USAGE;
 	}
@@ -100,7 +101,7 @@ int cmd_run(int argc, char **argv)
 		save_abs = realpath(save, NULL);
 	}
 	struct job_solution sol = { .role = is_ref ? "reference" : "candidate", .src = src,
-				    .nccl = is_ref };
+				    .nccl = is_ref || loader_backend_uses_nccl(backend) };
 	char msg[4096] = "";
 	enum pkb_outcome out = job_build(&o, &sol, is_ref ? "reference" : backend, msg, sizeof msg);
 	json_t *rec = json_pack("{s:s,s:s,s:i,s:I,s:I,s:s,s:i}", "problem", o.p->name,
@@ -158,6 +159,18 @@ int cmd_run(int argc, char **argv)
 				       "(n=%d, max over %d ranks, %s)\n", ps.st.median * 1e3,
 				       ps.st.mean * 1e3, ps.st.min * 1e3, ps.st.p90 * 1e3,
 				       ps.st.std * 1e3, ps.st.n, o.world, ps.mode);
+				char rl_line[300];
+				int below = 0;
+				json_object_set_new(rec, "roofline",
+						    job_roofline(&o, ps.device, ps.st.median, 0,
+								 &below, rl_line, sizeof rl_line));
+				printf("%s\n", rl_line);
+				if (below) {
+					out = OUT_FLAGGED;
+					snprintf(msg, sizeof msg, "a median below the hardware's lower "
+						 "bound: not physically possible, so the timing is "
+						 "not trusted");
+				}
 			}
 		}
 		if (save_abs)

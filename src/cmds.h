@@ -11,6 +11,9 @@ int cmd_run(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_build(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_roofline(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+int cmd_calibrate_child(int argc, char **argv);   /* internal: the measuring child */
 int cmd_doctor(int argc, char **argv);
 int cmd_rank(int argc, char **argv);    /* internal: one rank process */
 int cmd_probe(int argc, char **argv);   /* internal: the GPU probe of doctor */

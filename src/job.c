@@ -8,9 +8,11 @@
 #include "dtype.h"    /* defines: dtype_parse */
 #include "loader.h"   /* defines: loader_scan */
 #include "report.h"   /* defines: report_trace */
+#include "roofline.h" /* defines: roofline_compute, sol_score */
 #include "util.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +116,14 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 		o->measure_perf = 1;
 		return 1;
 	case 1011: o->trace_path = arg; o->measure_perf = 1; return 1;
+	case 1012: {
+		struct hw_spec h;
+		char err[600];
+		if (hw_load(arg, &h, err, sizeof err) < 0)
+			return error("--hw: %s", err);
+		o->hw = arg;
+		return 1;
+	}
 	case 'q': o->quiet = 1; return 1;
 	}
 	return 0;
@@ -296,4 +306,32 @@ int job_write_trace(const struct job_opts *o, json_t *perf)
 	int r = json_write_file(o->trace_path, t);
 	json_decref(t);
 	return r;
+}
+
+json_t *job_roofline(const struct job_opts *o, const char *device, double t_ms, double ref_ms,
+		     int *below, char *line, size_t n)
+{
+	struct hw_spec h;
+	struct roofline r;
+	char err[600];
+	struct pkb_dims d = { .world = o->world, .m = o->m, .n = o->n,
+			      .dtype = (pkb_dtype)dtype_parse(o->dtype) };
+	*below = 0;
+	if (hw_for_device(o->hw, device, o->world, &h, err, sizeof err) < 0 ||
+	    roofline_compute(o->p, &d, &h, &r, err, sizeof err) < 0) {
+		snprintf(line, n, "roofline: none (%s)", err);
+		return json_pack("{s:s}", "error", err);
+	}
+	double t = t_ms * 1e-3, tref = ref_ms * 1e-3, s = sol_score(t, tref, r.t_bound);
+	*below = t < r.t_bound;
+	json_t *j = json_pack("{s:s,s:f,s:f,s:s,s:f}", "hw", h.name, "bound_us", r.t_bound * 1e6,
+			      "serial_us", r.t_serial * 1e6, "bottleneck", r.bottleneck, "fraction",
+			      t > 0 ? r.t_bound / t : 0.0);
+	json_object_set_new(j, "sol_score", isnan(s) ? json_null() : json_real(s));
+	size_t off = (size_t)snprintf(line, n, "roofline %.2f us on %s (%s-bound): at %.0f%% of it",
+				      r.t_bound * 1e6, h.name, r.bottleneck,
+				      t > 0 ? 100 * r.t_bound / t : 0.0);
+	if (!isnan(s) && off < n)
+		snprintf(line + off, n - off, ", speed-of-light score %.3f", s);
+	return j;
 }

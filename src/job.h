@@ -22,6 +22,7 @@ struct job_opts {
 	int measure_perf, warmup, iters;
 	const char *timing;      /* warm (default) | cold | graph */
 	const char *trace_path;  /* --trace: a Chrome/Perfetto trace of the timed calls */
+	const char *hw;          /* --hw: the roofline's machine (default: by GPU name) */
 	const char *json_path;
 	const char *save_dir;     /* run --save: absolute path */
 	const char *log_dir;     /* NULL: a temporary one, kept on failure */
@@ -51,6 +52,7 @@ struct job_opts {
 	{ "device-timeout", required_argument, NULL, 1009 }, \
 	{ "timing", required_argument, NULL, 1010 }, \
 	{ "trace", required_argument, NULL, 1011 }, \
+	{ "hw", required_argument, NULL, 1012 }, \
 	{ "quiet", no_argument, NULL, 'q' }, \
 	{ "help", no_argument, NULL, 'h' }
 
@@ -68,6 +70,8 @@ struct job_opts {
 "                         graph: each call replayed from a CUDA graph\n" \
 "      --trace FILE       write the timed calls of every rank as a\n" \
 "                         Chrome/Perfetto trace (JSON)\n" \
+"      --hw NAME          the machine of the roofline (hw/NAME.json or local;\n" \
+"                         default: the nominal one of this GPU; docs/ROOFLINE.md)\n" \
 "      --deadline K=S     phase deadline in seconds; K: start, cuda_init,\n" \
 "                         nccl_init, load, init, trial, timing, save, fini, compile\n" \
 "      --device-timeout MS  bounded device waits give up after MS (default 5000)\n" \
@@ -107,6 +111,12 @@ int gpu_count(void);
 /* --trace: the timed calls of every rank as a Chrome/Perfetto trace; -1
  * (with a message) if the file cannot be written */
 int job_write_trace(const struct job_opts *o, json_t *perf);
+/* The roofline of this instance against a measured median t_ms (and the
+ * reference's, ref_ms, or 0): {hw, bound_us, serial_us, bottleneck,
+ * fraction, sol_score}, or {error} when there is none. *below is set when
+ * t_ms is under the bound; `line` gets the sentence to print. */
+json_t *job_roofline(const struct job_opts *o, const char *device, double t_ms, double ref_ms,
+		     int *below, char *line, size_t n);
 void job_progress(const struct job_opts *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

@@ -26,6 +26,21 @@ int kern_l2_flush(const void *buf, size_t bytes, struct CUstream_st *stream);
 /* Every rank's stream meets here (one block, pkb_barrier_block slot 0). */
 int kern_barrier(pkb_dev_comm comm, struct CUstream_st *stream);
 
+/* `pkb calibrate` (src/calibrate.cu): achievable peaks of this machine */
+struct calib {
+	int gpus, sm_count, alltoall_gpus;
+	char name[128];
+	double l2_bytes, hbm_bytes;
+	double hbm_copy_bw;         /* bytes/s read + written by a device copy */
+	double p2p_ce_bw;           /* one way, copy engine, GPU 0 -> 1 */
+	double p2p_sm_bw;           /* one way, SM stores, GPU 0 -> 1 */
+	double p2p_bidir_bw;        /* both ways at once, sum */
+	double alltoall_rx_bw;      /* all GPUs to all: bytes one GPU receives per second */
+	double gemm_bf16_flops;     /* cuBLAS bf16 8192^3 */
+	double flag_round_trip_s;   /* device flag GPU 0 -> 1 -> 0; -1 if it gave up */
+};
+int calib_measure(struct calib *c, char *err, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,8 @@
 /*
  * loader.c -- see loader.h. The `cuda` backend refuses NCCL (its symbols or
  * its library) and the dynamic loader's lookup functions, which are the
- * plain way to reach a forbidden library without naming it at link time.
+ * plain way to reach a forbidden library without naming it at link time;
+ * `nccl-device` allows NCCL's symmetric-memory and device-API setup only.
  */
 #include "loader.h"
 
@@ -13,17 +14,55 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const forbid_cuda_sym[] = {
+/*
+ * What each backend may link against. `cuda`: no NCCL at all. `nccl-device`:
+ * NCCL's symmetric memory and device API (windows, device communicators;
+ * the device side is header-only), but no host collective, no point-to-point
+ * call and no communicator of its own. `reference`: anything.
+ */
+struct backend {
+	const char *name;
+	const char *const *allow_sym;    /* checked first */
+	const char *const *forbid_sym;
+	const char *const *forbid_lib;
+};
+static const char *const forbid_loader[] = {
 	"nccl*", "pnccl*", "dlopen", "dlmopen", "dlsym", "dlvsym", "nvshmem*", NULL,
 };
-static const char *const forbid_cuda_lib[] = { "libnccl*", "libnvshmem*", NULL };
+static const char *const allow_nccl_device[] = {
+	"ncclMemAlloc", "ncclMemFree", "ncclCommWindowRegister", "ncclCommWindowDeregister",
+	"ncclDevCommCreate", "ncclDevCommDestroy", "ncclCommQueryProperties",
+	"ncclLsaBarrierCreateRequirement", "ncclGetErrorString", "ncclGetLastError",
+	"ncclGetVersion", "ncclCommCount", "ncclCommUserRank", "ncclCommCuDevice", NULL,
+};
+static const char *const forbid_lib_cuda[] = { "libnccl*", "libnvshmem*", NULL };
+static const char *const forbid_lib_nccl_device[] = { "libnvshmem*", NULL };
+static const char *const none[] = { NULL };
+static const struct backend backends[] = {
+	{ "cuda", none, forbid_loader, forbid_lib_cuda },
+	{ "nccl-device", allow_nccl_device, forbid_loader, forbid_lib_nccl_device },
+	{ "reference", none, none, none },
+};
 static const char *const required_sym[] = {
 	"pkb_abi_version", "pkb_init", "pkb_run", "pkb_fini", NULL,
 };
 
+static const struct backend *backend_of(const char *name)
+{
+	for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
+		if (!strcmp(backends[i].name, name))
+			return &backends[i];
+	return NULL;
+}
+
 int loader_backend_valid(const char *backend)
 {
-	return !strcmp(backend, "cuda") || !strcmp(backend, "reference");
+	return backend_of(backend) != NULL;
+}
+
+int loader_backend_uses_nccl(const char *backend)
+{
+	return !strcmp(backend, "reference") || !strcmp(backend, "nccl-device");
 }
 
 static int matches(const char *const *globs, const char *name)
@@ -50,7 +89,13 @@ int loader_scan(const char *so_path, const char *backend, char *why, size_t n)
 		close(fd);
 		return 1;
 	}
-	int cuda = !strcmp(backend, "cuda");
+	const struct backend *be = backend_of(backend);
+	if (!be) {
+		snprintf(why, n, "unknown backend '%s'", backend);
+		elf_end(e);
+		close(fd);
+		return -1;
+	}
 	int found[8] = { 0 };
 	int verdict = 0;
 	Elf_Scn *scn = NULL;
@@ -71,9 +116,10 @@ int loader_scan(const char *so_path, const char *backend, char *why, size_t n)
 				if (!name || !*name)
 					continue;
 				if (sym.st_shndx == SHN_UNDEF) {
-					if (cuda && matches(forbid_cuda_sym, name)) {
-						snprintf(why, n, "uses '%s', which the cuda backend "
-							 "forbids", name);
+					if (!matches(be->allow_sym, name) &&
+					    matches(be->forbid_sym, name)) {
+						snprintf(why, n, "uses '%s', which the %s backend "
+							 "forbids", name, be->name);
 						verdict = 1;
 						break;
 					}
@@ -83,16 +129,16 @@ int loader_scan(const char *so_path, const char *backend, char *why, size_t n)
 							found[k] = 1;
 				}
 			}
-		} else if (sh.sh_type == SHT_DYNAMIC && cuda) {
+		} else if (sh.sh_type == SHT_DYNAMIC) {
 			size_t count = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
 			for (size_t i = 0; i < count; i++) {
 				GElf_Dyn dyn;
 				if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag != DT_NEEDED)
 					continue;
 				const char *lib = elf_strptr(e, sh.sh_link, dyn.d_un.d_val);
-				if (lib && matches(forbid_cuda_lib, lib)) {
-					snprintf(why, n, "links '%s', which the cuda backend forbids",
-						 lib);
+				if (lib && matches(be->forbid_lib, lib)) {
+					snprintf(why, n, "links '%s', which the %s backend forbids",
+						 lib, be->name);
 					verdict = 1;
 					break;
 				}

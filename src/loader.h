@@ -9,8 +9,11 @@
 
 #include <stddef.h>
 
-/* backends: "cuda" (candidates), "reference" (anything) */
+/* backends: "cuda" (candidates: no NCCL), "nccl-device" (NCCL's symmetric
+ * windows and device API, no host collective), "reference" (anything) */
 int loader_backend_valid(const char *backend);
+/* the backend links NCCL and its solutions get ctx->nccl_comm */
+int loader_backend_uses_nccl(const char *backend);
 /* 0 if acceptable; 1 if refused (why says what); -1 if unreadable */
 int loader_scan(const char *so_path, const char *backend, char *why, size_t n);
 

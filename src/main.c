@@ -27,10 +27,13 @@ static const struct command commands[] = {
 	{ .name = "run", .fn = cmd_run, .help = "run one solution (the original's dryrun)" },
 	{ .name = "eval", .fn = cmd_eval, .help = "check (and time) a candidate against the reference" },
 	{ .name = "build", .fn = cmd_build, .help = "compile and check candidates (no GPU needed)" },
+	{ .name = "roofline", .fn = cmd_roofline, .help = "lower bounds of a problem on a machine (no GPU needed)" },
 	{ .name = "compare", .fn = cmd_compare, .help = "compare or inspect saved outputs" },
+	{ .name = "calibrate", .fn = cmd_calibrate, .help = "measure this machine's peaks for the roofline" },
 	{ .name = "doctor", .fn = cmd_doctor, .help = "check this machine's GPUs, CUDA and NCCL" },
 	{ .name = "__rank", .fn = cmd_rank, .hidden = 1 },
 	{ .name = "__probe", .fn = cmd_probe, .hidden = 1 },
+	{ .name = "__calibrate", .fn = cmd_calibrate_child, .hidden = 1 },
 };
 
 int rank_main(void);

@@ -960,6 +960,9 @@ static void do_perf(struct rank_env *E)
 		mode = PERF_WARM;
 	phase(E, "timing", "preparing %d+%d %s calls per solution", warmup, iters,
 	      perf_mode_name((enum perf_mode)mode));
+	struct cudaDeviceProp prop;
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaGetDeviceProperties(&prop, E->device));
+	const char *dev_name = prop.name;   /* for the roofline: which machine this is */
 	struct perf_set ps;
 	memset(&ps, 0, sizeof ps);
 	perf_prepare(E, &ps, (enum perf_mode)mode, warmup, iters, block);
@@ -1028,6 +1031,7 @@ static void do_perf(struct rank_env *E)
 		json_object_set_new(rec, "mode", json_string(perf_mode_name(ps.plan.mode)));
 		json_object_set_new(rec, "block", json_integer(block));
 		json_object_set_new(rec, "inputs_modified", json_boolean(modified != 0));
+		json_object_set_new(rec, "device", json_string(dev_name));
 		send_result(E, rec);
 		free(pr[s].ms);
 		free(pr[s].start_ms);

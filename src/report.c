@@ -141,6 +141,8 @@ void report_perf(json_t *perf, const char *role, int world, int iters, struct pe
 		ps->block = (int)json_integer_value(json_object_get(by_rank[r], "block"));
 		const char *mode = json_string_value(json_object_get(by_rank[r], "mode"));
 		snprintf(ps->mode, sizeof ps->mode, "%s", mode ? mode : "warm");
+		const char *dev = json_string_value(json_object_get(by_rank[r], "device"));
+		snprintf(ps->device, sizeof ps->device, "%s", dev ? dev : "");
 		if (json_is_true(json_object_get(by_rank[r], "inputs_modified")) && ps->recheck_ok) {
 			ps->inputs_modified = 1;
 			ps->recheck_ok = 0;

@@ -25,6 +25,7 @@ struct perf_summary {
 	int groups, block;
 	char mode[8];         /* warm | cold | graph */
 	int inputs_modified;  /* a timed call wrote into its inputs */
+	char device[64];      /* the GPU's name, as CUDA gives it */
 };
 /* summarise the perf records of one solution (role) over W ranks */
 void report_perf(json_t *perf, const char *role, int world, int iters, struct perf_summary *ps);

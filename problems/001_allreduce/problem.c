@@ -19,6 +19,20 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* Without in-switch reduction (multicast is off) a rank must receive
+ * 2 (W-1)/W of the tensor: a reduce-scatter then an all-gather (Patarasuk
+ * and Yuan's bound for point-to-point links). It must read its input and
+ * write the output (the harness's default HBM term). Each element takes
+ * W-1 additions somewhere; spread over the ranks, (W-1)/W * M*N each. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double w = d->world, bytes = (double)d->m * d->n * pkb_dtype_size(d->dtype);
+	c->net_bytes = 2 * (w - 1) / w * bytes;
+	c->flops = (w - 1) / w * d->m * d->n;
+	c->flop_kind = PKB_FLOPS_VECTOR;
+	c->note = "reduce-scatter + all-gather";
+}
+
 const struct pkb_problem pkb_problem_001 = {
 	.id = 1,
 	.name = "allreduce",
@@ -27,4 +41,5 @@ const struct pkb_problem pkb_problem_001 = {
 	.origin = "torch.distributed all_reduce",
 	.worlds = PKB_WORLDS_ANY,
 	.describe = describe,
+	.cost = cost,
 };

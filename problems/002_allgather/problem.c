@@ -20,6 +20,17 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* Slab j of the output is rank j's input, which no other rank holds: the W-1
+ * foreign slabs must all arrive, whatever the algorithm (a one-shot pull or
+ * push does it in one hop, a ring in W-1). HBM: read the input, write the
+ * stack (the default). No arithmetic. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double w = d->world, bytes = (double)d->m * d->n * pkb_dtype_size(d->dtype);
+	c->net_bytes = (w - 1) * bytes;
+	c->note = "one-shot or ring all-gather";
+}
+
 const struct pkb_problem pkb_problem_002 = {
 	.id = 2,
 	.name = "allgather",
@@ -28,4 +39,5 @@ const struct pkb_problem pkb_problem_002 = {
 	.origin = "torch.distributed all_gather_into_tensor",
 	.worlds = PKB_WORLDS_ANY,
 	.describe = describe,
+	.cost = cost,
 };

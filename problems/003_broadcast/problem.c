@@ -22,6 +22,21 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* Every rank's busier direction carries at least M*N*e bytes: a non-root
+ * rank must receive rank 0's tensor, and rank 0 must send it at least once.
+ * Rank 0 sending one part to each peer, which then exchange their parts,
+ * meets that on every rank. HBM: rank 0 reads its input and writes its
+ * output; the other ranks' inputs take no part, so they need only write the
+ * output. No arithmetic. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double bytes = (double)d->m * d->n * pkb_dtype_size(d->dtype);
+	c->net_bytes = bytes;   /* the root sends it once, the others receive it */
+	if (d->rank != 0)
+		c->hbm_bytes = bytes;
+	c->note = "scatter from rank 0 + all-gather";
+}
+
 const struct pkb_problem pkb_problem_003 = {
 	.id = 3,
 	.name = "broadcast",
@@ -30,4 +45,5 @@ const struct pkb_problem pkb_problem_003 = {
 	.origin = "torch.distributed broadcast",
 	.worlds = PKB_WORLDS_ANY,
 	.describe = describe,
+	.cost = cost,
 };

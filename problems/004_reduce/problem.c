@@ -14,7 +14,8 @@
  * are copies -> exact.
  *
  * Minimum traffic: the root receives M*N*e bytes (a chain or a reduce-scatter
- * among the others folds the rest on the way), 2 MiB at M = N = 1024, bf16.
+ * among the others folds the rest on the way) and every other rank sends
+ * M*N*e: 2 MiB in each rank's busier direction at M = N = 1024, bf16.
  */
 #include "pkb_problem.h"
 
@@ -30,6 +31,21 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* M*N*e bytes must reach the root (its output, given its own input, takes
+ * every value as the others' inputs vary) and must leave every other rank
+ * (its input changes the root's output), so each rank's busier direction
+ * carries at least that; a pipelined chain into the root meets it on every
+ * rank. W-1 additions an element, spread over the ranks: (W-1)/W * M*N each.
+ * HBM: every rank reads its input and writes its output. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double w = d->world, bytes = (double)d->m * d->n * pkb_dtype_size(d->dtype);
+	c->net_bytes = bytes;   /* the root receives n, every other rank sends n */
+	c->flops = (w - 1) / w * d->m * d->n;
+	c->flop_kind = PKB_FLOPS_VECTOR;
+	c->note = "pipelined chain into the root";
+}
+
 const struct pkb_problem pkb_problem_004 = {
 	.id = 4,
 	.name = "reduce",
@@ -38,4 +54,5 @@ const struct pkb_problem pkb_problem_004 = {
 	.origin = "torch.distributed reduce",
 	.worlds = PKB_WORLDS_ANY,
 	.describe = describe,
+	.cost = cost,
 };

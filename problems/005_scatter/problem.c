@@ -28,6 +28,22 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* Rank 0 must send the W-1 slabs it does not keep, (W-1) * M*N*e bytes, and
+ * receives nothing; a non-root rank must receive its slab, M*N*e, and need
+ * send nothing. Direct sends meet both; rank 0's outgoing link is the
+ * bottleneck. HBM: rank 0 reads its whole input and writes slab 0 (the
+ * default); a non-root rank's input takes no part, so it need only write its
+ * output. No arithmetic. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double bytes = (double)d->m * d->n * pkb_dtype_size(d->dtype);
+	/* the root sends W-1 slabs, the others receive one */
+	c->net_bytes = d->rank == SRC ? (d->world - 1) * bytes : bytes;
+	if (d->rank != SRC)
+		c->hbm_bytes = bytes;
+	c->note = "direct sends from rank 0";
+}
+
 const struct pkb_problem pkb_problem_005 = {
 	.id = 5,
 	.name = "scatter",
@@ -36,4 +52,5 @@ const struct pkb_problem pkb_problem_005 = {
 	.origin = "torch.distributed scatter",
 	.worlds = PKB_WORLDS_ANY,
 	.describe = describe,
+	.cost = cost,
 };

@@ -27,6 +27,19 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* Rank 0 must receive the W-1 slabs it does not hold, (W-1) * M*N*e bytes,
+ * and need send nothing; a non-root rank must send its slab, M*N*e, and need
+ * receive nothing. Direct sends meet both; rank 0's incoming link is the
+ * bottleneck. HBM: the default (a non-root rank reads its input and writes its
+ * copy; rank 0 reads its input and writes the stack). No arithmetic. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double w = d->world, bytes = (double)d->m * d->n * pkb_dtype_size(d->dtype);
+	/* the root receives W-1 slabs, the others send one */
+	c->net_bytes = d->rank == DST ? (w - 1) * bytes : bytes;
+	c->note = "direct sends to rank 0";
+}
+
 const struct pkb_problem pkb_problem_006 = {
 	.id = 6,
 	.name = "gather",
@@ -35,4 +48,5 @@ const struct pkb_problem pkb_problem_006 = {
 	.origin = "torch.distributed gather",
 	.worlds = PKB_WORLDS_ANY,
 	.describe = describe,
+	.cost = cost,
 };

@@ -21,6 +21,17 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* Slab s of the output is held by rank s alone, so the W-1 foreign slabs, all
+ * of the output but its own, must arrive; a direct exchange with every peer
+ * does it in one hop. HBM: read the input, write the output (the default).
+ * No arithmetic. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double w = d->world, bytes = (double)d->m * d->n * pkb_dtype_size(d->dtype);
+	c->net_bytes = (w - 1) * bytes;
+	c->note = "direct exchange with every peer";
+}
+
 const struct pkb_problem pkb_problem_008 = {
 	.id = 8,
 	.name = "alltoall",
@@ -29,4 +40,5 @@ const struct pkb_problem pkb_problem_008 = {
 	.origin = "torch.distributed all_to_all_single",
 	.worlds = PKB_WORLDS_ANY,
 	.describe = describe,
+	.cost = cost,
 };

@@ -56,6 +56,20 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* The two column sums are an all-reduce of 2N elements: a reduce-scatter
+ * then an all-gather receives 2 (W-1)/W of them; the inputs never need to
+ * cross. Element-wise work: a product and two running sums per input
+ * element (3*M*N) plus the reduction's adds. HBM: the harness's default,
+ * both inputs read once and the two vectors written. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double w = d->world, e = pkb_dtype_size(d->dtype);
+	c->net_bytes = 2 * (w - 1) / w * 2.0 * d->n * e;
+	c->flops = 3.0 * d->m * d->n + (w - 1) / w * 2.0 * d->n;
+	c->flop_kind = PKB_FLOPS_VECTOR;
+	c->note = "column sums + all-reduce of 2N";
+}
+
 const struct pkb_problem pkb_problem_009 = {
 	.id = 9,
 	.name = "layernorm_backward",
@@ -64,4 +78,5 @@ const struct pkb_problem pkb_problem_009 = {
 	.origin = "Megatron-style replicated LayerNorm parameter gradients (inferred)",
 	.worlds = PKB_WORLDS_ANY,
 	.describe = describe,
+	.cost = cost,
 };

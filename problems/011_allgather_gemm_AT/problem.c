@@ -11,7 +11,9 @@
  * the values of A @ B_r count.
  *
  * Minimum traffic per rank: receive the other W-1 shards of A,
- * (W-1) * M*K/W*e bytes: 768 KiB at M = 1024, bf16, W = 4. GEMM: 2*M*K*N
+ * (W-1) * M*K/W*e bytes: 768 KiB at M = 1024, bf16, W = 4. For narrow B
+ * (N*(M + K/W) < M*K/W, N < 114 there) it is less to send each rank its
+ * K/W rows of B and get back the (M, N) partial products. GEMM: 2*M*K*N
  * FLOPs per rank (1.07 GFLOP at M = N = 1024).
  */
 #include "pkb_problem.h"
@@ -54,6 +56,22 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* From each other rank s, C needs A_s @ B[s's rows]: either receive the
+ * shard A_s (M, K/W), or the partial product (M, N) that s computes from the
+ * K/W rows of B it received (the same FLOPs either way): the cheaper of the
+ * two. The GEMM on the tensor cores; HBM: the harness's default (inputs and
+ * C; a fused kernel need not write the gathered A). */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double w = d->world, e = pkb_dtype_size(d->dtype), m = d->m, n = d->n;
+	double shard = m * (K_DIM / w), partial = n * (m + K_DIM / w);
+	c->net_bytes = (w - 1) * (shard < partial ? shard : partial) * e;
+	c->flops = 2.0 * d->m * K_DIM * d->n;
+	c->flop_kind = PKB_FLOPS_TENSOR;
+	c->note = shard <= partial ? "all-gather of A + one GEMM"
+				   : "scatter B rows, gather partial products";
+}
+
 const struct pkb_problem pkb_problem_011 = {
 	.id = 11,
 	.name = "allgather_gemm_AT",
@@ -62,4 +80,5 @@ const struct pkb_problem pkb_problem_011 = {
 	.origin = "all_gather_into_tensor of A^T shards + matmul (AG+GEMM)",
 	.worlds = PKB_WORLD(2) | PKB_WORLD(4) | PKB_WORLD(8) | PKB_WORLD(16) | PKB_WORLD(32),
 	.describe = describe,
+	.cost = cost,
 };

@@ -54,6 +54,20 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* Receive the other W-1 shards of A -- or, when N is tiny, the peers' K/W
+ * rows of this rank's B plus their (M, N) partial products, whichever is
+ * less (as 011). The GEMM on the tensor cores; HBM: at least its inputs and
+ * C (a fused kernel need not write the gathered A). */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double w = d->world, e = pkb_dtype_size(d->dtype), kl = K_DIM / w;
+	double gather = d->m * kl, partials = d->n * (d->m + kl);
+	c->net_bytes = (w - 1) * (gather < partials ? gather : partials) * e;
+	c->flops = 2.0 * d->m * K_DIM * d->n;
+	c->flop_kind = PKB_FLOPS_TENSOR;
+	c->note = "all-gather of A + one GEMM";
+}
+
 const struct pkb_problem pkb_problem_012 = {
 	.id = 12,
 	.name = "allgather_gemm",
@@ -62,4 +76,5 @@ const struct pkb_problem pkb_problem_012 = {
 	.origin = "all_gather of A shards + cat + matmul (AG+GEMM)",
 	.worlds = PKB_WORLD(2) | PKB_WORLD(4) | PKB_WORLD(8) | PKB_WORLD(16) | PKB_WORLD(32),
 	.describe = describe,
+	.cost = cost,
 };

@@ -9,6 +9,8 @@
  *
  * Minimum traffic per rank: 2 (W-1)/W * M*N*e bytes received (reduce-scatter
  * then all-gather of the products): 3 MiB at M = N = 1024, bf16, W = 4.
+ * Where the operands are smaller than the products (large M and N against
+ * K = 512) gathering them instead moves less; cost() takes the cheapest.
  * GEMM: 2*M*K*N FLOPs per rank (1.07 GFLOP at M = N = 1024).
  */
 #include "pkb_problem.h"
@@ -52,6 +54,24 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* The cheapest of: a reduce-scatter then an all-gather of the products; the
+ * same but with the reduce-scatter step replaced by gathering the operands
+ * of this rank's M/W rows (A_s's rows and B_s, from each peer); or gathering
+ * every A_s and B_s (W times the FLOPs, but (W-1)*K*(M+N) elements). FLOPs:
+ * the GEMM's own 2*M*K*N, this rank's share; HBM: the harness's default. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double w = d->world, e = pkb_dtype_size(d->dtype), m = d->m, n = d->n;
+	double part = m / w * n, ops = K_DIM * (m / w + n);
+	double ring = (part < ops ? part : ops) + m / w * n, all = K_DIM * (m + n);
+	c->net_bytes = (w - 1) * (ring < all ? ring : all) * e;
+	c->flops = 2.0 * d->m * K_DIM * d->n;
+	c->flop_kind = PKB_FLOPS_TENSOR;
+	c->note = ring > all ? "all-gather of A and B + W GEMMs"
+		: part <= ops ? "GEMM + reduce-scatter + all-gather"
+		: "gather row-block operands + GEMM + all-gather";
+}
+
 const struct pkb_problem pkb_problem_013 = {
 	.id = 13,
 	.name = "gemm_allreduce",
@@ -60,4 +80,5 @@ const struct pkb_problem pkb_problem_013 = {
 	.origin = "matmul + all_reduce (row-parallel linear, GEMM+AR)",
 	.worlds = PKB_WORLDS_ANY,
 	.describe = describe,
+	.cost = cost,
 };

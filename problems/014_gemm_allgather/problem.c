@@ -10,8 +10,10 @@
  * as in the original: when W does not divide N, C has W*(N/W) < N columns.
  *
  * Minimum traffic per rank: receive the W-1 other blocks, (W-1) * M*(N/W)*e
- * bytes: 1.5 MiB at M = N = 1024, bf16, W = 4. GEMM: 2*M*K*(N/W) FLOPs per
- * rank (268 MFLOP at M = N = 1024, W = 4).
+ * bytes: 1.5 MiB at M = N = 1024, bf16, W = 4 (where K*(M + N/W) < M*N/W,
+ * large M and N/W, receiving a peer's A and B and computing its block here
+ * moves less). GEMM: 2*M*K*(N/W) FLOPs per rank (268 MFLOP at M = N = 1024,
+ * W = 4).
  */
 #include "pkb_problem.h"
 
@@ -56,6 +58,21 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* Every rank needs every block C_s = A_s @ B_s: from each peer, either the
+ * block (M, N/W) or its operands A_s and B_s (K*(M + N/W) elements, then
+ * computed here at W times the FLOPs), whichever is smaller. FLOPs: the
+ * rank's own block; HBM: the harness's default (A, B and the whole C). */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double w = d->world, e = pkb_dtype_size(d->dtype), m = d->m;
+	double nl = (double)(d->n / d->world), blk = m * nl, ops = K_DIM * (m + nl);
+	c->net_bytes = (w - 1) * (blk < ops ? blk : ops) * e;
+	c->flops = 2.0 * m * K_DIM * nl;
+	c->flop_kind = PKB_FLOPS_TENSOR;
+	c->note = blk <= ops ? "one GEMM + all-gather of the blocks"
+			     : "all-gather of A and B + W GEMMs";
+}
+
 const struct pkb_problem pkb_problem_014 = {
 	.id = 14,
 	.name = "gemm_allgather",
@@ -64,4 +81,5 @@ const struct pkb_problem pkb_problem_014 = {
 	.origin = "matmul + all_gather + cat (column-parallel linear, GEMM+AG)",
 	.worlds = PKB_WORLDS_ANY,
 	.describe = describe,
+	.cost = cost,
 };

@@ -62,6 +62,21 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* Only X's Ml rows matter: receive their Hl columns from each peer (sending
+ * W1's rows out and partial (Ml, F) products back would move more, F > Hl);
+ * the reduce-scatter adds zeros and needs nothing. Two GEMMs of Ml rows on
+ * the tensor cores (SiLU is noise). HBM: the default; every row block of
+ * x_local is read by the one rank that needs it. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	int64_t w = d->world, ml = roundup(d->m, w) / w, h = roundup(H_BASE, w);
+	double e = pkb_dtype_size(d->dtype);
+	c->net_bytes = (double)(w - 1) * ml * (h / w) * e;
+	c->flops = 2.0 * 2.0 * ml * h * F_DIM;
+	c->flop_kind = PKB_FLOPS_TENSOR;
+	c->note = "gather own rows of x + two GEMMs, no reduce-scatter";
+}
+
 const struct pkb_problem pkb_problem_015 = {
 	.id = 15,
 	.name = "combined_sharded_gemms",
@@ -70,4 +85,5 @@ const struct pkb_problem pkb_problem_015 = {
 	.origin = "all_gather + matmul + silu + matmul + reduce_scatter_tensor (sharded MLP)",
 	.worlds = PKB_WORLDS_ANY,
 	.describe = describe,
+	.cost = cost,
 };

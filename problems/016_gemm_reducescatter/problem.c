@@ -9,9 +9,12 @@
  * one rounding). Rank r returns rows r*M/W .. (r+1)*M/W-1 of sum_w C_w,
  * shape (M/W, N).
  *
- * Minimum traffic per rank: receive the other W-1 partials of its own rows,
- * (W-1)/W * M*N*e bytes: 1.5 MiB at M = N = 1024, bf16, W = 4. GEMM:
- * 2*M*(K/W)*N FLOPs per rank (268 MFLOP there).
+ * Minimum traffic per rank: from each peer, the partial of its own rows
+ * (M/W, N) or, smaller when (K/W)*(M/W + N) < M/W*N, that peer's operands for
+ * those rows, A_local's M/W rows and B_local (the same FLOPs, done here):
+ * (W-1) * min(M/W*N, K/W*(M/W + N))*e bytes, 960 KiB at M = N = 1024, bf16,
+ * W = 4 (the reduce-scatter of partials: 1.5 MiB). GEMM: 2*M*(K/W)*N FLOPs
+ * per rank (268 MFLOP there).
  */
 #include "pkb_problem.h"
 
@@ -60,6 +63,22 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* Rank r's rows are sum_s A_s[rows_r] @ B_s: from each peer it needs either
+ * that partial (M/W, N) or its operands ((M/W, K/W) and (K/W, N)), then the
+ * same 2*(M/W)*K*N FLOPs are done here instead: at the default the operands
+ * are smaller. HBM: the default; every row block of A_local and all of
+ * B_local are read by some rank. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double w = d->world, e = pkb_dtype_size(d->dtype), m = d->m, n = d->n;
+	double part = m / w * n, ops = K_DIM / w * (m / w + n);
+	c->net_bytes = (w - 1) * (part < ops ? part : ops) * e;
+	c->flops = 2.0 * m * (K_DIM / w) * n;
+	c->flop_kind = PKB_FLOPS_TENSOR;
+	c->note = part <= ops ? "GEMM + reduce-scatter of partials"
+			      : "gather row-block operands + one GEMM";
+}
+
 const struct pkb_problem pkb_problem_016 = {
 	.id = 16,
 	.name = "gemm_reducescatter",
@@ -68,4 +87,5 @@ const struct pkb_problem pkb_problem_016 = {
 	.origin = "matmul + reduce_scatter_tensor (row-parallel linear, GEMM+RS)",
 	.worlds = PKB_WORLD(2) | PKB_WORLD(4) | PKB_WORLD(8) | PKB_WORLD(16) | PKB_WORLD(32),
 	.describe = describe,
+	.cost = cost,
 };

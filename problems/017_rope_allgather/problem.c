@@ -44,6 +44,22 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* Every rank returns all W shards of embedded q and k: it receives the W-1
+ * others, already embedded (the raw shards plus cos and sin would be more).
+ * Element-wise work: x*cos + rot(x)*sin, 3 ops per element of its own q and
+ * k. HBM: the default, inputs read once and both gathered outputs written. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	int64_t b = d->m / 64 > 1 ? d->m / 64 : 1;
+	int64_t t = d->n / 64 > 1 ? d->n / 64 : 1;
+	int64_t s = t / d->world > 1 ? t / d->world : 1;
+	double shard = (double)b * s * 8 * 64;   /* elements of q_local */
+	c->net_bytes = 2.0 * (d->world - 1) * shard * pkb_dtype_size(d->dtype);
+	c->flops = 3.0 * 2 * shard;
+	c->flop_kind = PKB_FLOPS_VECTOR;
+	c->note = "RoPE on own shard + all-gather of q and k";
+}
+
 const struct pkb_problem pkb_problem_017 = {
 	.id = 17,
 	.name = "rope_allgather",
@@ -52,4 +68,5 @@ const struct pkb_problem pkb_problem_017 = {
 	.origin = "sequence-sharded rotary embedding followed by a sequence all-gather (inferred)",
 	.worlds = PKB_WORLD(2) | PKB_WORLD(4) | PKB_WORLD(8),
 	.describe = describe,
+	.cost = cost,
 };

@@ -52,6 +52,19 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* Only the M fp32 row sums of squares must cross: an all-reduce, 2 (W-1)/W
+ * of 4*M bytes received (reduce-scatter then all-gather). Element-wise work:
+ * a square and an add, then two multiplies, per element (4*M*N). HBM: the
+ * default: x read at least once, w read and out written. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double w = d->world;
+	c->net_bytes = 2 * (w - 1) / w * 4.0 * d->m;
+	c->flops = 4.0 * d->m * d->n;
+	c->flop_kind = PKB_FLOPS_VECTOR;
+	c->note = "row sums of squares + all-reduce of M floats";
+}
+
 const struct pkb_problem pkb_problem_018 = {
 	.id = 18,
 	.name = "tp_rms_norm",
@@ -60,4 +73,5 @@ const struct pkb_problem pkb_problem_018 = {
 	.origin = "Megatron/HF RMSNorm with the hidden dimension split across TP ranks (inferred)",
 	.worlds = PKB_WORLDS_ANY,
 	.describe = describe,
+	.cost = cost,
 };

@@ -9,8 +9,10 @@
  * Every rank returns y_global (W*M, N) e4m3 and s_global (W*M, N/128) fp32:
  * the ranks' y and s stacked along dim 0 in rank order.
  *
- * Minimum traffic per rank: (W-1) * (M*N + M*N/128*4) bytes received,
- * 3.1 MiB at M = N = 1024, W = 4.
+ * Minimum traffic per rank: the other ranks' codes and, per block, its amax
+ * in the input dtype (the receiver forms s = amax/448 itself, the same IEEE
+ * rounding): (W-1) * M*N * (1 + e/128) bytes received, 3.05 MiB at
+ * M = N = 1024, bf16, W = 4 (3.09 MiB shipping the fp32 scales).
  */
 #include "pkb_problem.h"
 
@@ -56,6 +58,20 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* Receive the other ranks' 1-byte codes plus one amax per block in the input
+ * dtype: s = amax/448 is recomputed on arrival, bit for bit, so shipping the
+ * fp32 s costs 4 - e bytes a block more than needed (nothing at fp32).
+ * Element-wise work, about 3 fp32 ops an element (abs-max, scale, round to
+ * e4m3), on this rank's own M*N. HBM: read the input, write both outputs. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double w = d->world, e = pkb_dtype_size(d->dtype), mn = (double)d->m * d->n;
+	c->net_bytes = (w - 1) * mn * (1 + e / BLOCK_SIZE);
+	c->flops = 3 * mn;
+	c->flop_kind = PKB_FLOPS_VECTOR;
+	c->note = "quantize locally + all-gather of codes and amax";
+}
+
 const struct pkb_problem pkb_problem_019 = {
 	.id = 19,
 	.name = "blocked_fp8_quantize",
@@ -64,4 +80,5 @@ const struct pkb_problem pkb_problem_019 = {
 	.origin = "DeepSeek-V3 style 1x128 activation quantization (Triton kernel) + all_gather",
 	.worlds = PKB_WORLDS_ANY,
 	.describe = describe,
+	.cost = cost,
 };

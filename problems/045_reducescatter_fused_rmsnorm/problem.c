@@ -10,8 +10,9 @@
  * with eps = 1e-5 and T the dtype; the sum is the original's bf16
  * reduce_scatter_tensor.
  *
- * Minimum traffic per rank: the other ranks' copies of its chunk,
- * (W-1) * chunk*e bytes received (192 KiB at M = N = 1024, bf16, W = 4).
+ * Minimum traffic per rank: its W-1 chunks that belong to other ranks,
+ * (W-1) * chunk*e bytes sent (and received, on average over the ranks),
+ * 192 KiB at M = N = 1024, bf16, W = 4.
  */
 #include "pkb_problem.h"
 
@@ -24,14 +25,22 @@ static double sqrt_pos(double x)
 	return r;
 }
 
+static int64_t hidden_of(const struct pkb_dims *d)
+{
+	return d->n < 32 ? 32 : d->n > 128 ? 128 : d->n;
+}
+
+static int64_t rows_of(const struct pkb_dims *d)
+{
+	int64_t w = d->world, mw = d->m > w ? d->m : w, w4 = w > 4 ? w : 4;
+	return mw / w4 > 2 ? mw / w4 : 2;
+}
+
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
 	if (d->m < 1 || d->n < 1)
 		return pkb_io_fail(io, "M and N must be >= 1");
-	int64_t w = d->world;
-	int64_t hidden = d->n < 32 ? 32 : d->n > 128 ? 128 : d->n;
-	int64_t mw = d->m > w ? d->m : w, w4 = w > 4 ? w : 4;
-	int64_t rows = mw / w4 > 2 ? mw / w4 : 2;
+	int64_t w = d->world, hidden = hidden_of(d), rows = rows_of(d);
 
 	pkb_io_input(io, "rs_input_1d", d->dtype, PKB_NORMAL(0, 1), PKB_SHAPE(w * rows * hidden));
 	/* the original seeds gamma with rank 0's seed on every rank */
@@ -58,6 +67,20 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* A reduce-scatter: the rank must send its W-1 foreign chunks, each feeding
+ * one other rank's output, (W-1) * chunk*e bytes; the ranks together receive
+ * what they send, so the busiest receives as much. Element-wise work on its
+ * chunk: W-1 adds, the division by W, a square-accumulate (2) and the two
+ * scale multiplies, W + 4 fp32 ops an element. HBM: its input, gamma and y. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double w = d->world, chunk = (double)rows_of(d) * hidden_of(d);
+	c->net_bytes = (w - 1) * chunk * pkb_dtype_size(d->dtype);
+	c->flops = (w + 4) * chunk;
+	c->flop_kind = PKB_FLOPS_VECTOR;
+	c->note = "reduce-scatter fused with the row norm";
+}
+
 const struct pkb_problem pkb_problem_045 = {
 	.id = 45,
 	.name = "reducescatter_fused_rmsnorm",
@@ -66,4 +89,5 @@ const struct pkb_problem pkb_problem_045 = {
 	.origin = "Megatron-style sequence-parallel reduce-scatter + RMSNorm (inferred)",
 	.worlds = PKB_WORLDS_ANY,
 	.describe = describe,
+	.cost = cost,
 };

@@ -25,15 +25,27 @@ static double unit_roundoff(pkb_dtype t)
 	return t == PKB_FP32 ? 0x1p-24 : t == PKB_FP16 ? 0x1p-11 : 0x1p-8;
 }
 
+struct shape {
+	int64_t tokens, hidden, vocab, vl;
+};
+
+static struct shape shape_of(const struct pkb_dims *d)
+{
+	struct shape s;
+	s.tokens = clamp64(d->m / 1024, 1, 8);
+	s.hidden = clamp64(d->n, 128, 4096);
+	s.vocab = d->m > 1024 * (int64_t)d->world ? d->m : 1024 * (int64_t)d->world;
+	s.vocab = (s.vocab + d->world - 1) / d->world * d->world;
+	s.vl = s.vocab / d->world;
+	return s;
+}
+
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
 	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
 		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
-	int64_t tokens = clamp64(d->m / 1024, 1, 8);
-	int64_t hidden = clamp64(d->n, 128, 4096);
-	int64_t vocab = d->m > 1024 * (int64_t)d->world ? d->m : 1024 * (int64_t)d->world;
-	vocab = (vocab + d->world - 1) / d->world * d->world;
-	int64_t vl = vocab / d->world;
+	struct shape s = shape_of(d);
+	int64_t tokens = s.tokens, hidden = s.hidden, vocab = s.vocab, vl = s.vl;
 
 	/* the original draws h from the rank-0 seed on every rank */
 	pkb_io_input(io, "hidden_states", d->dtype, PKB_NORMAL(0, 1),
@@ -62,6 +74,20 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* Receive the other W-1 ranks' logits: computing them here instead would
+ * need their weight shards, Vl*hidden*e bytes each. The GEMV counted as
+ * matrix math (2 * tokens * Vl * hidden; the bias add is negligible). HBM:
+ * the default, inputs + logits, nearly all of it the weight shard. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	struct shape s = shape_of(d);
+	double w = d->world;
+	c->net_bytes = (w - 1) * s.tokens * s.vl * pkb_dtype_size(d->dtype);
+	c->flops = 2.0 * s.tokens * s.vl * s.hidden;
+	c->flop_kind = PKB_FLOPS_TENSOR;
+	c->note = "local GEMV + all-gather of the logits";
+}
+
 const struct pkb_problem pkb_problem_046 = {
 	.id = 46,
 	.name = "gemv_decode",
@@ -70,4 +96,5 @@ const struct pkb_problem pkb_problem_046 = {
 	.origin = "TP LM head at decode time (matmul + bias + all_gather, cat along vocab)",
 	.worlds = PKB_WORLDS_ANY,
 	.describe = describe,
+	.cost = cost,
 };

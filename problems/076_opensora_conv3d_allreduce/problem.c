@@ -17,6 +17,8 @@
  * Per rank: 2 * 69632 * 512 * 27 Cin FLOPs (246 GFLOP at W = 4, an implicit
  * GEMM of 69632 x 27 Cin x 512); all-reduce of 512 * 69632 * e bytes
  * (71 MB at bf16): 2 (W-1)/W * 71 MB = 107 MB received per rank in a ring.
+ * All-gathering the input and weight shards instead (99 MB in all at bf16)
+ * receives less, (W-1)/W * 99 MB = 74 MB at W = 4, at W times the FLOPs.
  */
 #include "pkb_problem.h"
 
@@ -66,6 +68,25 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* Two ways to the full output: all-reduce the partials, 2 (W-1)/W of the
+ * output, or all-gather the other ranks' input and weight shards and
+ * convolve everything here, (W-1) shards -- about 30% fewer bytes at every
+ * W, but W times the FLOPs. net_bytes is the smaller, flops the partial
+ * conv (an implicit GEMM on the tensor cores): each a lower bound on its
+ * own, so the roofline's max of them is one too. HBM: inputs + output. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double w = d->world, e = pkb_dtype_size(d->dtype), cin = 512.0 / w;
+	double out = 512.0 * 17 * 64 * 64 * e;
+	double shard = (cin * 19 * 66 * 66 + 512 * cin * 27) * e;
+	double allreduce = 2 * (w - 1) / w * out, gather = (w - 1) * shard;
+	c->net_bytes = gather < allreduce ? gather : allreduce;
+	c->flops = 2.0 * 17 * 64 * 64 * 512 * 27 * cin;
+	c->flop_kind = PKB_FLOPS_TENSOR;
+	c->note = gather < allreduce ? "partial conv (flops); all-gather of x, w shards (bytes)"
+				     : "partial conv + all-reduce of the output";
+}
+
 const struct pkb_problem pkb_problem_076 = {
 	.id = 76,
 	.name = "opensora_conv3d_allreduce",
@@ -74,4 +95,5 @@ const struct pkb_problem pkb_problem_076 = {
 	.origin = "Open-Sora VAE channel-parallel Conv3d (conv3d + all_reduce + bias)",
 	.worlds = PKB_WORLD(2) | PKB_WORLD(4) | PKB_WORLD(8) | PKB_WORLD(16) | PKB_WORLD(32),
 	.describe = describe,
+	.cost = cost,
 };

@@ -13,18 +13,27 @@
  *     X_r = a X_r + B X_r
  * and rank r returns its X_r rounded to bf16 (512, C/W).
  *
- * Minimum traffic per rank: one fp32 scalar and five 512x512 fp32 Gram
+ * Traffic per rank, sharded: one fp32 scalar and five 512x512 fp32 Gram
  * matrices all-reduced, 5 * 2 (W-1)/W * 1 MiB = 7.5 MiB received at W = 4.
  * Halving it by all-reducing one triangle of the symmetric A is fair game.
+ * The minimum is smaller still: all-gather the bf16 shards,
+ * (W-1) * 512 * C/W * 2 bytes = 384 KiB at W = 4, and iterate on the whole
+ * G on every rank (W times the FLOPs).
  */
 #include "pkb_problem.h"
 
 #define ROWS 512
 
-static int describe(const struct pkb_dims *d, struct pkb_io *io)
+/* C, rounded up to a multiple of W */
+static int64_t cols_of(const struct pkb_dims *d)
 {
 	int64_t cols = d->n < 4096 ? 512 : 1024;
-	cols = (cols + d->world - 1) / d->world * d->world;
+	return (cols + d->world - 1) / d->world * d->world;
+}
+
+static int describe(const struct pkb_dims *d, struct pkb_io *io)
+{
+	int64_t cols = cols_of(d);
 
 	pkb_io_input(io, "x", PKB_BF16, PKB_NORMAL(0.01 * d->rank, 1),
 		     PKB_SHAPE(ROWS, cols / d->world));
@@ -50,6 +59,24 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* Bytes: all-gathering the bf16 shards and iterating on all of G beats five
+ * fp32 Gram all-reduces (even of one triangle) at every C here. FLOPs, per
+ * step on the rank's k = C/W columns: the Gram's triangle R(R+1)k, then B X
+ * as A (A X), 4 R^2 k, or via A A's triangle, R^2(R+1) + 2 R^2 k: the fewer.
+ * fp32 without TF32 is priced as PKB_FLOPS_VECTOR, the fp32 CUDA-core peak
+ * (the tensor kind would take the harness dtype's, bf16). HBM: x and out. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double w = d->world, r = ROWS, cols = cols_of(d), cl = cols / w;
+	double gather = (w - 1) * r * cl * 2;
+	double gram = 5 * 2 * (w - 1) / w * r * (r + 1) / 2 * 4 + 2 * (w - 1) / w * 4;
+	double reassoc = 4 * r * r * cl, square = r * r * (r + 1) + 2 * r * r * cl;
+	c->net_bytes = gather < gram ? gather : gram;
+	c->flops = 5 * (r * (r + 1) * cl + (reassoc < square ? reassoc : square));
+	c->flop_kind = PKB_FLOPS_VECTOR;
+	c->note = "sharded fp32 Newton-Schulz (flops); all-gather of bf16 x (bytes)";
+}
+
 const struct pkb_problem pkb_problem_086 = {
 	.id = 86,
 	.name = "tp_muon_orthogonalization",
@@ -58,4 +85,5 @@ const struct pkb_problem pkb_problem_086 = {
 	.origin = "Muon optimizer, distributed Newton-Schulz (Dion / Moonlight style)",
 	.worlds = PKB_WORLDS_ANY,
 	.describe = describe,
+	.cost = cost,
 };

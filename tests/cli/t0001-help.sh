@@ -3,7 +3,7 @@
 . "$(dirname "$0")/lib.sh"
 expect_exit 0 "$PKB" --help
 expect_grep "eval" "$TMP/out"
-for c in list show run eval build compare doctor; do
+for c in list show run eval build roofline calibrate compare doctor; do
 	expect_exit 0 "$PKB" "$c" -h
 	expect_grep "usage: pkb $c" "$TMP/out"
 done

@@ -4,9 +4,28 @@
 . "$(dirname "$0")/lib.sh"
 export PKB_RANK_CMD=$ROOT/build/tests/fake_rank
 P=$ROOT/problems/001_allreduce/solutions/ok_oneshot_pull.cu
-PKB_FAKE_MODE=ok expect_exit 0 "$PKB" eval 1 "$P" --gpus 4 --trials 1 --iters 20 -q \
+# 64 KiB per rank (--m 32): the fake times (10 and 5 us) are above the bound
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" eval 1 "$P" --gpus 4 --m 32 --trials 1 --iters 20 -q \
 	--timing cold --json "$TMP/ok.json" --trace "$TMP/trace.json"
 expect_grep '^speedup 2.000x .*max over 4 ranks, cold, 64 input groups' "$TMP/out"
+# 001 at 64 KiB, W = 4 on h200_8 (the nominal machine of an "NVIDIA H200"):
+# 98304 B / 450 GB/s = 0.218 us; S = 1 / (1 + (5 - t) / (10 - t))
+expect_grep '^roofline 0.22 us on h200_8 \(interconnect-bound\): at 4% of it, speed-of-light score 0.672$' "$TMP/out"
+expect_grep '"bound_us": 0.2184' "$TMP/ok.json"
+# W = 8: 2 * 7/8 * 64 KiB / 450 GB/s = 0.255 us on h200_8
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" eval 1 "$P" --gpus 8 --m 32 --trials 1 --iters 20 -q
+expect_grep '^speedup 2.000x .*max over 8 ranks' "$TMP/out"
+expect_grep '^roofline 0.25 us on h200_8' "$TMP/out"
+# at 2 MiB per rank the bound is 6.99 us: a 5 us candidate is impossible
+PKB_FAKE_MODE=ok expect_exit 8 "$PKB" eval 1 "$P" --gpus 4 --trials 1 --iters 20 -q
+expect_grep "^flagged: the candidate's median 5.000 us is below the hardware's lower bound \(roofline 6.99 us on h200_8" "$TMP/out"
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" eval 1 "$P" --gpus 4 --m 32 --trials 1 --iters 20 -q --hw b200_8
+expect_grep '^roofline 0.11 us on b200_8' "$TMP/out"
+expect_exit 2 "$PKB" eval 1 "$P" --gpus 4 --m 32 --trials 1 --iters 20 -q --hw nosuch
+expect_grep "^error: --hw: no hardware 'nosuch' .*known: .*h200_4" "$TMP/err"
+# a GPU without a description: no roofline, said so, the verdict stands
+PKB_FAKE_DEVICE="Tesla T4" PKB_FAKE_MODE=ok expect_exit 0 "$PKB" eval 1 "$P" --gpus 2 --m 32 --trials 1 --iters 20 -q
+expect_grep "^roofline: none \(no hardware description for 'Tesla T4'" "$TMP/out"
 expect_grep '"mode": "cold"' "$TMP/ok.json"
 expect_grep '"speedup": 2.0' "$TMP/ok.json"
 # the trace: a process per rank, a thread per solution, a slice per call
@@ -24,17 +43,17 @@ expect_grep '^slices 160$' "$TMP/tr.txt"
 expect_grep '^ranks \[0, 1, 2, 3\]$' "$TMP/tr.txt"
 expect_grep '^threads \[0, 1\]$' "$TMP/tr.txt"
 expect_grep '^dur 5.0 ts1 22.0$' "$TMP/tr.txt"
-PKB_FAKE_MODE=escape expect_exit 8 "$PKB" eval 1 "$P" --gpus 2 --trials 1 --iters 20 -q
+PKB_FAKE_MODE=escape expect_exit 8 "$PKB" eval 1 "$P" --gpus 2 --m 32 --trials 1 --iters 20 -q
 expect_grep '^flagged: work escaped the timed stream: the host clock saw 50.000 ms' "$TMP/out"
-PKB_FAKE_MODE=stale expect_exit 3 "$PKB" eval 1 "$P" --gpus 2 --trials 1 --iters 20 -q
+PKB_FAKE_MODE=stale expect_exit 3 "$PKB" eval 1 "$P" --gpus 2 --m 32 --trials 1 --iters 20 -q
 expect_grep "^mismatch: rank 0, a timed call: output 'out': 100 of 100 elements wrong" "$TMP/out"
-PKB_FAKE_MODE=modify expect_exit 3 "$PKB" eval 1 "$P" --gpus 2 --trials 1 --iters 20 -q
+PKB_FAKE_MODE=modify expect_exit 3 "$PKB" eval 1 "$P" --gpus 2 --m 32 --trials 1 --iters 20 -q
 expect_grep "^mismatch: rank 0: a timed call modified its inputs" "$TMP/out"
 # pkb run --measure-perf: one solution, the same checks
-PKB_FAKE_MODE=ok expect_exit 0 "$PKB" run 1 --gpus 2 --iters 20 --timing graph -q
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" run 1 --gpus 2 --m 32 --iters 20 --timing graph -q
 expect_grep '^time: median 10.00 us.*max over 2 ranks, graph\)' "$TMP/out"
 # a trace that cannot be written: the verdict stands, the exit says input error
-PKB_FAKE_MODE=ok expect_exit 1 "$PKB" eval 1 "$P" --gpus 2 --trials 1 --iters 20 -q \
+PKB_FAKE_MODE=ok expect_exit 1 "$PKB" eval 1 "$P" --gpus 2 --m 32 --trials 1 --iters 20 -q \
 	--trace /nonexistent/dir/t.json
 expect_exit 2 "$PKB" eval 1 "$P" --timing hot
 expect_grep "warm, cold or graph" "$TMP/err"

@@ -110,6 +110,8 @@ int main(void)
 				0.02 * iters, "groups", 64, "block", 10, "mode",
 				json_string_value(json_object_get(perf, "mode")), "inputs_modified",
 				!strcmp(mode, "modify"), "recheck_ok", !stale, "recheck");
+			const char *dev = getenv("PKB_FAKE_DEVICE");
+			json_object_set_new(rec, "device", json_string(dev ? dev : "NVIDIA H200"));
 			if (stale)
 				json_array_append_new(json_object_get(rec, "recheck"), json_pack(
 					"{s:s,s:b,s:i,s:i,s:f,s:f,s:b,s:{s:i,s:[i,i],s:f,s:f,s:f}}",

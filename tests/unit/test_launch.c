@@ -67,6 +67,19 @@ int main(void)
 	CHECKF(r.outcome == OUT_PASS, "coll: %s", r.message);
 	launch_result_free(&r);
 
+	/* W = 8 (issue 6 has no 8-GPU machine yet): the launch, the parent's
+	 * allgather over 8 ranks and a hang in the last rank */
+	recs = 0;
+	r = go("ok", NULL, 8, 10, &recs);
+	CHECKF(r.outcome == OUT_PASS && recs == 16, "ok at W=8: %s", r.message);
+	launch_result_free(&r);
+	r = go("coll", NULL, 8, 10, &recs);
+	CHECKF(r.outcome == OUT_PASS, "coll at W=8: %s", r.message);
+	launch_result_free(&r);
+	r = go("hang", "7", 8, 1.0, &recs);
+	CHECK(r.outcome == OUT_TIMEOUT && r.culprit == 7);
+	launch_result_free(&r);
+
 	/* one rank hangs: timeout within the deadline, every rank's phase named */
 	uint64_t t0 = now_ns();
 	r = go("hang", "2", 4, 1.0, &recs);

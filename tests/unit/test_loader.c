@@ -3,7 +3,8 @@
  * test_loader.c -- the symbol scan of compiled solutions, on tiny shared
  * objects built here with gcc (the scan reads ELF, so no CUDA is needed):
  * NCCL calls, dlopen/dlsym, a linked libnccl and a missing PKB_SOLUTION are
- * refused under the cuda backend; a clean solution passes.
+ * refused under the cuda backend; a clean solution passes; the nccl-device
+ * backend takes NCCL's window and device-API setup but no collective.
  */
 #include "t.h"
 #include "loader.h"
@@ -50,6 +51,26 @@ int main(void)
 	int r = loader_scan(nolib, "cuda", why, sizeof why);
 	CHECKF(r == 1 && strstr(why, "libnccl"), "linked libnccl: %d %s", r, why);
 
+	/* nccl-device: windows and device communicators yes, collectives and
+	 * communicators of its own no; libnccl may be linked */
+	char *devapi = so("devapi", "int ncclMemAlloc(void **, unsigned long); "
+			  "int ncclCommWindowRegister(void); int ncclDevCommCreate(void);\n"
+			  "int pkb_run(struct pkb_ctx *c) { (void)c; void *p; "
+			  "return ncclMemAlloc(&p, 1) + ncclCommWindowRegister() + ncclDevCommCreate(); }",
+			  "");
+	CHECKF(loader_scan(devapi, "nccl-device", why, sizeof why) == 0, "%s", why);
+	CHECK(loader_scan(devapi, "cuda", why, sizeof why) == 1 && strstr(why, "cuda backend"));
+	CHECK(loader_scan(nccl, "nccl-device", why, sizeof why) == 1 &&
+	      strstr(why, "'ncclAllReduce', which the nccl-device backend forbids"));
+	char *split = so("split", "int ncclCommSplit(void); int pkb_run(struct pkb_ctx *c) "
+			 "{ (void)c; return ncclCommSplit(); }", "");
+	CHECK(loader_scan(split, "nccl-device", why, sizeof why) == 1 && strstr(why, "ncclCommSplit"));
+	CHECK(loader_scan(dl, "nccl-device", why, sizeof why) == 1 && strstr(why, "dlsym"));
+	r = loader_scan(nolib, "nccl-device", why, sizeof why);
+	CHECKF(r == 0, "nccl-device with libnccl: %d %s", r, why);
+	CHECK(loader_backend_valid("nccl-device") && loader_backend_uses_nccl("nccl-device") &&
+	      loader_backend_uses_nccl("reference") && !loader_backend_uses_nccl("cuda"));
+
 	char *norun = so("norun", "int other(void) { return 1; }", "");
 	CHECK(loader_scan(norun, "cuda", why, sizeof why) == 1 && strstr(why, "pkb_run"));
 
@@ -60,5 +81,6 @@ int main(void)
 	CHECK(loader_backend_valid("cuda") && !loader_backend_valid("mpi"));
 	rm_rf(dir);
 	free(clean); free(nccl); free(dl); free(nolib); free(norun); free(txt);
+	free(devapi); free(split);
 	return t_done("test_loader");
 }
