@@ -85,6 +85,7 @@ struct rank_env {
 	struct symm_block align_pads; /* the harness's own alignment barrier */
 	uint32_t *align_epochs, *align_err;
 	uint64_t device_timeout_ns;
+	char symm_err[200];           /* why the last symmetric allocation failed */
 };
 
 static size_t desc_bytes(const struct pkb_tensor_desc *t)
@@ -199,19 +200,31 @@ static void wait_stream(struct rank_env *E, const char *who)
 
 /* ---- symmetric memory (CUDA IPC over NVLink) ------------------------------ */
 
+/* a failed step of symm_make, kept for the message of whoever called it */
+static int symm_fail(struct rank_env *E, const char *what, cudaError_t e)
+{
+	snprintf(E->symm_err, sizeof E->symm_err, "%s: %s", what,
+		 e == cudaSuccess ? "the ranks could not exchange handles" : cudaGetErrorString(e));
+	return -1;
+}
+
 static int symm_make(struct rank_env *E, size_t bytes, struct symm_block *b)
 {
 	memset(b, 0, sizeof *b);
 	b->bytes = bytes;
 	size_t alloc = bytes ? (bytes + 4095) / 4096 * 4096 : 4096;
-	if (cudaMalloc(&b->local, alloc) != cudaSuccess ||
-	    cudaMemset(b->local, 0, alloc) != cudaSuccess)
-		return -1;
+	cudaError_t e;
+	if ((e = cudaMalloc(&b->local, alloc)) != cudaSuccess ||
+	    (e = cudaMemset(b->local, 0, alloc)) != cudaSuccess)
+		return symm_fail(E, "cudaMalloc of a symmetric buffer", e);
 	cudaIpcMemHandle_t mine, *all = xcalloc((size_t)E->world, sizeof *all);
-	if (cudaIpcGetMemHandle(&mine, b->local) != cudaSuccess ||
-	    coll_allgather(E, &mine, all, sizeof mine) < 0) {
+	if ((e = cudaIpcGetMemHandle(&mine, b->local)) != cudaSuccess) {
 		free(all);
-		return -1;
+		return symm_fail(E, "cudaIpcGetMemHandle", e);
+	}
+	if (coll_allgather(E, &mine, all, sizeof mine) < 0) {
+		free(all);
+		return symm_fail(E, "allgather of IPC handles", cudaSuccess);
 	}
 	b->peers = xcalloc((size_t)E->world, sizeof(void *));
 	for (int r = 0; r < E->world; r++) {
@@ -219,17 +232,17 @@ static int symm_make(struct rank_env *E, size_t bytes, struct symm_block *b)
 			b->peers[r] = b->local;
 			continue;
 		}
-		if (cudaIpcOpenMemHandle(&b->peers[r], all[r],
-					 cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
+		if ((e = cudaIpcOpenMemHandle(&b->peers[r], all[r],
+					      cudaIpcMemLazyEnablePeerAccess)) != cudaSuccess) {
 			free(all);
-			return -1;
+			return symm_fail(E, "cudaIpcOpenMemHandle of a peer's buffer", e);
 		}
 	}
 	free(all);
-	if (cudaMalloc((void **)&b->peers_dev, (size_t)E->world * sizeof(void *)) != cudaSuccess ||
-	    cudaMemcpy(b->peers_dev, b->peers, (size_t)E->world * sizeof(void *),
-		       cudaMemcpyHostToDevice) != cudaSuccess)
-		return -1;
+	if ((e = cudaMalloc((void **)&b->peers_dev, (size_t)E->world * sizeof(void *))) != cudaSuccess ||
+	    (e = cudaMemcpy(b->peers_dev, b->peers, (size_t)E->world * sizeof(void *),
+			    cudaMemcpyHostToDevice)) != cudaSuccess)
+		return symm_fail(E, "the peer table", e);
 	/* every rank has mapped every buffer before anyone uses it */
 	host_barrier(E);
 	return 0;
@@ -284,8 +297,12 @@ static int svc_symm_alloc(pkb_ctx *ctx, size_t bytes, pkb_symm *out)
 	if (!s || !s->in_setup || s->n_symm >= MAX_SYMM || !out)
 		return -1;
 	struct symm_block *b = &s->symm[s->n_symm];
-	if (symm_make(s->env, bytes, b) < 0)
+	if (symm_make(s->env, bytes, b) < 0) {
+		/* into this rank's log, which is kept when init then fails */
+		fprintf(stderr, "pkb: symm_alloc of %zu bytes for the %s failed: %s\n", bytes,
+			s->role, s->env->symm_err);
 		return -1;
+	}
 	s->n_symm++;
 	out->local = b->local;
 	out->peers = b->peers;
@@ -377,7 +394,8 @@ static void load_solution(struct rank_env *E, struct solution *s, const char *ro
 	m->svc = &services;
 	m->nccl_comm = give_nccl ? (void *)E->nccl : NULL;
 	if (make_dev_comm(E, &s->pads, &s->epochs, &s->err, &m->dev) < 0)
-		rank_fail(E, OUT_RUNTIME_ERROR, "cannot allocate signal pads for the %s", role);
+		rank_fail(E, OUT_RUNTIME_ERROR, "cannot allocate signal pads for the %s: %s", role,
+			  E->symm_err);
 }
 
 static void fill_tensor(pkb_tensor *t, const struct pkb_tensor_desc *d, void *data)
@@ -973,7 +991,8 @@ static void do_perf(struct rank_env *E)
 
 	pkb_dev_comm align;
 	if (make_dev_comm(E, &E->align_pads, &E->align_epochs, &E->align_err, &align) < 0)
-		rank_fail(E, OUT_RUNTIME_ERROR, "cannot allocate the alignment barrier");
+		rank_fail(E, OUT_RUNTIME_ERROR, "cannot allocate the alignment barrier: %s",
+			  E->symm_err);
 	cudaEvent_t *ev = xcalloc((size_t)(2 * block), sizeof *ev), base;
 	for (int k = 0; k < 2 * block; k++)
 		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventCreate(&ev[k]));
