@@ -108,7 +108,9 @@ struct pkb_cost {
 			       * receive and what it must send (links carry the same
 			       * bandwidth each way) */
 	double hbm_bytes;     /* bytes it must move through its own HBM; < 0: the
-			       * harness uses its input bytes + output bytes */
+			       * harness uses its input bytes + the output bytes
+			       * beyond one L2 (outputs may still sit in L2 when
+			       * the call ends) */
 	double flops;         /* floating-point operations it must do */
 	enum pkb_flop_kind flop_kind;
 	const char *note;     /* the algorithm the bound assumes, in a few words */

@@ -8,7 +8,7 @@ expect_exit 0 "$PKB" roofline 12
 expect_grep '^roofline  012_allgather_gemm at W=8 M=1024 N=1024 bf16 on h100_8' "$TMP/out"
 expect_grep '^  interconnect  918 KB .* =      2.039 us$' "$TMP/out"
 expect_grep '^  compute       1.07 GFLOP +\(tensor\) +/ 989 TFLOP/s +=      1.086 us$' "$TMP/out"
-expect_grep '^  bound         2.039 us, interconnect-bound .*serial: 4.103 us$' "$TMP/out"
+expect_grep '^  bound         2.039 us, interconnect-bound .*serial: 3.477 us$' "$TMP/out"
 expect_exit 0 "$PKB" roofline 1 --hw h200_4 --m 32 --json "$TMP/r.json"
 expect_grep '"bound_us": 0.2184' "$TMP/r.json"
 expect_grep '"hw": "h200_4"' "$TMP/r.json"
