@@ -130,6 +130,7 @@ int cmd_eval(int argc, char **argv)
 				"dtype", o.dtype, "trials", o.trials, "seed", (json_int_t)o.seed,
 				"measure_perf", o.measure_perf);
 	json_object_set_new(rec, "problem_id", json_integer(o.p->id));
+	job_stamp(rec);
 	char msg[4096] = "";
 	enum pkb_outcome out = job_build(&o, &sols[0], "reference", msg, sizeof msg);
 	if (out != OUT_PASS) {
@@ -193,8 +194,9 @@ int cmd_eval(int argc, char **argv)
 		json_object_set_new(rec, "candidate_perf", report_perf_json(&cand));
 		double speedup = cand.st.median > 0 ? ref.st.median / cand.st.median : 0;
 		json_object_set_new(rec, "speedup", json_real(speedup));
-		json_object_set_new(rec, "timing", json_pack("{s:s,s:i,s:i}", "mode", cand.mode,
-							     "iters", o.iters, "block", cand.block));
+		json_object_set_new(rec, "timing", json_pack("{s:s,s:i,s:i,s:s}", "mode", cand.mode,
+							     "iters", o.iters, "block", cand.block,
+							     "device", cand.device));
 		if (o.trace_path && job_write_trace(&o, R.perf) < 0)
 			trace_failed = 1;
 		char rl_line[300];

@@ -107,6 +107,7 @@ int cmd_run(int argc, char **argv)
 	json_t *rec = json_pack("{s:s,s:s,s:i,s:I,s:I,s:s,s:i}", "problem", o.p->name,
 				"solution", solution, "world", o.world, "m", (json_int_t)o.m,
 				"n", (json_int_t)o.n, "dtype", o.dtype, "trial", o.trial0);
+	job_stamp(rec);
 	struct launch_result res = { 0 };
 	struct job_records R = { 0 };
 	char *logs = NULL;

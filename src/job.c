@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 void job_opts_init(struct job_opts *o)
@@ -334,4 +335,16 @@ json_t *job_roofline(const struct job_opts *o, const char *device, double t_ms, 
 	if (!isnan(s) && off < n)
 		snprintf(line + off, n - off, ", speed-of-light score %.3f", s);
 	return j;
+}
+
+void job_stamp(json_t *rec)
+{
+	char date[32], host[256] = "";
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	gethostname(host, sizeof host - 1);
+	json_object_set_new(rec, "pkb_version", json_string(PKB_VERSION));
+	json_object_set_new(rec, "date", json_string(date));
+	json_object_set_new(rec, "host", json_string(host));
 }

@@ -117,6 +117,8 @@ int job_write_trace(const struct job_opts *o, json_t *perf);
  * t_ms is under the bound; `line` gets the sentence to print. */
 json_t *job_roofline(const struct job_opts *o, const char *device, double t_ms, double ref_ms,
 		     int *below, char *line, size_t n);
+/* pkb's version, the date (UTC) and the host, into a result record */
+void job_stamp(json_t *rec);
 void job_progress(const struct job_opts *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-		printf("pkb 0.1 (solution ABI %d)\n", PKB_ABI_VERSION);
+		printf("pkb %s (solution ABI %d)\n", PKB_VERSION, PKB_ABI_VERSION);
 		return 0;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)

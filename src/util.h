@@ -38,6 +38,8 @@ int write_file_atomic(const char *path, const void *buf, size_t len);
 int mkdir_p(const char *path);
 int rm_rf(const char *path);
 /* the directory holding the running executable's tree root (parent of bin/) */
+#define PKB_VERSION "0.1"
+
 const char *pkb_root(void);
 /* run argv (PATH lookup) in its own process group with stdout and stderr
  * into the file `log`; killed at the deadline. The exit status, 128+signal,

@@ -6,6 +6,8 @@ P=$ROOT/problems/001_allreduce/solutions/ok_oneshot_pull.cu
 PKB_FAKE_MODE=ok expect_exit 0 "$PKB" eval 1 "$P" --gpus 4 --trials 3 -q --json "$TMP/ok.json"
 expect_grep '^pass: 3 of 3 trials, every output of 4 ranks' "$TMP/out"
 expect_grep '"trials_passed": 3' "$TMP/ok.json"
+expect_grep '"pkb_version": "0.1"' "$TMP/ok.json"
+expect_grep '"date": "20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z"' "$TMP/ok.json"
 PKB_FAKE_MODE=mismatch expect_exit 3 "$PKB" eval 1 "$P" --gpus 2 -q --json "$TMP/mm.json"
 expect_grep "^mismatch: trial 0, rank 0: output 'out': 7 of 100 elements wrong; worst at \[0,3\]" "$TMP/out"
 expect_grep '"outcome": "mismatch"' "$TMP/mm.json"
