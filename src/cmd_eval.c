@@ -204,23 +204,14 @@ int cmd_eval(int argc, char **argv)
 		json_object_set_new(rec, "roofline", job_roofline(&o, cand.device, cand.st.median,
 								   ref.st.median, &below, rl_line,
 								   sizeof rl_line));
-		if (!ref.ok || !cand.ok) {
+		/* the reference is trusted: only its records must be there */
+		if (!ref.ok) {
 			out = OUT_INTERNAL;
 			snprintf(msg, sizeof msg, "timing records missing");
-		} else if (!cand.recheck_ok) {
-			out = OUT_MISMATCH;
-			snprintf(msg, sizeof msg, "%s", cand.recheck_msg);
-		} else if (cand.escaped) {
-			out = OUT_FLAGGED;
-			snprintf(msg, sizeof msg, "work escaped the timed stream: the host clock saw "
-				 "%.3f ms where the stream's events span %.3f ms", cand.host_ms,
-				 cand.span_ms);
-		} else if (below && ref.ok) {
-			out = OUT_FLAGGED;
-			snprintf(msg, sizeof msg, "the candidate's median %.3f us is below the "
-				 "hardware's lower bound (%s): not physically possible, so its "
-				 "timing is not trusted", cand.st.median * 1e3, rl_line);
 		} else {
+			out = report_perf_verdict(&cand, "candidate", below, rl_line, msg, sizeof msg);
+		}
+		if (out == OUT_PASS) {
 			printf("%-10s %10s %10s %10s %10s %10s %8s\n", "", "median_us", "mean_us",
 			       "min_us", "p90_us", "std_us", "skew_us");
 			struct perf_summary *rows[2] = { &ref, &cand };

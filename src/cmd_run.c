@@ -144,34 +144,18 @@ int cmd_run(int argc, char **argv)
 			json_object_set_new(rec, "perf", report_perf_json(&ps));
 			if (o.trace_path && job_write_trace(&o, R.perf) < 0)
 				trace_failed = 1;
-			if (!ps.ok) {
-				out = OUT_INTERNAL;
-				snprintf(msg, sizeof msg, "timing records missing");
-			} else if (!ps.recheck_ok) {
-				out = OUT_MISMATCH;
-				snprintf(msg, sizeof msg, "%s", ps.recheck_msg);
-			} else if (ps.escaped) {
-				out = OUT_FLAGGED;
-				snprintf(msg, sizeof msg, "work escaped the timed stream: the host clock "
-					 "saw %.3f ms where the stream's events span %.3f ms", ps.host_ms,
-					 ps.span_ms);
-			} else {
+			char rl_line[300];
+			int below = 0;
+			json_object_set_new(rec, "roofline", job_roofline(&o, ps.device, ps.st.median, 0,
+									   &below, rl_line,
+									   sizeof rl_line));
+			out = report_perf_verdict(&ps, sol.role, below, rl_line, msg, sizeof msg);
+			if (out == OUT_PASS) {
 				printf("time: median %.2f us, mean %.2f, min %.2f, p90 %.2f, std %.2f "
 				       "(n=%d, max over %d ranks, %s)\n", ps.st.median * 1e3,
 				       ps.st.mean * 1e3, ps.st.min * 1e3, ps.st.p90 * 1e3,
 				       ps.st.std * 1e3, ps.st.n, o.world, ps.mode);
-				char rl_line[300];
-				int below = 0;
-				json_object_set_new(rec, "roofline",
-						    job_roofline(&o, ps.device, ps.st.median, 0,
-								 &below, rl_line, sizeof rl_line));
 				printf("%s\n", rl_line);
-				if (below) {
-					out = OUT_FLAGGED;
-					snprintf(msg, sizeof msg, "a median below the hardware's lower "
-						 "bound: not physically possible, so the timing is "
-						 "not trusted");
-				}
 			}
 		}
 		if (save_abs)

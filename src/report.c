@@ -174,6 +174,31 @@ void report_perf(json_t *perf, const char *role, int world, int iters, struct pe
 	free(by_rank);
 }
 
+enum pkb_outcome report_perf_verdict(const struct perf_summary *ps, const char *role, int below,
+				     const char *bound_line, char *msg, size_t n)
+{
+	if (!ps->ok) {
+		snprintf(msg, n, "timing records missing");
+		return OUT_INTERNAL;
+	}
+	if (!ps->recheck_ok) {
+		snprintf(msg, n, "%s", ps->recheck_msg);
+		return OUT_MISMATCH;
+	}
+	if (ps->escaped) {
+		snprintf(msg, n, "work escaped the timed stream: the host clock saw %.3f ms where "
+			 "the stream's events span %.3f ms", ps->host_ms, ps->span_ms);
+		return OUT_FLAGGED;
+	}
+	if (below) {
+		snprintf(msg, n, "the %s's median %.3f us is below the hardware's lower bound (%s): "
+			 "not physically possible, so its timing is not trusted", role,
+			 ps->st.median * 1e3, bound_line);
+		return OUT_FLAGGED;
+	}
+	return OUT_PASS;
+}
+
 json_t *report_perf_json(const struct perf_summary *ps)
 {
 	json_t *o = json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:b,s:b,s:f,s:f,s:i}",

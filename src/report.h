@@ -30,6 +30,12 @@ struct perf_summary {
 /* summarise the perf records of one solution (role) over W ranks */
 void report_perf(json_t *perf, const char *role, int world, int iters, struct perf_summary *ps);
 json_t *report_perf_json(const struct perf_summary *ps);
+/* The verdict of one solution's timing (role names it in the message):
+ * records missing, a failed re-check, work escaped the timed stream, or a
+ * median below the hardware's bound (below, with bound_line saying which);
+ * OUT_PASS otherwise, with msg untouched. */
+enum pkb_outcome report_perf_verdict(const struct perf_summary *ps, const char *role, int below,
+				     const char *bound_line, char *msg, size_t n);
 /* the timed calls of every rank as a Chrome/Perfetto trace: one process per
  * rank, one thread per solution, one slice per call (start from the timed
  * phase's first alignment barrier on that rank, in microseconds) */

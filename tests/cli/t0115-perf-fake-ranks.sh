@@ -52,6 +52,9 @@ expect_grep "^mismatch: rank 0: a timed call modified its inputs" "$TMP/out"
 # pkb run --measure-perf: one solution, the same checks
 PKB_FAKE_MODE=ok expect_exit 0 "$PKB" run 1 --gpus 2 --m 32 --iters 20 --timing graph -q
 expect_grep '^time: median 10.00 us.*max over 2 ranks, graph\)' "$TMP/out"
+# and the same verdict as eval when a median is below the bound
+PKB_FAKE_MODE=ok expect_exit 8 "$PKB" run 1 --solution "$P" --gpus 4 --iters 20 -q
+expect_grep "^flagged: the candidate's median 5.000 us is below the hardware's lower bound \(roofline 6.99 us on h200_8" "$TMP/out"
 # a trace that cannot be written: the verdict stands, the exit says input error
 PKB_FAKE_MODE=ok expect_exit 1 "$PKB" eval 1 "$P" --gpus 2 --m 32 --trials 1 --iters 20 -q \
 	--trace /nonexistent/dir/t.json
