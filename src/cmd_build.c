@@ -4,10 +4,11 @@
  * accepted?), for warming the cache before a GPU job, and for CI, which
  * checks every bundled solution through this one path (tools/nvcc-check).
  */
-#include "build.h"
+#include "build.h"    /* defines: build_result_free */
 #include "cmds.h"
 #include "exitcode.h"
-#include "loader.h"   /* defines: loader_scan, loader_backend_valid */
+#include "job.h"      /* defines: job_build, the path eval takes */
+#include "loader.h"   /* defines: loader_backend_valid, loader_backend_uses_nccl */
 #include "util.h"
 
 #include <getopt.h>
@@ -44,7 +45,7 @@ int cmd_build(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *backend = "cuda", *arch = getenv("PKB_ARCH");
+	const char *backend = "cuda", *arch = NULL;   /* NULL: $PKB_ARCH or sm_90a */
 	int quiet = 0, c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "b:qh", longopts, NULL)) != -1) {
@@ -65,35 +66,32 @@ int cmd_build(int argc, char **argv)
 		return PKB_EXIT_USAGE;
 	}
 	int rc = 0;
+	struct job_opts o;
+	job_opts_init(&o);
+	o.arch = arch;
+	o.quiet = 1;
 	for (int i = optind; i < argc; i++) {
-		struct build_opts bo;
-		struct build_result br = { 0 };
-		build_opts_init(&bo);
-		if (arch)
-			bo.arch = arch;
-		bo.reference = loader_backend_uses_nccl(backend);
-		int code = 0;
 		if (!file_readable(argv[i])) {
 			error("cannot read '%s'", argv[i]);
-			code = PKB_EXIT_INPUT;
-		} else if (build_solution(argv[i], &bo, &br) < 0) {
-			code = PKB_EXIT_INTERNAL;
-		} else if (!br.ok) {
-			printf("compile_error: %s\n%s", argv[i], br.log ? br.log : "");
-			code = PKB_EXIT_COMPILE;
-		} else {
-			char why[512];
-			if (loader_scan(br.so_path, backend, why, sizeof why) != 0) {
-				printf("load_refused: %s: %s\n", argv[i], why);
-				code = PKB_EXIT_REFUSED;
-			} else if (!quiet) {
-				printf("ok %s (%s %.12s)\n", argv[i], br.cached ? "cached" : "compiled",
-				       br.key);
-			}
+			rc = rc ? rc : PKB_EXIT_INPUT;
+			continue;
 		}
-		build_result_free(&br);
-		if (code && !rc)
-			rc = code;
+		/* the path eval takes: the same flags, cache and scan */
+		struct job_solution sol = { .role = "solution", .src = argv[i],
+					    .nccl = loader_backend_uses_nccl(backend) };
+		char msg[4096];
+		enum pkb_outcome out = job_build(&o, &sol, backend, msg, sizeof msg);
+		if (out == OUT_COMPILE_ERROR)
+			printf("compile_error: %s\n%s", argv[i], msg);
+		else if (out == OUT_LOAD_REFUSED)
+			printf("load_refused: %s: %s\n", argv[i], msg);
+		else if (!quiet)
+			printf("ok %s (%s %.12s)\n", argv[i], sol.build->cached ? "cached" : "compiled",
+			       sol.build->key);
+		build_result_free(sol.build);
+		free(sol.build);
+		if (out != OUT_PASS && !rc)
+			rc = outcome_exit_code(out);
 	}
 	return rc;
 }
