@@ -78,6 +78,11 @@ int64_t tensor_desc_numel(const struct pkb_tensor_desc *t)
 	return n;
 }
 
+size_t tensor_desc_bytes(const struct pkb_tensor_desc *t)
+{
+	return (size_t)tensor_desc_numel(t) * pkb_dtype_size(t->dtype);
+}
+
 void tensor_desc_shape_str(const struct pkb_tensor_desc *t, char *buf, size_t n)
 {
 	size_t off = (size_t)snprintf(buf, n, "(");

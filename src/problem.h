@@ -22,6 +22,7 @@ void problem_worlds_str(const struct pkb_problem *p, char *buf, size_t n);
 char *problem_dir(const struct pkb_problem *p);
 char *problem_reference_path(const struct pkb_problem *p);
 int64_t tensor_desc_numel(const struct pkb_tensor_desc *t);
+size_t tensor_desc_bytes(const struct pkb_tensor_desc *t);
 void tensor_desc_shape_str(const struct pkb_tensor_desc *t, char *buf, size_t n);
 
 #endif

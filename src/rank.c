@@ -22,7 +22,7 @@
 #include "exitcode.h"  /* defines: enum pkb_outcome */
 #include "kernels.h"   /* defines: kern_fill, kern_checksum, kern_barrier, kern_l2_flush */
 #include "perfplan.h"  /* defines: perf_plan_make, perf_group, perf_out_set */
-#include "problem.h"   /* defines: problem_find, problem_describe */
+#include "problem.h"   /* defines: problem_find, problem_describe, tensor_desc_bytes */
 #include "proto.h"     /* defines: proto_send, proto_recv */
 #include "safetensors.h"
 #include "util.h"
@@ -87,11 +87,6 @@ struct rank_env {
 	uint64_t device_timeout_ns;
 	char symm_err[200];           /* why the last symmetric allocation failed */
 };
-
-static size_t desc_bytes(const struct pkb_tensor_desc *t)
-{
-	return (size_t)tensor_desc_numel(t) * pkb_dtype_size(t->dtype);
-}
 
 /* ---- talking to the parent ------------------------------------------------ */
 
@@ -406,7 +401,7 @@ static void fill_tensor(pkb_tensor *t, const struct pkb_tensor_desc *d, void *da
 	t->ndim = d->ndim;
 	memcpy(t->shape, d->shape, sizeof t->shape);
 	t->numel = tensor_desc_numel(d);
-	t->bytes = desc_bytes(d);
+	t->bytes = tensor_desc_bytes(d);
 }
 
 /* Refresh everything the solution can see from the harness's copy, so that
@@ -492,7 +487,7 @@ static void gen_inputs(struct rank_env *E, int trial, void *const *bufs)
 	d.trial = trial;
 	for (int i = 0; i < E->io.n_in; i++) {
 		const struct pkb_tensor_desc *t = &E->io.in[i];
-		size_t bytes = desc_bytes(t);
+		size_t bytes = tensor_desc_bytes(t);
 		uint64_t key = input_key(E, trial, i, t->same_on_all_ranks);
 		if (t->dist.kind == PKB_DIST_HOST) {
 			void *h = xmalloc(bytes);
@@ -512,7 +507,7 @@ static void gen_inputs(struct rank_env *E, int trial, void *const *bufs)
 static void checksum_inputs(struct rank_env *E, void *const *bufs, uint64_t *sums)
 {
 	for (int i = 0; i < E->io.n_in; i++) {
-		if (kern_checksum(bufs[i], desc_bytes(&E->io.in[i]), E->dev_sum,
+		if (kern_checksum(bufs[i], tensor_desc_bytes(&E->io.in[i]), E->dev_sum,
 				  (struct CUstream_st *)E->stream))
 			rank_fail(E, OUT_RUNTIME_ERROR, "input checksum failed");
 		CUDA_OR(E, OUT_RUNTIME_ERROR,
@@ -526,14 +521,14 @@ static void poison_outputs(struct rank_env *E, void *const *bufs)
 {
 	for (int i = 0; i < E->io.n_out; i++)
 		CUDA_OR(E, OUT_RUNTIME_ERROR,
-			cudaMemsetAsync(bufs[i], 0xff, desc_bytes(&E->io.out[i]), E->stream));
+			cudaMemsetAsync(bufs[i], 0xff, tensor_desc_bytes(&E->io.out[i]), E->stream));
 }
 
 static void copy_outputs(struct rank_env *E, void *const *dev, void **host)
 {
 	for (int i = 0; i < E->io.n_out; i++)
 		CUDA_OR(E, OUT_RUNTIME_ERROR,
-			cudaMemcpyAsync(host[i], dev[i], desc_bytes(&E->io.out[i]),
+			cudaMemcpyAsync(host[i], dev[i], tensor_desc_bytes(&E->io.out[i]),
 					cudaMemcpyDeviceToHost, E->stream));
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamSynchronize(E->stream));
 }
@@ -595,9 +590,9 @@ static int compare_outputs(struct rank_env *E, json_t *outs)
 static void alloc_io(struct rank_env *E)
 {
 	for (int i = 0; i < E->io.n_in; i++)
-		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMalloc(&E->in_dev[i], desc_bytes(&E->io.in[i]) + 16));
+		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMalloc(&E->in_dev[i], tensor_desc_bytes(&E->io.in[i]) + 16));
 	for (int i = 0; i < E->io.n_out; i++) {
-		size_t b = desc_bytes(&E->io.out[i]);
+		size_t b = tensor_desc_bytes(&E->io.out[i]);
 		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMalloc(&E->out_dev[i], b + 16));
 		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMallocHost(&E->host_ref[i], b + 16));
 		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMallocHost(&E->host_out[i], b + 16));
@@ -662,7 +657,7 @@ static void save_tensors(struct rank_env *E, const char *dir, const char *what,
 		t[i].ndim = descs[i].ndim;
 		memcpy(t[i].shape, descs[i].shape, sizeof t[i].shape);
 		t[i].data = host[i];
-		t[i].bytes = desc_bytes(&descs[i]);
+		t[i].bytes = tensor_desc_bytes(&descs[i]);
 	}
 	char id[16], w[16], rk[16], m[32], nn[32], tr[16], order[1024] = "";
 	snprintf(id, sizeof id, "%d", E->p->id);
@@ -706,7 +701,7 @@ static void do_run(struct rank_env *E, struct solution *s)
 		phase(E, "save", "saving inputs and outputs");
 		void *h_in[PKB_MAX_TENSORS];
 		for (int i = 0; i < E->io.n_in; i++) {
-			size_t b = desc_bytes(&E->io.in[i]);
+			size_t b = tensor_desc_bytes(&E->io.in[i]);
 			h_in[i] = xmalloc(b + 1);
 			CUDA_OR(E, OUT_RUNTIME_ERROR,
 				cudaMemcpy(h_in[i], E->in_dev[i], b, cudaMemcpyDeviceToHost));
@@ -746,7 +741,7 @@ static void *dev_alloc(struct rank_env *E, size_t bytes)
 static void sum_group(struct rank_env *E, struct perf_set *ps, int g, uint64_t *dst)
 {
 	for (int i = 0; i < E->io.n_in; i++)
-		if (kern_checksum(ps->in[g][i], desc_bytes(&E->io.in[i]), dst + i,
+		if (kern_checksum(ps->in[g][i], tensor_desc_bytes(&E->io.in[i]), dst + i,
 				  (struct CUstream_st *)E->stream))
 			rank_fail(E, OUT_RUNTIME_ERROR, "input checksum failed");
 }
@@ -779,7 +774,7 @@ static void perf_prepare(struct rank_env *E, struct perf_set *ps, enum perf_mode
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaGetDeviceProperties(&prop, E->device));
 	size_t in_bytes = 0;
 	for (int i = 0; i < E->io.n_in; i++)
-		in_bytes += desc_bytes(&E->io.in[i]);
+		in_bytes += tensor_desc_bytes(&E->io.in[i]);
 	/* ranks may hold inputs of different sizes (a scatter's root holds W
 	 * slabs): the plan must be the same everywhere, so it is made from the
 	 * least and the most any rank holds */
@@ -802,19 +797,19 @@ static void perf_prepare(struct rank_env *E, struct perf_set *ps, enum perf_mode
 	for (int g = 0; g < G; g++) {
 		ps->in[g] = xcalloc(PKB_MAX_TENSORS, sizeof(void *));
 		for (int i = 0; i < E->io.n_in; i++)
-			ps->in[g][i] = dev_alloc(E, desc_bytes(&E->io.in[i]));
+			ps->in[g][i] = dev_alloc(E, tensor_desc_bytes(&E->io.in[i]));
 		gen_inputs(E, perf_trial(g, 0), ps->in[g]);
 		sum_group(E, ps, g, ps->sums + (size_t)g * PKB_MAX_TENSORS);
 	}
 	for (int k = 0; k < ps->plan.out_sets; k++) {
 		ps->out[k] = xcalloc(PKB_MAX_TENSORS, sizeof(void *));
 		for (int i = 0; i < E->io.n_out; i++)
-			ps->out[k][i] = dev_alloc(E, desc_bytes(&E->io.out[i]));
+			ps->out[k][i] = dev_alloc(E, tensor_desc_bytes(&E->io.out[i]));
 	}
 	for (int i = 0; i < E->io.n_in; i++)
-		ps->chk_in[i] = dev_alloc(E, desc_bytes(&E->io.in[i]));
+		ps->chk_in[i] = dev_alloc(E, tensor_desc_bytes(&E->io.in[i]));
 	for (int i = 0; i < E->io.n_out; i++)
-		ps->chk_out[i] = dev_alloc(E, desc_bytes(&E->io.out[i]));
+		ps->chk_out[i] = dev_alloc(E, tensor_desc_bytes(&E->io.out[i]));
 	ps->flush_bytes = 2 * (size_t)prop.l2CacheSize;
 	ps->flush = dev_alloc(E, ps->flush_bytes);
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemset(ps->flush, 0, ps->flush_bytes));

@@ -3,7 +3,7 @@
  */
 #include "roofline.h"
 #include "build.h"     /* defines: build_cache_dir */
-#include "problem.h"   /* defines: problem_describe, tensor_desc_numel */
+#include "problem.h"   /* defines: problem_describe, tensor_desc_bytes */
 #include "util.h"
 
 #include <dirent.h>
@@ -152,11 +152,9 @@ int roofline_compute(const struct pkb_problem *p, const struct pkb_dims *d,
 			double out = 0;
 			c.hbm_bytes = 0;
 			for (int i = 0; i < io->n_in; i++)
-				c.hbm_bytes += (double)tensor_desc_numel(&io->in[i]) *
-					       pkb_dtype_size(io->in[i].dtype);
+				c.hbm_bytes += (double)tensor_desc_bytes(&io->in[i]);
 			for (int i = 0; i < io->n_out; i++)
-				out += (double)tensor_desc_numel(&io->out[i]) *
-				       pkb_dtype_size(io->out[i].dtype);
+				out += (double)tensor_desc_bytes(&io->out[i]);
 			c.hbm_bytes += out > h->l2_bytes ? out - h->l2_bytes : 0;
 		}
 		free(io);
