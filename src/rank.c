@@ -728,6 +728,7 @@ struct perf_set {
 	void *flush;                        /* 2 x L2, read to leave L2 clean */
 	size_t flush_bytes;
 	cudaGraphExec_t graph[MAX_SOL][PERF_MAX_GROUPS];
+	char device[256];                   /* the GPU's name, for the roofline */
 };
 
 static void *dev_alloc(struct rank_env *E, size_t bytes)
@@ -788,6 +789,7 @@ static void perf_prepare(struct rank_env *E, struct perf_set *ps, enum perf_mode
 	}
 	free(all);
 	perf_plan_make(&ps->plan, mode, least, most, (size_t)prop.l2CacheSize, warmup, iters, block);
+	snprintf(ps->device, sizeof ps->device, "%s", prop.name);
 
 	int G = ps->plan.groups;
 	ps->sums = dev_alloc(E, (size_t)G * PKB_MAX_TENSORS * sizeof(uint64_t));
@@ -973,9 +975,6 @@ static void do_perf(struct rank_env *E)
 		mode = PERF_WARM;
 	phase(E, "timing", "preparing %d+%d %s calls per solution", warmup, iters,
 	      perf_mode_name((enum perf_mode)mode));
-	struct cudaDeviceProp prop;
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaGetDeviceProperties(&prop, E->device));
-	const char *dev_name = prop.name;   /* for the roofline: which machine this is */
 	struct perf_set ps;
 	memset(&ps, 0, sizeof ps);
 	perf_prepare(E, &ps, (enum perf_mode)mode, warmup, iters, block);
@@ -1045,7 +1044,7 @@ static void do_perf(struct rank_env *E)
 		json_object_set_new(rec, "mode", json_string(perf_mode_name(ps.plan.mode)));
 		json_object_set_new(rec, "block", json_integer(block));
 		json_object_set_new(rec, "inputs_modified", json_boolean(modified != 0));
-		json_object_set_new(rec, "device", json_string(dev_name));
+		json_object_set_new(rec, "device", json_string(ps.device));
 		send_result(E, rec);
 		free(pr[s].ms);
 		free(pr[s].start_ms);
