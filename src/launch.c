@@ -64,6 +64,7 @@ struct rank_slot {
 	struct proto_reader rd;
 	uint64_t deadline;     /* ns, monotonic */
 	uint64_t phase_t0;
+	int kind;              /* of the current phase, -1 unknown or none */
 	double budget;
 	int closed;
 	char *coll;            /* this rank's pending collective contribution */
@@ -99,6 +100,15 @@ static void fail_rank(struct launch *L, int r, enum pkb_outcome cat, const char 
 	}
 }
 
+/* the phase now running on rank r ends: its time goes to its kind */
+static void end_phase(struct launch *L, int r, uint64_t now)
+{
+	struct rank_slot *s = &L->slot[r];
+	if (s->kind >= 0 && s->phase_t0)
+		L->res->ranks[r].kind_s[s->kind] += (double)(now - s->phase_t0) / 1e9;
+	s->kind = -1;
+}
+
 static void set_phase(struct launch *L, int r, const char *text)
 {
 	struct rank_slot *s = &L->slot[r];
@@ -109,6 +119,8 @@ static void set_phase(struct launch *L, int r, const char *text)
 	snprintf(kind, sizeof kind, "%.*s", (int)(kl < sizeof kind ? kl : sizeof kind - 1), text);
 	int k = phase_kind_parse(kind);
 	uint64_t now = now_ns();
+	end_phase(L, r, now);
+	s->kind = k;
 	s->budget = k >= 0 ? L->o->deadline_s[k] : 60;
 	s->phase_t0 = now;
 	s->deadline = now + (uint64_t)(s->budget * 1e9);
@@ -181,6 +193,7 @@ static void handle_msg(struct launch *L, int r, enum msg_type type, char *buf, s
 	case MSG_DONE:
 		rr->done = 1;
 		rr->phase_s = (double)(now_ns() - L->slot[r].phase_t0) / 1e9;
+		end_phase(L, r, now_ns());
 		break;
 	default:
 		fail_rank(L, r, OUT_INTERNAL, "rank %d sent message type %d", r, (int)type);

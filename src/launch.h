@@ -35,6 +35,7 @@ struct rank_report {
 	pid_t pid;
 	char phase[128];
 	double phase_s;            /* time spent in the phase when it ended */
+	double kind_s[PH_KIND_COUNT];  /* seconds spent in each kind of phase */
 	int exited, status;        /* waitpid status, once exited */
 	int done;                  /* sent MSG_DONE */
 	int failed;                /* sent MSG_FAIL, or crashed, or timed out */

@@ -722,7 +722,9 @@ struct perf_set {
 	uint64_t *sums;                     /* device: [group][tensor] checksum of that content */
 	uint64_t *now_sum;                  /* device: checksum scratch */
 	uint32_t *modified;                 /* device: set when a group's content changed */
-	void **out[PERF_MAX_GROUPS + 1];    /* [set][tensor] */
+	void **out[MAX_SOL][PERF_MAX_GROUPS + 1]; /* [solution][set][tensor]: each solution
+						  * has its own, so that the re-check reads
+						  * what that solution wrote */
 	void *chk_in[PKB_MAX_TENSORS];      /* the re-check's inputs and reference outputs */
 	void *chk_out[PKB_MAX_TENSORS];
 	void *flush;                        /* 2 x L2, read to leave L2 clean */
@@ -803,11 +805,12 @@ static void perf_prepare(struct rank_env *E, struct perf_set *ps, enum perf_mode
 		gen_inputs(E, perf_trial(g, 0), ps->in[g]);
 		sum_group(E, ps, g, ps->sums + (size_t)g * PKB_MAX_TENSORS);
 	}
-	for (int k = 0; k < ps->plan.out_sets; k++) {
-		ps->out[k] = xcalloc(PKB_MAX_TENSORS, sizeof(void *));
-		for (int i = 0; i < E->io.n_out; i++)
-			ps->out[k][i] = dev_alloc(E, tensor_desc_bytes(&E->io.out[i]));
-	}
+	for (int s = 0; s < E->n_sol; s++)
+		for (int k = 0; k < ps->plan.out_sets; k++) {
+			ps->out[s][k] = xcalloc(PKB_MAX_TENSORS, sizeof(void *));
+			for (int i = 0; i < E->io.n_out; i++)
+				ps->out[s][k][i] = dev_alloc(E, tensor_desc_bytes(&E->io.out[i]));
+		}
 	for (int i = 0; i < E->io.n_in; i++)
 		ps->chk_in[i] = dev_alloc(E, tensor_desc_bytes(&E->io.in[i]));
 	for (int i = 0; i < E->io.n_out; i++)
@@ -828,11 +831,12 @@ static void perf_release(struct rank_env *E, struct perf_set *ps)
 			cudaFree(ps->in[g][i]);
 		free(ps->in[g]);
 	}
-	for (int k = 0; k < ps->plan.out_sets; k++) {
-		for (int i = 0; i < E->io.n_out; i++)
-			cudaFree(ps->out[k][i]);
-		free(ps->out[k]);
-	}
+	for (int s = 0; s < E->n_sol; s++)
+		for (int k = 0; k < ps->plan.out_sets; k++) {
+			for (int i = 0; i < E->io.n_out; i++)
+				cudaFree(ps->out[s][k][i]);
+			free(ps->out[s][k]);
+		}
 	for (int i = 0; i < E->io.n_in; i++)
 		cudaFree(ps->chk_in[i]);
 	for (int i = 0; i < E->io.n_out; i++)
@@ -853,7 +857,7 @@ static void perf_capture(struct rank_env *E, struct perf_set *ps, int s)
 		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamSynchronize(E->stream));
 		CUDA_OR(E, OUT_RUNTIME_ERROR,
 			cudaStreamBeginCapture(E->stream, cudaStreamCaptureModeThreadLocal));
-		refresh_ctx(E, sol, ps->in[g], ps->out[g]);
+		refresh_ctx(E, sol, ps->in[g], ps->out[s][g]);
 		int rc = sol->run(&sol->ctx);
 		cudaError_t e = cudaStreamEndCapture(E->stream, &graph);
 		if (rc != 0 || e != cudaSuccess || !graph) {
@@ -909,7 +913,7 @@ static void perf_block(struct rank_env *E, struct perf_set *ps, struct perf_run 
 		if (P->mode == PERF_GRAPH)
 			CUDA_OR(E, OUT_RUNTIME_ERROR, cudaGraphLaunch(ps->graph[pr->s][g], E->stream));
 		else
-			sol_call(E, sol, ps->in[g], ps->out[o]);
+			sol_call(E, sol, ps->in[g], ps->out[pr->s][o]);
 		if (timed)
 			cudaEventRecord(ev[2 * k + 1], E->stream);
 	}
@@ -953,7 +957,7 @@ static int perf_recheck(struct rank_env *E, struct perf_set *ps, struct perf_run
 		sol_call(E, ref, in, ps->chk_out);
 		wait_stream(E, ref->role);
 		copy_outputs(E, ps->chk_out, E->host_ref);
-		copy_outputs(E, ps->out[o], E->host_out);
+		copy_outputs(E, ps->out[pr->s][o], E->host_out);
 		json_array_clear(one);
 		if (!compare_outputs(E, one) && ok) {
 			ok = 0;

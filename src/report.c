@@ -222,6 +222,12 @@ json_t *report_launch_json(const struct launch_result *res)
 				      rr->done, "failed", rr->failed);
 		if (rr->failed)
 			json_object_set_new(o, "message", json_string(rr->message));
+		json_t *secs = json_object();
+		for (int k = 0; k < PH_KIND_COUNT; k++)
+			if (rr->kind_s[k] > 0)
+				json_object_set_new(secs, phase_kind_name((enum phase_kind)k),
+						    json_real(rr->kind_s[k]));
+		json_object_set_new(o, "phase_seconds", secs);
 		json_array_append_new(ranks, o);
 	}
 	return json_pack("{s:f,s:o}", "wall_s", res->wall_s, "ranks", ranks);
