@@ -136,6 +136,26 @@ extern "C" int kern_barrier(pkb_dev_comm comm, struct CUstream_st *stream)
 	return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
 
+__global__ void gate(const volatile uint32_t *flag, uint32_t want, unsigned long long timeout_ns,
+		     volatile uint32_t *expired)
+{
+	uint64_t t0 = pkb_globaltimer();
+	while (*flag != want) {
+		if (pkb_globaltimer() - t0 > timeout_ns) {
+			*expired = 1;
+			return;
+		}
+		__nanosleep(256);
+	}
+}
+
+extern "C" int kern_gate(const volatile uint32_t *flag, uint32_t want, uint64_t timeout_ns,
+			 volatile uint32_t *expired, struct CUstream_st *stream)
+{
+	gate<<<1, 1, 0, (cudaStream_t)stream>>>(flag, want, timeout_ns, expired);
+	return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
+
 __global__ void differ(const unsigned long long *a, const unsigned long long *b, uint32_t *flag)
 {
 	if (*a != *b)

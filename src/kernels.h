@@ -25,6 +25,11 @@ int kern_flag_if_differ(const uint64_t *a, const uint64_t *b, uint32_t *flag,
 int kern_l2_flush(const void *buf, size_t bytes, struct CUstream_st *stream);
 /* Every rank's stream meets here (one block, pkb_barrier_block slot 0). */
 int kern_barrier(pkb_dev_comm comm, struct CUstream_st *stream);
+/* The stream waits here until the host stores `want` into *flag (host
+ * memory mapped for the device), so that work enqueued behind it starts
+ * back to back; after timeout_ns it goes on and sets *expired. */
+int kern_gate(const volatile uint32_t *flag, uint32_t want, uint64_t timeout_ns,
+	      volatile uint32_t *expired, struct CUstream_st *stream);
 
 /* `pkb calibrate` (src/calibrate.cu): achievable peaks of this machine */
 struct calib {

@@ -143,6 +143,8 @@ void report_perf(json_t *perf, const char *role, int world, int iters, struct pe
 		snprintf(ps->mode, sizeof ps->mode, "%s", mode ? mode : "warm");
 		const char *dev = json_string_value(json_object_get(by_rank[r], "device"));
 		snprintf(ps->device, sizeof ps->device, "%s", dev ? dev : "");
+		int ge = (int)json_integer_value(json_object_get(by_rank[r], "gate_expired"));
+		ps->gate_expired = ge > ps->gate_expired ? ge : ps->gate_expired;
 		if (json_is_true(json_object_get(by_rank[r], "inputs_modified")) && ps->recheck_ok) {
 			ps->inputs_modified = 1;
 			ps->recheck_ok = 0;
@@ -210,6 +212,7 @@ json_t *report_perf_json(const struct perf_summary *ps)
 	json_object_set_new(o, "mode", json_string(ps->mode));
 	json_object_set_new(o, "block", json_integer(ps->block));
 	json_object_set_new(o, "inputs_modified", json_boolean(ps->inputs_modified));
+	json_object_set_new(o, "gate_expired", json_integer(ps->gate_expired));
 	return o;
 }
 

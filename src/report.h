@@ -25,6 +25,7 @@ struct perf_summary {
 	int groups, block;
 	char mode[8];         /* warm | cold | graph */
 	int inputs_modified;  /* a timed call wrote into its inputs */
+	int gate_expired;     /* timed blocks whose launch gate expired (most on a rank) */
 	char device[64];      /* the GPU's name, as CUDA gives it */
 };
 /* summarise the perf records of one solution (role) over W ranks */

@@ -207,7 +207,14 @@ int hw_for_device(const char *asked, const char *device, int world, struct hw_sp
 			 device ? device : "an unknown GPU");
 		return -1;
 	}
-	char name[32];
-	snprintf(name, sizeof name, "%s_%d", family, world <= 8 ? 8 : 72);
-	return hw_load(name, h, err, n);
+	/* the smallest nominal machine of the family that has W GPUs */
+	static const int sizes[] = { 4, 8, 72 };
+	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "%s_%d", family, sizes[i]);
+		if (sizes[i] >= world && hw_load(name, h, err, n) == 0)
+			return 0;
+	}
+	snprintf(err, n, "no nominal %s machine with %d GPUs (name one with --hw)", family, world);
+	return -1;
 }

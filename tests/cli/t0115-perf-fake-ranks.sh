@@ -8,9 +8,9 @@ P=$ROOT/problems/001_allreduce/solutions/ok_oneshot_pull.cu
 PKB_FAKE_MODE=ok expect_exit 0 "$PKB" eval 1 "$P" --gpus 4 --m 32 --trials 1 --iters 20 -q \
 	--timing cold --json "$TMP/ok.json" --trace "$TMP/trace.json"
 expect_grep '^speedup 2.000x .*max over 4 ranks, cold, 64 input groups' "$TMP/out"
-# 001 at 64 KiB, W = 4 on h200_8 (the nominal machine of an "NVIDIA H200"):
+# 001 at 64 KiB, W = 4 on h200_4 (the smallest nominal machine of an "NVIDIA H200" with 4 GPUs):
 # 98304 B / 450 GB/s = 0.218 us; S = 1 / (1 + (5 - t) / (10 - t))
-expect_grep '^roofline 0.22 us on h200_8 \(interconnect-bound\): at 4% of it, speed-of-light score 0.672$' "$TMP/out"
+expect_grep '^roofline 0.22 us on h200_4 \(interconnect-bound\): at 4% of it, speed-of-light score 0.672$' "$TMP/out"
 expect_grep '"bound_us": 0.2184' "$TMP/ok.json"
 # W = 8: 2 * 7/8 * 64 KiB / 450 GB/s = 0.255 us on h200_8
 PKB_FAKE_MODE=ok expect_exit 0 "$PKB" eval 1 "$P" --gpus 8 --m 32 --trials 1 --iters 20 -q
@@ -18,7 +18,7 @@ expect_grep '^speedup 2.000x .*max over 8 ranks' "$TMP/out"
 expect_grep '^roofline 0.25 us on h200_8' "$TMP/out"
 # at 2 MiB per rank the bound is 6.99 us: a 5 us candidate is impossible
 PKB_FAKE_MODE=ok expect_exit 8 "$PKB" eval 1 "$P" --gpus 4 --trials 1 --iters 20 -q
-expect_grep "^flagged: the candidate's median 5.000 us is below the hardware's lower bound \(roofline 6.99 us on h200_8" "$TMP/out"
+expect_grep "^flagged: the candidate's median 5.000 us is below the hardware's lower bound \(roofline 6.99 us on h200_4" "$TMP/out"
 PKB_FAKE_MODE=ok expect_exit 0 "$PKB" eval 1 "$P" --gpus 4 --m 32 --trials 1 --iters 20 -q --hw b200_8
 expect_grep '^roofline 0.11 us on b200_8' "$TMP/out"
 expect_exit 2 "$PKB" eval 1 "$P" --gpus 4 --m 32 --trials 1 --iters 20 -q --hw nosuch
@@ -54,7 +54,7 @@ PKB_FAKE_MODE=ok expect_exit 0 "$PKB" run 1 --gpus 2 --m 32 --iters 20 --timing 
 expect_grep '^time: median 10.00 us.*max over 2 ranks, graph\)' "$TMP/out"
 # and the same verdict as eval when a median is below the bound
 PKB_FAKE_MODE=ok expect_exit 8 "$PKB" run 1 --solution "$P" --gpus 4 --iters 20 -q
-expect_grep "^flagged: the candidate's median 5.000 us is below the hardware's lower bound \(roofline 6.99 us on h200_8" "$TMP/out"
+expect_grep "^flagged: the candidate's median 5.000 us is below the hardware's lower bound \(roofline 6.99 us on h200_4" "$TMP/out"
 # a trace that cannot be written: the verdict stands, the exit says input error
 PKB_FAKE_MODE=ok expect_exit 1 "$PKB" eval 1 "$P" --gpus 2 --m 32 --trials 1 --iters 20 -q \
 	--trace /nonexistent/dir/t.json

@@ -75,9 +75,9 @@ int main(void)
 	CHECK(near(r.flops, 0.75 * MiB) && near(r.t_flop, 0.75 * MiB / 67e12));
 	CHECK(near(r.t_bound, r.t_net) && !strcmp(r.bottleneck, "interconnect"));
 	CHECK(near(r.t_serial, r.t_net + r.t_hbm + r.t_flop));
-	/* 256 MiB per rank: the output beyond L2 (50 MiB) counts */
+	/* 256 MiB per rank: the output beyond L2 (60 MiB) counts */
 	bounds("1", "h200_4", 4, 131072, 1024, &r);
-	CHECK(near(r.hbm_bytes, 256 * MiB + 206 * MiB));
+	CHECK(near(r.hbm_bytes, 256 * MiB + 196 * MiB));
 	/* 64 KiB per rank: 32 x 1024 */
 	bounds("1", "h200_4", 4, 32, 1024, &r);
 	CHECK(near(r.net_bytes, 1.5 * 65536));
@@ -91,6 +91,18 @@ int main(void)
 	CHECK(near(r.hbm_bytes, 1024.0 * 64 * 2 + 512.0 * 1024 * 2));
 	CHECK(near(r.t_bound, 917504 / 450e9) && !strcmp(r.bottleneck, "interconnect"));
 	CHECK(fabs(r.t_serial * 1e6 - 3.477) < 0.001);
+
+	/* the default machine: the smallest nominal one of the GPU's family with W GPUs */
+	CHECK(hw_for_device(NULL, "NVIDIA H200", 4, &h, err, sizeof err) == 0 &&
+	      !strcmp(h.name, "h200_4"));
+	CHECK(hw_for_device(NULL, "NVIDIA H200", 8, &h, err, sizeof err) == 0 &&
+	      !strcmp(h.name, "h200_8"));
+	CHECK(hw_for_device(NULL, "NVIDIA H100 80GB HBM3", 2, &h, err, sizeof err) == 0 &&
+	      !strcmp(h.name, "h100_8"));
+	CHECK(hw_for_device(NULL, "NVIDIA H100 80GB HBM3", 16, &h, err, sizeof err) < 0 &&
+	      strstr(err, "16 GPUs"));
+	CHECK(hw_for_device(NULL, "NVIDIA B200", 16, &h, err, sizeof err) == 0 &&
+	      !strcmp(h.name, "b200_72"));
 
 	/* a W the machine does not have is refused */
 	CHECK(hw_load("h200_4", &h, err, sizeof err) == 0);
