@@ -146,11 +146,13 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 		r->log = xstrfmt("cannot read '%s': %s", src, strerror(errno));
 		return 0;
 	}
+	/* cuDNN is linked only for a source that includes its header */
+	int cudnn = strstr(text, "cudnn.h") != NULL;
 	char *inc = xstrfmt("%s/include", pkb_root());
 	char *gencode = xstrfmt("-gencode=arch=compute_%s,code=%s", o->arch + 3, o->arch);
 	r->flags = xstrfmt("nvcc -std=c++17 -O3 -lineinfo -Xcompiler -fPIC -shared --cudart shared "
-			   "%s -I%s -o OUT.so SRC.cu -lcublas -lcublasLt -lcurand%s",
-			   gencode, inc, o->reference ? " -lnccl" : "");
+			   "%s -I%s -o OUT.so SRC.cu -lcublas -lcublasLt -lcurand%s%s",
+			   gencode, inc, cudnn ? " -lcudnn" : "", o->reference ? " -lnccl" : "");
 
 	/* the key: source, ABI headers, flags, compiler */
 	unsigned char dg[32];
@@ -210,6 +212,8 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	argv[a++] = "-lcublas";
 	argv[a++] = "-lcublasLt";
 	argv[a++] = "-lcurand";
+	if (cudnn)
+		argv[a++] = "-lcudnn";
 	if (o->reference)
 		argv[a++] = "-lnccl";
 	argv[a] = NULL;
