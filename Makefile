@@ -3,7 +3,8 @@
 #   make run        build, then evaluate the bundled known-good candidates on this machine's GPUs
 #   make test       everything that needs no GPU (unit, sanitizers, CLI, nvcc of every solution)
 #   make test-gpu   the GPU suite; P=001,002 filters problems, W="2 4" picks world sizes,
-#                   S="3x1001" adds base shapes, J=2 launches share each GPU set
+#                   S="3x1001" adds base shapes, J=2 launches share each GPU set,
+#                   T=450 starts no case after 450 s (the rest count as not run)
 #   make bench      the expert collectives against NCCL across sizes (a table under bench/results)
 # Problems are found by glob: problems/NNN_name/problem.c.
 
@@ -124,7 +125,7 @@ bench: $(BUILD)/pkb
 
 test-gpu: deps
 	@$(MAKE) --no-print-directory all
-	@tools/test-gpu $(if $(P),-p $(P)) $(if $(W),-w "$(W)") $(if $(S),-s "$(S)") $(if $(J),-j $(J))
+	@tools/test-gpu $(if $(P),-p $(P)) $(if $(W),-w "$(W)") $(if $(S),-s "$(S)") $(if $(J),-j $(J)) $(if $(T),-t $(T))
 
 run: deps
 	@$(MAKE) --no-print-directory all

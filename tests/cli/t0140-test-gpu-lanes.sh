@@ -7,10 +7,12 @@
 export PKB_RANK_CMD=$ROOT/build/tests/fake_rank PKB_FAKE_MODE=ok PKB_TEST_GPUS=4
 cd "$ROOT"
 expect_exit 1 tools/test-gpu -p 005 -w "2 4" -s 3x1001 -o "$TMP/r.jsonl"
-# 005: reference + 2 ok_ at two shapes, 3 bad_ at the default: 9 cases per W
+# 005 at W = 2: the reference (default shape), 2 ok_ at two shapes, 3 bad_
+# (default shape, smallest W only); at W = 4 the reference and the ok_: 13
 n=$(wc -l < "$TMP/r.jsonl")
-[ "$n" = 18 ] && ok || not_ok "expected 18 recorded cases, got $n"
-expect_grep '^12 passed, 6 failed$' "$TMP/out"
+[ "$n" = 13 ] && ok || not_ok "expected 13 recorded cases, got $n"
+expect_grep '^10 passed, 3 failed$' "$TMP/out"
+grep -q '"world":4,.*bad_' "$TMP/r.jsonl" && not_ok "a bad_ candidate ran at W = 4 without -a" || ok
 # W = 2 ran on both pairs; W = 4 on all four
 expect_grep '"world":2,.*"gpus":"0,1"' "$TMP/r.jsonl"
 expect_grep '"world":2,.*"gpus":"2,3"' "$TMP/r.jsonl"
@@ -19,4 +21,14 @@ expect_grep '"world":4,.*"gpus":"0,1,2,3"' "$TMP/r.jsonl"
 d=$(python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; k=[(x["world"],x["shape"],x["solution"]) for x in r]; print(len(k)-len(set(k)))' "$TMP/r.jsonl")
 [ "$d" = 0 ] && ok || not_ok "$d cases ran twice"
 expect_grep '^FAIL 005_scatter W=2 default bad_zeros.cu +expected mismatch \(3\), got exit 0' "$TMP/out"
+# -a: bad_ candidates at every W
+expect_exit 1 tools/test-gpu -p 005 -w "2 4" -a -o "$TMP/a.jsonl"
+n=$(wc -l < "$TMP/a.jsonl")
+[ "$n" = 12 ] && ok || not_ok "expected 12 recorded cases with -a, got $n"
+# -t: no case starts after the budget; the rest are recorded as not run
+PKB_FAKE_MODE=slow expect_exit 1 tools/test-gpu -p 005 -w 2 -j 1 -t 1 -o "$TMP/t.jsonl"
+n=$(wc -l < "$TMP/t.jsonl")
+[ "$n" = 6 ] && ok || not_ok "expected 6 recorded cases under -t, got $n"
+expect_grep '"not_run":true' "$TMP/t.jsonl"
+expect_grep '^FAIL 005_scatter W=2 .* not run: the 1 s budget \(-t\) was spent' "$TMP/out"
 done_testing

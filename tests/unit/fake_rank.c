@@ -9,6 +9,7 @@
  *   fail      reports a runtime_error and exits
  *   early     exits 0 without saying done
  *   coll      an allgather of the rank number; checks what comes back
+ *   slow      as ok, after 0.5 s in the first trial
  * With a "perf" object in the job, every mode that gets through the trials
  * also sends a perf record per solution: the reference's calls take 10 us,
  * the candidate's 5 us (start 20 us apart). Perf-only misbehaviour:
@@ -58,6 +59,8 @@ int main(void)
 			pause();
 	if (!strcmp(mode, "crash"))
 		raise(SIGSEGV);
+	if (!strcmp(mode, "slow"))
+		usleep(500000);
 	if (!strcmp(mode, "fail")) {
 		say(MSG_FAIL, "{\"category\":\"runtime_error\",\"message\":\"fake: an illegal memory access\"}");
 		return 1;

@@ -146,8 +146,7 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 		int gemm = a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
 			   a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
 			   a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
-		int fma_ok = t != PKB_FP32 || perf[i].mathType == CUDNN_FMA_MATH ||
-			     perf[i].mathType == CUDNN_DEFAULT_MATH;
+		int fma_ok = t != PKB_FP32 || perf[i].mathType == CUDNN_FMA_MATH;
 		if (perf[i].status == CUDNN_STATUS_SUCCESS && gemm && fma_ok &&
 		    perf[i].memory <= WS_BYTES)
 			pick = i;
