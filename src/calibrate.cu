@@ -2,8 +2,9 @@
  * calibrate.cu -- what `pkb calibrate` measures on this machine's GPUs (in
  * the child process `pkb __calibrate`, so the parent never touches CUDA):
  * HBM copy bandwidth, peer bandwidth one way and both ways with the copy
- * engine and with SM stores, all-to-all aggregate, bf16 GEMM FLOP/s, and the
- * round trip of a device-side flag between two GPUs. Each figure is the best
+ * engine and with SM stores (one way also with SM loads), all-to-all
+ * aggregate, bf16 GEMM FLOP/s, the round trip of a device-side flag between
+ * two GPUs, and the floor of the timed loop (an empty call). Each figure is the best
  * of a few timed repetitions after a warmup (an achievable peak, not an
  * average). docs/ROOFLINE.md says how they are used.
  */
@@ -68,6 +69,8 @@ __global__ void store_all(int4 *dst, const int4 *src, size_t n)
 	     i += (size_t)gridDim.x * blockDim.x)
 		dst[i] = src[i];
 }
+
+__global__ void empty(void) {}
 
 /* ping-pong: side 0 writes k+1 into the peer's flag and waits for k+1 in
  * its own; side 1 answers. Bounded: gives up after ~1 s and says so. */
@@ -171,6 +174,31 @@ extern "C" int calib_measure(struct calib *c, char *err, size_t n)
 			return cudaStreamWaitEvent(st[0][1], done, 0);
 		}, &t));
 		c->p2p_bidir_bw = 2.0 * big / t;
+		/* one way, SM loads: GPU 0 pulls GPU 1's buffer into its own */
+		TRY(best_time(0, st[0][1], [&] {
+			store_all<<<4 * c->sm_count, 512, 0, st[0][1]>>>((int4 *)buf[0][1],
+									 (const int4 *)buf[1][0], big / 16);
+			return cudaGetLastError();
+		}, &t));
+		c->p2p_sm_load_bw = big / t;
+		/* both ways at once with SM stores: 0 stores into 1, 1 into 0 */
+		TRY(best_time(0, st[0][1], [&] {
+			cudaError_t e;
+			cudaEvent_t go = start_evt(st[0][1]);
+			if ((e = cudaSetDevice(1)) || (e = cudaStreamWaitEvent(st[1][0], go, 0)))
+				return e;
+			store_all<<<4 * c->sm_count, 512, 0, st[1][0]>>>((int4 *)buf[0][1],
+									 (const int4 *)buf[1][1], big / 16);
+			if ((e = cudaGetLastError()) || (e = cudaEventRecord(done, st[1][0])) ||
+			    (e = cudaSetDevice(0)))
+				return e;
+			store_all<<<4 * c->sm_count, 512, 0, st[0][1]>>>((int4 *)buf[1][0],
+									 (const int4 *)buf[0][0], big / 16);
+			if ((e = cudaGetLastError()))
+				return e;
+			return cudaStreamWaitEvent(st[0][1], done, 0);
+		}, &t));
+		c->p2p_bidir_sm_bw = 2.0 * big / t;
 		cudaEventDestroy(done);
 
 		/* all-to-all: every GPU copies 1/G of a buffer to every other one at
@@ -255,6 +283,46 @@ extern "C" int calib_measure(struct calib *c, char *err, size_t n)
 		}
 		TRY(cudaSetDevice(0));
 		cudaFree(failed);
+	}
+
+	/* the timing floor: what `--measure-perf` reports for a call that does
+	 * nothing -- events around an empty kernel, enqueued behind the launch
+	 * gate as the timed loop does (docs/TIMING.md) */
+	{
+		TRY(cudaSetDevice(0));
+		enum { CALLS = 100 };
+		cudaEvent_t ev[2 * CALLS];
+		for (int k = 0; k < 2 * CALLS; k++)
+			TRY(cudaEventCreate(&ev[k]));
+		uint32_t *gate;
+		volatile uint32_t *gate_dev;
+		TRY(cudaHostAlloc((void **)&gate, 2 * sizeof(uint32_t), cudaHostAllocMapped));
+		gate[0] = gate[1] = 0;
+		TRY(cudaHostGetDevicePointer((void **)&gate_dev, gate, 0));
+		if (kern_gate(gate_dev, 1, 1000000000ull, gate_dev + 1, (struct CUstream_st *)st[0][0])) {
+			snprintf(err, n, "launch gate failed");
+			return -1;
+		}
+		for (int k = 0; k < CALLS; k++) {
+			TRY(cudaEventRecord(ev[2 * k], st[0][0]));
+			empty<<<1, 32, 0, st[0][0]>>>();
+			TRY(cudaEventRecord(ev[2 * k + 1], st[0][0]));
+		}
+		__atomic_store_n(&gate[0], 1u, __ATOMIC_RELEASE);
+		TRY(cudaStreamSynchronize(st[0][0]));
+		float ms[CALLS];
+		for (int k = 0; k < CALLS; k++)
+			TRY(cudaEventElapsedTime(&ms[k], ev[2 * k], ev[2 * k + 1]));
+		for (int i = 1; i < CALLS; i++)   /* insertion sort: the median */
+			for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
+				float x = ms[j];
+				ms[j] = ms[j - 1];
+				ms[j - 1] = x;
+			}
+		c->empty_call_s = gate[1] ? -1 : ms[CALLS / 2] * 1e-3;
+		for (int k = 0; k < 2 * CALLS; k++)
+			cudaEventDestroy(ev[k]);
+		cudaFreeHost(gate);
 	}
 
 	/* bf16 GEMM, 8192^3, fp32 accumulation */

@@ -22,9 +22,10 @@ static const char usage[] =
 "usage: pkb calibrate [--json FILE] [--timeout S]\n"
 "\n"
 "Measure this machine: HBM copy bandwidth; peer bandwidth one way (copy\n"
-"engine and SM stores) and both ways; all-to-all; bf16 GEMM FLOP/s; the round\n"
-"trip of a device-side flag between two GPUs. Stored as the hardware 'local'\n"
-"(docs/ROOFLINE.md) in the cache folder. Takes about a minute.\n"
+"engine, SM stores, SM loads) and both ways (copy engine, SM stores);\n"
+"all-to-all; bf16 GEMM FLOP/s; the round trip of a device-side flag between\n"
+"two GPUs; the timed loop's floor (an empty call). Stored as the hardware\n"
+"'local' (docs/ROOFLINE.md) in the cache folder. Takes about a minute.\n"
 "\n"
 "  -j, --json FILE        also write the measurements here\n"
 "      --timeout S        give up after S seconds (default 300)\n";
@@ -48,12 +49,17 @@ int cmd_calibrate_child(int argc, char **argv)
 			      "gemm_bf16_flops", c.gemm_bf16_flops);
 	json_object_set_new(m, "flag_round_trip_us", c.flag_round_trip_s > 0
 				? json_real(c.flag_round_trip_s * 1e6) : json_null());
+	json_object_set_new(m, "p2p_sm_load_bw", json_real(c.p2p_sm_load_bw));
+	json_object_set_new(m, "p2p_bidir_sm_bw", json_real(c.p2p_bidir_sm_bw));
+	json_object_set_new(m, "empty_call_us", c.empty_call_s > 0
+				? json_real(c.empty_call_s * 1e6) : json_null());
 	/* the flops not measured come from the nominal spec of this GPU family;
 	 * without one they are set to the measured bf16 figure (said in the file) */
 	struct hw_spec nom;
 	char why[600];
 	int have_nom = hw_for_device(NULL, c.name, 2, &nom, why, sizeof why) == 0;
 	double net = c.p2p_ce_bw > c.p2p_sm_bw ? c.p2p_ce_bw : c.p2p_sm_bw;
+	net = c.p2p_sm_load_bw > net ? c.p2p_sm_load_bw : net;
 	json_t *hw = json_pack(
 		"{s:s,s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:{s:f,s:f,s:f,s:f,s:f},s:s,s:s}",
 		"name", "local", "title", c.name, "gpus", c.gpus, "sm_count", c.sm_count,
@@ -130,13 +136,20 @@ int cmd_calibrate(int argc, char **argv)
 	printf("HBM copy    %8.1f GB/s (read + write)\n", G("hbm_copy_bw") / 1e9);
 	printf("peer, CE    %8.1f GB/s one way, GPU 0 -> 1\n", G("p2p_ce_bw") / 1e9);
 	printf("peer, SM    %8.1f GB/s one way (SM stores)\n", G("p2p_sm_bw") / 1e9);
-	printf("peer, both  %8.1f GB/s (both ways at once)\n", G("p2p_bidir_bw") / 1e9);
+	printf("peer, SM ld %8.1f GB/s one way (SM loads: GPU 0 reads GPU 1)\n",
+	       G("p2p_sm_load_bw") / 1e9);
+	printf("peer, both  %8.1f GB/s (both ways at once, copy engine)\n", G("p2p_bidir_bw") / 1e9);
+	printf("both, SM    %8.1f GB/s (both ways at once, SM stores)\n", G("p2p_bidir_sm_bw") / 1e9);
 	printf("all-to-all  %8.1f GB/s received per GPU (%d GPUs)\n", G("alltoall_rx_bw") / 1e9,
 	       (int)json_integer_value(json_object_get(m, "alltoall_gpus")));
 	printf("bf16 GEMM   %8.1f TFLOP/s (8192^3)\n", G("gemm_bf16_flops") / 1e12);
 	json_t *rt = json_object_get(m, "flag_round_trip_us");
 	if (json_is_number(rt))
 		printf("flag trip   %8.2f us (GPU 0 -> 1 -> 0, device-side)\n", json_number_value(rt));
+	json_t *ec = json_object_get(m, "empty_call_us");
+	if (json_is_number(ec))
+		printf("empty call  %8.2f us (the timed loop's floor: events around an empty kernel)\n",
+		       json_number_value(ec));
 #undef G
 	char *path = hw_local_path();
 	char *dir = xstrdup(path);

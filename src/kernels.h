@@ -39,7 +39,10 @@ struct calib {
 	double hbm_copy_bw;         /* bytes/s read + written by a device copy */
 	double p2p_ce_bw;           /* one way, copy engine, GPU 0 -> 1 */
 	double p2p_sm_bw;           /* one way, SM stores, GPU 0 -> 1 */
-	double p2p_bidir_bw;        /* both ways at once, sum */
+	double p2p_sm_load_bw;      /* one way, SM loads: GPU 0 reads GPU 1 */
+	double p2p_bidir_sm_bw;     /* both ways at once with SM stores, sum */
+	double empty_call_s;        /* median of event, empty kernel, event (the timing floor) */
+	double p2p_bidir_bw;        /* both ways at once, copy engine, sum */
 	double alltoall_rx_bw;      /* all GPUs to all: bytes one GPU receives per second */
 	double gemm_bf16_flops;     /* cuBLAS bf16 8192^3 */
 	double flag_round_trip_s;   /* device flag GPU 0 -> 1 -> 0; -1 if it gave up */
