@@ -23,6 +23,7 @@
 #include <cudnn.h>
 #include <nccl.h>
 #include "pkb.h"
+#include "pkb_device.cuh"   /* pkb_to_float, pkb_from_float */
 
 PKB_SOLUTION;
 
@@ -50,14 +51,6 @@ struct state {
 	int cin, cout, tin, hin, win, to, ho, wo;
 };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
 /*
  * Batched transpose: for each batch b, dst_b[c * ldd + r] = src_b[r * cols + c]
  * (+ bias[c] when bias is given), src_b being rows x cols; batches are
@@ -75,7 +68,7 @@ transpose(const T *src, T *dst, int64_t rows, int64_t cols, int64_t ldd, const T
 	for (int k = threadIdx.y; k < TILE; k += 8) {
 		int64_t r = r0 + k, c = c0 + threadIdx.x;
 		if (r < rows && c < cols)
-			tile[k][threadIdx.x] = to_f(s[r * cols + c]);
+			tile[k][threadIdx.x] = pkb_to_float(s[r * cols + c]);
 	}
 	__syncthreads();
 	for (int k = threadIdx.y; k < TILE; k += 8) {
@@ -83,8 +76,8 @@ transpose(const T *src, T *dst, int64_t rows, int64_t cols, int64_t ldd, const T
 		if (r < rows && c < cols) {
 			float v = tile[threadIdx.x][k];
 			if (bias)
-				v += to_f(bias[c]);
-			d[c * ldd + r] = from_f<T>(v);
+				v += pkb_to_float(bias[c]);
+			d[c * ldd + r] = pkb_from_float<T>(v);
 		}
 	}
 }

@@ -3,6 +3,7 @@
  * raw loop instead of pkb_wait_ge, so the GPU hangs. The harness must end it
  * at the trial deadline and report a timeout with the phase.
  * pkb-expect: timeout
+ * pkb-args: --deadline trial=5
  */
 #include <cuda_runtime.h>
 #include "pkb.h"
