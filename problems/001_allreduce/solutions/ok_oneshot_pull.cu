@@ -26,14 +26,6 @@ struct state {
 	pkb_symm stage;
 };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
 allreduce_oneshot(pkb_dev_comm comm, const T *in, T *out, T *const *stage, int64_t n)
@@ -56,27 +48,38 @@ allreduce_oneshot(pkb_dev_comm comm, const T *in, T *out, T *const *stage, int64
 		return;
 
 	for (int64_t v = v0 + threadIdx.x; v < v1; v += blockDim.x) {
+		/* up to 8 ranks' loads in flight at once (one NVLink round trip,
+		 * not one per rank), then their sum in rank order */
 		float acc[16 / sizeof(T)];
 		for (int k = 0; k < VEC; k++)
 			acc[k] = 0.f;
-		for (int r = 0; r < comm.world; r++) {
-			int4 raw = ((const int4 *)stage[r])[v];
-			const T *e = (const T *)&raw;
-			for (int k = 0; k < VEC; k++)
-				acc[k] += to_f(e[k]);
+		for (int r0 = 0; r0 < comm.world; r0 += 8) {
+			int4 raw[8];
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				if (r0 + j < comm.world)
+					raw[j] = ((const int4 *)stage[r0 + j])[v];
+#pragma unroll
+			for (int j = 0; j < 8; j++) {
+				if (r0 + j >= comm.world)
+					break;
+				const T *e = (const T *)&raw[j];
+				for (int k = 0; k < VEC; k++)
+					acc[k] += pkb_to_float(e[k]);
+			}
 		}
 		int4 res;
 		T *o = (T *)&res;
 		for (int k = 0; k < VEC; k++)
-			o[k] = from_f<T>(acc[k]);
+			o[k] = pkb_from_float<T>(acc[k]);
 		((int4 *)out)[v] = res;
 	}
 	if (last)
 		for (int64_t i = nvec * VEC + threadIdx.x; i < n; i += blockDim.x) {
 			float acc = 0.f;
 			for (int r = 0; r < comm.world; r++)
-				acc += to_f(stage[r][i]);
-			out[i] = from_f<T>(acc);
+				acc += pkb_to_float(stage[r][i]);
+			out[i] = pkb_from_float<T>(acc);
 		}
 
 	pkb_barrier_block(comm, blockIdx.x);   /* peers are done reading ours */
@@ -96,7 +99,9 @@ static void launch(pkb_ctx *ctx, struct state *s)
 {
 	int64_t n = ctx->in[0].numel;
 	int64_t nvec = n / (16 / sizeof(T));
-	int blocks = (int)((nvec + THREADS * 4 - 1) / (THREADS * 4));
+	/* one vector per thread while the blocks last: small tensors are
+	 * latency-bound, and more threads put more loads in flight */
+	int blocks = (int)((nvec + THREADS - 1) / THREADS);
 	blocks = blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : blocks;
 	allreduce_oneshot<T><<<blocks, THREADS, 0, (cudaStream_t)ctx->stream>>>(
 		ctx->dev, (const T *)ctx->in[0].data, (T *)ctx->out[0].data,
