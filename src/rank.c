@@ -733,6 +733,7 @@ struct perf_set {
 	char device[256];                   /* the GPU's name, for the roofline */
 	/* the launch gate: host memory mapped for the device */
 	volatile uint32_t *gate;            /* [0] the host's release word, [1] expired */
+	volatile uint32_t *gate_dev;        /* the same words, as the device sees them */
 	uint32_t gate_gen;
 	int gate_on;                        /* off once it expired twice */
 	int gate_misses;                    /* expiries, warmup included */
@@ -831,6 +832,7 @@ static void perf_prepare(struct rank_env *E, struct perf_set *ps, enum perf_mode
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaHostAlloc(&gate, 2 * sizeof(uint32_t), cudaHostAllocMapped));
 	ps->gate = gate;
 	ps->gate[0] = ps->gate[1] = 0;
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaHostGetDevicePointer((void **)&ps->gate_dev, gate, 0));
 	ps->gate_on = 1;
 	ps->flush_bytes = 2 * (size_t)prop.l2CacheSize;
 	ps->flush = dev_alloc(E, ps->flush_bytes);
@@ -917,13 +919,9 @@ static void perf_block(struct rank_env *E, struct perf_set *ps, struct perf_run 
 	const struct perf_plan *P = &ps->plan;
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaDeviceSynchronize());
 	int gated = ps->gate_on;
-	if (gated) {
-		volatile uint32_t *dev = NULL;
-		CUDA_OR(E, OUT_RUNTIME_ERROR,
-			cudaHostGetDevicePointer((void **)&dev, (void *)ps->gate, 0));
-		if (kern_gate(dev, ++ps->gate_gen, GATE_NS, dev + 1, (struct CUstream_st *)E->stream))
-			rank_fail(E, OUT_RUNTIME_ERROR, "launch gate failed");
-	}
+	if (gated && kern_gate(ps->gate_dev, ++ps->gate_gen, GATE_NS, ps->gate_dev + 1,
+			       (struct CUstream_st *)E->stream))
+		rank_fail(E, OUT_RUNTIME_ERROR, "launch gate failed");
 	uint64_t t0 = now_ns();
 	long c0 = pr->call;
 	for (int k = 0; k < count; k++) {
