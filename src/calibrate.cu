@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels.h"   /* defines: struct calib */
+#include "stats.h"
 
 #define REPS 5
 
@@ -310,16 +311,15 @@ extern "C" int calib_measure(struct calib *c, char *err, size_t n)
 		}
 		__atomic_store_n(&gate[0], 1u, __ATOMIC_RELEASE);
 		TRY(cudaStreamSynchronize(st[0][0]));
-		float ms[CALLS];
-		for (int k = 0; k < CALLS; k++)
-			TRY(cudaEventElapsedTime(&ms[k], ev[2 * k], ev[2 * k + 1]));
-		for (int i = 1; i < CALLS; i++)   /* insertion sort: the median */
-			for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
-				float x = ms[j];
-				ms[j] = ms[j - 1];
-				ms[j - 1] = x;
-			}
-		c->empty_call_s = gate[1] ? -1 : ms[CALLS / 2] * 1e-3;
+		double ms[CALLS];
+		for (int k = 0; k < CALLS; k++) {
+			float f;
+			TRY(cudaEventElapsedTime(&f, ev[2 * k], ev[2 * k + 1]));
+			ms[k] = f;
+		}
+		struct stats sm;
+		stats_compute(ms, CALLS, &sm);
+		c->empty_call_s = gate[1] ? -1 : sm.median * 1e-3;
 		for (int k = 0; k < 2 * CALLS; k++)
 			cudaEventDestroy(ev[k]);
 		cudaFreeHost(gate);

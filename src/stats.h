@@ -9,7 +9,15 @@ struct stats {
 	double median, mean, min, max, p90, std;
 };
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* x is sorted in place */
 void stats_compute(double *x, int n, struct stats *s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
