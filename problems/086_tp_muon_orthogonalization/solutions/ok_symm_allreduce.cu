@@ -137,12 +137,16 @@ __global__ void to_bf16(const float *X, __nv_bfloat16 *out, int64_t n)
 }
 
 /* ------------------------------------------------------------------------ */
-/* cuBLASLt plans: fp32 in and out, CUBLAS_COMPUTE_32F (no TF32) */
+/* cuBLASLt plans: fp32 in and out, CUBLAS_COMPUTE_32F (no TF32; bad_tf32.cu
+ * sets GEMM_COMPUTE to the TF32 shortcut) */
+#ifndef GEMM_COMPUTE
+#define GEMM_COMPUTE CUBLAS_COMPUTE_32F
+#endif
 
 static int lt_plan(struct state *s, struct lt_gemm *g, cublasOperation_t ta,
 		   cublasOperation_t tb, int m, int n, int k, int lda, int ldb, int ldc)
 {
-	if (cublasLtMatmulDescCreate(&g->op, CUBLAS_COMPUTE_32F, CUDA_R_32F) ||
+	if (cublasLtMatmulDescCreate(&g->op, GEMM_COMPUTE, CUDA_R_32F) ||
 	    cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) ||
 	    cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) ||
 	    cublasLtMatrixLayoutCreate(&g->a, CUDA_R_32F, ta == CUBLAS_OP_N ? m : k,
