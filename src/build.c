@@ -87,9 +87,10 @@ static void hash_update_file(EVP_MD_CTX *md, const char *path)
 
 /* Local headers (#include "x") change what compiles as much as the source
  * does: each one found next to the including file or in include/ goes into
- * the key, recursively (a known-bad candidate may include a known-good one). */
+ * the key, recursively (a known-bad candidate may include a known-good one).
+ * *cudnn is set when one of them includes cudnn.h. */
 static void hash_includes(EVP_MD_CTX *md, const char *text, const char *from, const char *inc,
-			  int depth)
+			  int depth, int *cudnn)
 {
 	if (depth > 8)
 		return;
@@ -127,7 +128,8 @@ static void hash_includes(EVP_MD_CTX *md, const char *text, const char *from, co
 		if (body) {
 			EVP_DigestUpdate(md, path, strlen(path) + 1);
 			EVP_DigestUpdate(md, body, len);
-			hash_includes(md, body, path, inc, depth + 1);
+			*cudnn |= strstr(body, "cudnn.h") != NULL;
+			hash_includes(md, body, path, inc, depth + 1, cudnn);
 			free(body);
 		}
 		free(path);
@@ -146,15 +148,10 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 		r->log = xstrfmt("cannot read '%s': %s", src, strerror(errno));
 		return 0;
 	}
-	/* cuDNN is linked only for a source that includes its header */
-	int cudnn = strstr(text, "cudnn.h") != NULL;
 	char *inc = xstrfmt("%s/include", pkb_root());
 	char *gencode = xstrfmt("-gencode=arch=compute_%s,code=%s", o->arch + 3, o->arch);
-	r->flags = xstrfmt("nvcc -std=c++17 -O3 -lineinfo -Xcompiler -fPIC -shared --cudart shared "
-			   "%s -I%s -o OUT.so SRC.cu -lcublas -lcublasLt -lcurand%s%s",
-			   gencode, inc, cudnn ? " -lcudnn" : "", o->reference ? " -lnccl" : "");
 
-	/* the key: source, ABI headers, flags, compiler */
+	/* the key: source, ABI headers, local headers, flags, compiler */
 	unsigned char dg[32];
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
 	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
@@ -164,7 +161,13 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	hash_update_file(md, h2);
 	free(h1);
 	free(h2);
-	hash_includes(md, text, src, inc, 0);
+	/* cuDNN is linked only for a source that includes its header, itself or
+	 * through a local header */
+	int cudnn = strstr(text, "cudnn.h") != NULL;
+	hash_includes(md, text, src, inc, 0, &cudnn);
+	r->flags = xstrfmt("nvcc -std=c++17 -O3 -lineinfo -Xcompiler -fPIC -shared --cudart shared "
+			   "%s -I%s -o OUT.so SRC.cu -lcublas -lcublasLt -lcurand%s%s",
+			   gencode, inc, cudnn ? " -lcudnn" : "", o->reference ? " -lnccl" : "");
 	EVP_DigestUpdate(md, r->flags, strlen(r->flags));
 	const char *ver = build_nvcc_version();
 	EVP_DigestUpdate(md, ver, strlen(ver));

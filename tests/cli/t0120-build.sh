@@ -35,4 +35,18 @@ expect_grep "\(cached " "$TMP/out"
 printf '// changed\n' >> "$TMP/body.cuh"
 expect_exit 0 "$PKB" build "$TMP/inc.cu"
 expect_grep "\(compiled " "$TMP/out"
+# cuDNN is linked for a source that includes cudnn.h through a local header
+# too (a variant that includes a cuDNN candidate): the library is NEEDED
+cat > "$TMP/dnn.cuh" <<'CU'
+#include <cudnn.h>
+#include "pkb.h"
+PKB_SOLUTION;
+extern "C" int pkb_init(pkb_ctx *ctx) { return cudnnGetVersion() == 0; }
+extern "C" int pkb_run(pkb_ctx *ctx) { return 0; }
+extern "C" int pkb_fini(pkb_ctx *ctx) { return 0; }
+CU
+printf '#define VARIANT 2\n#include "dnn.cuh"\n' > "$TMP/dnn_variant.cu"
+expect_exit 0 "$PKB" build "$TMP/dnn_variant.cu"
+so=$(ls -t "$PKB_CACHE"/*.so | head -1)
+expect_exit 0 sh -c "readelf -d '$so' | grep -q 'NEEDED.*libcudnn'"
 done_testing
