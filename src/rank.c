@@ -902,19 +902,25 @@ struct perf_run {
 	int n;
 	long call;           /* calls made so far (rotation counter) */
 	double host_ms;      /* host wall of all timed blocks */
-	double span_ms;      /* first start event to last end event, per block, summed */
+	double span_ms;      /* block-start event to last end event, per block, summed */
 	int gate_expired;    /* timed blocks whose launch gate expired */
 	int last_group[PERF_MAX_GROUPS + 1];   /* per output set: its last call's group */
 	int last_gen[PERF_MAX_GROUPS + 1];     /* ... and that group's generation then */
 };
 
 /* `count` calls of one solution; timed ones get events. Ranks are aligned by
- * a device barrier before every call, outside the events. Afterwards the
+ * a device barrier before every call, outside the events. ev[2 * block]
+ * marks where this rank's stream starts the block (past the launch gate):
+ * the escape check compares the host clock with the span from there, so
+ * that waiting at the first barrier for a rank that released its gate later
+ * (an input group to regenerate that is larger on some ranks) is on both
+ * clocks, not only the host's. Afterwards the
  * groups it used get fresh content and L2 is left clean, so every block
  * starts from the same state. */
 static void perf_block(struct rank_env *E, struct perf_set *ps, struct perf_run *pr, int count,
 		       int timed, pkb_dev_comm align, cudaEvent_t *ev, cudaEvent_t base)
 {
+	cudaEvent_t start = ev[2 * ps->plan.block];
 	struct solution *sol = &E->sol[pr->s];
 	const struct perf_plan *P = &ps->plan;
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaDeviceSynchronize());
@@ -923,6 +929,8 @@ static void perf_block(struct rank_env *E, struct perf_set *ps, struct perf_run 
 			       (struct CUstream_st *)E->stream))
 		rank_fail(E, OUT_RUNTIME_ERROR, "launch gate failed");
 	uint64_t t0 = now_ns();
+	if (timed)
+		cudaEventRecord(start, E->stream);
 	long c0 = pr->call;
 	for (int k = 0; k < count; k++) {
 		long c = pr->call++;
@@ -957,7 +965,7 @@ static void perf_block(struct rank_env *E, struct perf_set *ps, struct perf_run 
 	if (timed) {
 		pr->host_ms += (double)(now_ns() - t0) / 1e6;
 		float span;
-		cudaEventElapsedTime(&span, ev[0], ev[2 * count - 1]);
+		cudaEventElapsedTime(&span, start, ev[2 * count - 1]);
 		pr->span_ms += span;
 		for (int k = 0; k < count; k++) {
 			float ms, at;
@@ -1027,8 +1035,8 @@ static void do_perf(struct rank_env *E)
 	if (make_dev_comm(E, &E->align_pads, &E->align_epochs, &E->align_err, &align) < 0)
 		rank_fail(E, OUT_RUNTIME_ERROR, "cannot allocate the alignment barrier: %s",
 			  E->symm_err);
-	cudaEvent_t *ev = xcalloc((size_t)(2 * block), sizeof *ev), base;
-	for (int k = 0; k < 2 * block; k++)
+	cudaEvent_t *ev = xcalloc((size_t)(2 * block + 1), sizeof *ev), base;
+	for (int k = 0; k <= 2 * block; k++)
 		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventCreate(&ev[k]));
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventCreate(&base));
 
@@ -1090,7 +1098,7 @@ static void do_perf(struct rank_env *E)
 		free(pr[s].ms);
 		free(pr[s].start_ms);
 	}
-	for (int k = 0; k < 2 * block; k++)
+	for (int k = 0; k <= 2 * block; k++)
 		cudaEventDestroy(ev[k]);
 	cudaEventDestroy(base);
 	free(ev);
