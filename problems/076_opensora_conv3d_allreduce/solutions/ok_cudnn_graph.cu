@@ -39,7 +39,12 @@
 
 PKB_SOLUTION;
 
+#ifndef NCHUNK
 #define NCHUNK 4
+#endif
+#ifndef SIDE_PRIORITY_HIGH
+#define SIDE_PRIORITY_HIGH 1
+#endif
 #define TILE 32
 #define MAX_CFG 64                 /* heuristic results looked at, per shape */
 #define MAX_TRY 8                  /* plans finalized and timed, per shape */
@@ -584,7 +589,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	CUDA_OR_FAIL(ctx, cudaMalloc(&s->wt, ctx->in[1].bytes));
 	CUDA_OR_FAIL(ctx, cudaMalloc(&s->yt, ctx->out[0].bytes));
 	CUDA_OR_FAIL(ctx, cudaDeviceGetStreamPriorityRange(&least, &greatest));
-	CUDA_OR_FAIL(ctx, cudaStreamCreateWithPriority(&s->side, cudaStreamNonBlocking, greatest));
+	CUDA_OR_FAIL(ctx, cudaStreamCreateWithPriority(&s->side, cudaStreamNonBlocking,
+							 SIDE_PRIORITY_HIGH ? greatest : least));
 	CUDA_OR_FAIL(ctx, cudaEventCreateWithFlags(&s->side_done, cudaEventDisableTiming));
 	for (int c = 0; c < NCHUNK; c++)
 		CUDA_OR_FAIL(ctx, cudaEventCreateWithFlags(&s->conv_done[c], cudaEventDisableTiming));

@@ -1,0 +1,25 @@
+# tools/bench-collectives and tools/collectives-table on fake ranks (whose
+# candidate always takes 5 us against the reference's 10 us): one JSON line
+# per candidate and size, the table keeps each size's fastest passing
+# candidate and judges issue 3's targets; a flagged candidate is listed as
+# not passing and gets no row; several files read as one
+. "$(dirname "$0")/lib.sh"
+export PKB_RANK_CMD=$ROOT/build/tests/fake_rank PKB_FAKE_MODE=ok PKB_TEST_GPUS=4
+cd "$ROOT"
+expect_exit 0 tools/bench-collectives -p 001 -s "8K 256M" -o "$TMP/c"
+n=$(wc -l < "$TMP/c.jsonl")
+c=$(ls problems/001_allreduce/solutions/ok_*.cu | wc -l)
+[ "$n" = $((2 * c)) ] && ok || not_ok "expected $((2 * c)) evals (2 sizes x $c candidates), got $n"
+expect_grep '^\| 001_allreduce \| 8K \| ok_.*\.cu \| 10\.00 \| 5\.00 \| 2\.00x \| .* \| <= 10 us and >= 2x \| yes \|$' "$TMP/c.md"
+# 5 us is below 256 MiB's bound: flagged, listed, no row
+expect_grep "^$n evals, $c not passing; 0 targets missed\.$" "$TMP/c.md"
+expect_grep '^- allreduce 256M ok_twoshot\.cu: flagged: .* below the hardware.s lower bound' "$TMP/c.md"
+if grep -q '^| 001_allreduce | 256M' "$TMP/c.md"; then not_ok "a flagged size has a row"; else ok; fi
+PKB_FAKE_MODE=escape expect_exit 0 tools/bench-collectives -p 002 -s 8K -o "$TMP/e"
+expect_grep '^2 evals, 2 not passing; 0 targets missed\.$' "$TMP/e.md"
+expect_grep '^- allgather 8K ok_oneshot_pu(sh|ll)\.cu: flagged: work escaped' "$TMP/e.md"
+if grep -q '^| 002_allgather' "$TMP/e.md"; then not_ok "a flagged candidate has a row"; else ok; fi
+expect_exit 0 tools/collectives-table "$TMP/c.jsonl" "$TMP/e.jsonl"
+expect_grep "^$((n + 2)) evals, $((c + 2)) not passing; 0 targets missed\.$" "$TMP/out"
+expect_grep '^\| 001_allreduce \| 8K ' "$TMP/out"
+done_testing
