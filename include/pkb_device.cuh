@@ -12,6 +12,9 @@
  *     the harness signal pads in ctx->dev (slot = a block index). Writes made
  *     by the block before the barrier are visible to every peer's block
  *     after it;
+ *   - pkb_call_half: which half of a two-half staging buffer this call uses
+ *     (alternating per call, the same on every rank), so that a call never
+ *     overwrites what a slower peer may still be reading from the last one;
  *   - pkb_to_float / pkb_from_float<T>: bf16, fp16 and fp32 to and from fp32,
  *     for kernels templated on the element type.
  *
@@ -118,6 +121,23 @@ __device__ __forceinline__ bool pkb_barrier_block(const pkb_dev_comm &comm, int 
 	}
 	__syncthreads();
 	return ok != 0;
+}
+
+/* This call's half of a staging buffer of two halves, `half` bytes apart:
+ * 0 on even calls of this thread block, `half` on odd ones. calls[] holds a
+ * counter per block (device memory of this rank, zeroed in pkb_init, one
+ * per blockIdx.x). Block b runs the same number of calls on every rank, so
+ * every rank picks the same half. Every thread of the block must call it. */
+__device__ __forceinline__ size_t pkb_call_half(uint32_t *calls, size_t half)
+{
+	__shared__ uint32_t parity;
+	if (threadIdx.x == 0) {
+		uint32_t c = calls[blockIdx.x];
+		calls[blockIdx.x] = c + 1;
+		parity = c & 1;
+	}
+	__syncthreads();
+	return parity * half;
 }
 
 #endif /* PKB_DEVICE_CUH */

@@ -21,6 +21,7 @@
 #include <nccl.h>
 #include <stdlib.h>
 #include "pkb.h"
+#include "pkb_device.cuh"
 
 PKB_SOLUTION;
 
@@ -34,14 +35,6 @@ struct state {
 	int chunks;
 	int64_t chunk_rows;
 };
-
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
 
 template <typename T>
 __global__ void __launch_bounds__(32 * ROW_THREADS)
@@ -57,14 +50,14 @@ colsum_partial(const T *xh, const T *dy, float *ws, int64_t m, int64_t n, int64_
 	for (int64_t r = r0 + ty; r < r1; r += ROW_THREADS) {
 		const T *xr = xh + r * n, *dr = dy + r * n;
 		if (c0 < n) {
-			float d = to_f(dr[c0]);
+			float d = pkb_to_float(dr[c0]);
 			/* torch materialises dY * X_hat in T before summing */
-			g0 += to_f(from_f<T>(__fmul_rn(d, to_f(xr[c0]))));
+			g0 += pkb_to_float(pkb_from_float<T>(__fmul_rn(d, pkb_to_float(xr[c0]))));
 			b0 += d;
 		}
 		if (c1 < n) {
-			float d = to_f(dr[c1]);
-			g1 += to_f(from_f<T>(__fmul_rn(d, to_f(xr[c1]))));
+			float d = pkb_to_float(dr[c1]);
+			g1 += pkb_to_float(pkb_from_float<T>(__fmul_rn(d, pkb_to_float(xr[c1]))));
 			b1 += d;
 		}
 	}
@@ -92,7 +85,7 @@ __global__ void colsum_final(const float *ws, T *partial, int chunks, int64_t n2
 		float s = 0.f;
 		for (int c = 0; c < chunks; c++)
 			s += ws[(int64_t)c * n2 + j];
-		partial[j] = from_f<T>(s);
+		partial[j] = pkb_from_float<T>(s);
 	}
 }
 

@@ -34,6 +34,7 @@
 #include <cublas_v2.h>
 #include <nccl.h>
 #include "pkb.h"
+#include "pkb_device.cuh"
 
 PKB_SOLUTION;
 
@@ -105,22 +106,14 @@ static void launch_cat(const void *src, void *dst, int64_t rows, int64_t row_byt
 	}
 }
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
 /* torch's F.silu: computed in fp32 from the rounded h, rounded once */
 template <typename T>
 __global__ void silu_inplace(T *h, int64_t n)
 {
 	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
 	     i += (int64_t)gridDim.x * blockDim.x) {
-		float v = to_f(h[i]);
-		h[i] = from_f<T>(v / (1.0f + expf(-v)));
+		float v = pkb_to_float(h[i]);
+		h[i] = pkb_from_float<T>(v / (1.0f + expf(-v)));
 	}
 }
 

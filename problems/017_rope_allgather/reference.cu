@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include "pkb.h"
+#include "pkb_device.cuh"
 
 PKB_SOLUTION;
 
@@ -34,26 +35,18 @@ struct state {
 	void *recv;   /* [W][2][B][S][512] */
 };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
 /* one element of rope(x) at flat index i of a (B, S, 8, 64) tensor */
 template <typename T>
 __device__ __forceinline__ T rope_at(const T *x, const T *cs, const T *sn, int64_t i)
 {
 	int d = (int)(i & (HDIM - 1));
 	int64_t cidx = (i / POS_ELEMS) * HDIM + d;
-	float xv = to_f(x[i]);
-	float rv = d < HDIM / 2 ? -to_f(x[i + HDIM / 2]) : to_f(x[i - HDIM / 2]);
+	float xv = pkb_to_float(x[i]);
+	float rv = d < HDIM / 2 ? -pkb_to_float(x[i + HDIM / 2]) : pkb_to_float(x[i - HDIM / 2]);
 	/* _rn: no FMA contraction, each product rounded as torch does */
-	float t1 = to_f(from_f<T>(__fmul_rn(xv, to_f(cs[cidx]))));
-	float t2 = to_f(from_f<T>(__fmul_rn(rv, to_f(sn[cidx]))));
-	return from_f<T>(__fadd_rn(t1, t2));
+	float t1 = pkb_to_float(pkb_from_float<T>(__fmul_rn(xv, pkb_to_float(cs[cidx]))));
+	float t2 = pkb_to_float(pkb_from_float<T>(__fmul_rn(rv, pkb_to_float(sn[cidx]))));
+	return pkb_from_float<T>(__fadd_rn(t1, t2));
 }
 
 template <typename T>

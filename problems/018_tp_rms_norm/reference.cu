@@ -19,6 +19,7 @@
 #include <nccl.h>
 #include <stdlib.h>
 #include "pkb.h"
+#include "pkb_device.cuh"
 
 PKB_SOLUTION;
 
@@ -28,14 +29,6 @@ PKB_SOLUTION;
 struct state {
 	float *ss;   /* [M] */
 };
-
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
 
 /* a warp per row */
 template <typename T>
@@ -48,7 +41,7 @@ row_sumsq(const T *x, float *ss, int64_t m, int64_t n)
 		const T *row = x + i * n;
 		float acc = 0.f;
 		for (int64_t j = lane; j < n; j += 32) {
-			float v = to_f(row[j]);
+			float v = pkb_to_float(row[j]);
 			acc += __fmul_rn(v, v);
 		}
 		for (int o = 16; o > 0; o >>= 1)
@@ -70,8 +63,8 @@ rms_apply(const T *x, const T *w, const float *ss, T *out, int64_t m, int64_t n,
 		const T *row = x + i * n;
 		T *o = out + i * n;
 		for (int64_t j = lane; j < n; j += 32) {
-			float y = to_f(from_f<T>(__fmul_rn(to_f(row[j]), rs)));
-			o[j] = from_f<T>(__fmul_rn(to_f(w[j]), y));
+			float y = pkb_to_float(pkb_from_float<T>(__fmul_rn(pkb_to_float(row[j]), rs)));
+			o[j] = pkb_from_float<T>(__fmul_rn(pkb_to_float(w[j]), y));
 		}
 	}
 }

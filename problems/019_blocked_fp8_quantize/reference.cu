@@ -17,15 +17,12 @@
 #include <cuda_fp8.h>
 #include <nccl.h>
 #include "pkb.h"
+#include "pkb_device.cuh"
 
 PKB_SOLUTION;
 
 #define THREADS 256
 #define QBLOCK 128   /* block_size: one warp, 4 elements a lane */
-
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
 
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
@@ -40,7 +37,7 @@ quantize(const T *x, uint8_t *y, float *s, int64_t nblocks)
 		vec in = *(const vec *)(x + i);
 		float f[4], amax = 0.f;
 		for (int k = 0; k < 4; k++) {
-			f[k] = to_f(in.v[k]);
+			f[k] = pkb_to_float(in.v[k]);
 			amax = fmaxf(amax, fabsf(f[k]));
 		}
 		for (int o = 16; o > 0; o >>= 1)

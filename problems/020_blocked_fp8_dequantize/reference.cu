@@ -16,6 +16,7 @@
 #include <cuda_fp16.h>
 #include <nccl.h>
 #include "pkb.h"
+#include "pkb_device.cuh"
 
 PKB_SOLUTION;
 
@@ -26,10 +27,6 @@ struct state {
 	int64_t chunk;      /* M*N */
 	int bs;
 };
-
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
 
 /* 4 consecutive elements per thread: bs and M*N are multiples of 4, so the
  * four share one scale and one chunk. */
@@ -43,9 +40,9 @@ dequant(const T *y, const T *s, float *out, float *send, int64_t chunk, int bs,
 	     q += (int64_t)gridDim.x * blockDim.x) {
 		int64_t i = 4 * q;
 		vec in = ((const vec *)y)[q];
-		float sc = to_f(s[i / bs]);
-		float4 x = make_float4(to_f(in.v[0]) * sc, to_f(in.v[1]) * sc,
-				       to_f(in.v[2]) * sc, to_f(in.v[3]) * sc);
+		float sc = pkb_to_float(s[i / bs]);
+		float4 x = make_float4(pkb_to_float(in.v[0]) * sc, pkb_to_float(in.v[1]) * sc,
+				       pkb_to_float(in.v[2]) * sc, pkb_to_float(in.v[3]) * sc);
 		float *dst = i / chunk == rank ? out : send;
 		*(float4 *)(dst + i) = x;
 	}

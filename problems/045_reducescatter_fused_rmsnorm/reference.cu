@@ -19,6 +19,7 @@
 #include <nccl.h>
 #include <stdlib.h>
 #include "pkb.h"
+#include "pkb_device.cuh"
 
 PKB_SOLUTION;
 
@@ -30,14 +31,6 @@ PKB_SOLUTION;
 struct state {
 	void *rs;   /* [chunk] the reduce-scatter result */
 };
-
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
 
 static ncclDataType_t nccl_type(pkb_dtype t)
 {
@@ -64,7 +57,7 @@ mean_rmsnorm(const T *s, const T *gamma, T *y, int64_t rows, int hidden, float i
 	float acc = 0.f;
 	for (int k = 0; k < PER_LANE; k++) {
 		int j = lane + 32 * k;
-		x[k] = j < hidden ? to_f(from_f<T>(__fmul_rn(to_f(row[j]), inv_w))) : 0.f;
+		x[k] = j < hidden ? pkb_to_float(pkb_from_float<T>(__fmul_rn(pkb_to_float(row[j]), inv_w))) : 0.f;
 		acc += __fmul_rn(x[k], x[k]);
 	}
 	for (int o = 16; o > 0; o >>= 1)
@@ -73,7 +66,7 @@ mean_rmsnorm(const T *s, const T *gamma, T *y, int64_t rows, int hidden, float i
 	for (int k = 0; k < PER_LANE; k++) {
 		int j = lane + 32 * k;
 		if (j < hidden)
-			y[i * hidden + j] = from_f<T>(__fmul_rn(__fmul_rn(x[k], rs), to_f(gamma[j])));
+			y[i * hidden + j] = pkb_from_float<T>(__fmul_rn(__fmul_rn(x[k], rs), pkb_to_float(gamma[j])));
 	}
 }
 

@@ -52,28 +52,6 @@ struct state {
 	uint32_t *calls;      /* per-block call counters */
 };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
-/* This call's staging half, the same on every rank: block b has run the
- * same number of calls everywhere. */
-__device__ __forceinline__ size_t call_half(uint32_t *calls, size_t half)
-{
-	__shared__ uint32_t parity;
-	if (threadIdx.x == 0) {
-		uint32_t c = calls[blockIdx.x];
-		calls[blockIdx.x] = c + 1;
-		parity = c & 1;
-	}
-	__syncthreads();
-	return parity * half;
-}
-
 /* n 16-byte units from src to d0 and, when d1 is not NULL, to d1; each unit
  * loaded once, four loads in flight per thread before the stores */
 __device__ __forceinline__ void copy_vec(int4 *d0, int4 *d1, const int4 *src, int n)
@@ -144,7 +122,7 @@ __device__ __forceinline__ void reduce_fanout(T *const *dst, int nd, const T *co
 					if (k0 + k < w && i + u * THREADS < nv) {
 						const T *e = (const T *)&r[k][u];
 						for (int v = 0; v < VEC; v++)
-							acc[u][v] += to_f(e[v]);
+							acc[u][v] += pkb_to_float(e[v]);
 					}
 		}
 		for (int u = 0; u < UNR; u++)
@@ -152,7 +130,7 @@ __device__ __forceinline__ void reduce_fanout(T *const *dst, int nd, const T *co
 				int4 r;
 				T *f = (T *)&r;
 				for (int v = 0; v < VEC; v++)
-					f[v] = from_f<T>(acc[u][v]);
+					f[v] = pkb_from_float<T>(acc[u][v]);
 				for (int k = 0; k < nd; k++)
 					((int4 *)dst[k] + a)[i + u * THREADS] = r;
 			}
@@ -162,8 +140,8 @@ __device__ __forceinline__ void reduce_fanout(T *const *dst, int nd, const T *co
 		if (j < len) {
 			float acc = 0.f;
 			for (int k = 0; k < w; k++)
-				acc += to_f(src[k][j]);
-			T v = from_f<T>(acc);
+				acc += pkb_to_float(src[k][j]);
+			T v = pkb_from_float<T>(acc);
 			for (int k = 0; k < nd; k++)
 				dst[k][j] = v;
 		}
@@ -178,7 +156,7 @@ allreduce_twoshot(pkb_dev_comm comm, const T *in, T *out, void *const *stage, si
 	__shared__ const T *src[MAX_WORLD];
 	__shared__ T *dst[MAX_WORLD];
 	const int me = comm.rank, w = comm.world;
-	size_t off = call_half(calls, half);
+	size_t off = pkb_call_half(calls, half);
 	T *mine = (T *)((char *)stage[me] + off);
 	/* step 1: src[k] is chunk `me` as rank me+k holds it (k = 0: our
 	   input); dst[0] is our output, dst[k] chunk `me` of rank me+k */

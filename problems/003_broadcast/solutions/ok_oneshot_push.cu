@@ -38,20 +38,6 @@ struct state {
 	uint32_t *calls;      /* per-block call counters */
 };
 
-/* This call's staging half, the same on every rank: block b has run the
- * same number of calls everywhere. */
-__device__ __forceinline__ size_t call_half(uint32_t *calls, size_t half)
-{
-	__shared__ uint32_t parity;
-	if (threadIdx.x == 0) {
-		uint32_t c = calls[blockIdx.x];
-		calls[blockIdx.x] = c + 1;
-		parity = c & 1;
-	}
-	__syncthreads();
-	return parity * half;
-}
-
 /* n units from src to dst[k] + at for k < nd (a table in shared memory),
  * each unit loaded once */
 template <typename U>
@@ -93,7 +79,7 @@ broadcast_push(pkb_dev_comm comm, const char *in, char *out, void *const *stage,
 {
 	__shared__ int4 *dst[MAX_WORLD];
 	const int me = comm.rank, w = comm.world;
-	size_t off = call_half(calls, half);
+	size_t off = pkb_call_half(calls, half);
 	/* rank 0 writes dst[0 .. W-1]: its output, then rank k's staging;
 	   the others copy dst[1] (their staging) to dst[0] (their output) */
 	if (threadIdx.x < w) {

@@ -42,20 +42,6 @@ struct state {
 	uint32_t *calls;      /* per-block call counters */
 };
 
-/* This call's staging half, the same on every rank: block b has run the
- * same number of calls everywhere. */
-__device__ __forceinline__ size_t call_half(uint32_t *calls, size_t half)
-{
-	__shared__ uint32_t parity;
-	if (threadIdx.x == 0) {
-		uint32_t c = calls[blockIdx.x];
-		calls[blockIdx.x] = c + 1;
-		parity = c & 1;
-	}
-	__syncthreads();
-	return parity * half;
-}
-
 /* n 16-byte units from src to d0 and, when d1 is not NULL, to d1; each unit
  * loaded once, four loads in flight per thread before the stores */
 __device__ __forceinline__ void copy_vec(int4 *d0, int4 *d1, const int4 *src, int n)
@@ -107,7 +93,7 @@ broadcast_two_step(pkb_dev_comm comm, const char *in, char *out, void *const *st
 {
 	const int me = comm.rank, w = comm.world;
 	const int mypart = (me - SRC - 1 + w) % w;   /* a non-root's part */
-	size_t off = call_half(calls, half);
+	size_t off = pkb_call_half(calls, half);
 	int64_t nu = (bytes + 15) >> 4;
 	int64_t per = (nu + gridDim.x - 1) / gridDim.x;
 	int64_t u0 = min(nu, per * (int64_t)blockIdx.x), u1 = min(nu, u0 + per);

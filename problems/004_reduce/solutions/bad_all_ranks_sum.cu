@@ -21,14 +21,6 @@ PKB_SOLUTION;
 
 struct state { pkb_symm stage; };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
 template <typename T>
 __global__ void reduce_kernel(pkb_dev_comm comm, int root, const T *in, T *out,
 			      void *const *stage, int64_t n)
@@ -47,8 +39,8 @@ __global__ void reduce_kernel(pkb_dev_comm comm, int root, const T *in, T *out,
 	for (int64_t i = i0; i < n; i += step) {
 		float acc = 0.f;
 		for (int p = 0; p < comm.world; p++)
-			acc += to_f(((const T *)stage[p])[i]);
-		out[i] = from_f<T>(acc);
+			acc += pkb_to_float(((const T *)stage[p])[i]);
+		out[i] = pkb_from_float<T>(acc);
 	}
 	pkb_barrier_block(comm, blockIdx.x);
 }

@@ -56,28 +56,6 @@ template <> struct unit_of<4> { typedef int t; };
 template <> struct unit_of<2> { typedef short t; };
 template <> struct unit_of<1> { typedef char t; };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
-/* This call's staging half, the same on every rank: block b has run the
- * same number of calls everywhere. */
-__device__ __forceinline__ size_t call_half(uint32_t *calls, size_t half)
-{
-	__shared__ uint32_t parity;
-	if (threadIdx.x == 0) {
-		uint32_t c = calls[blockIdx.x];
-		calls[blockIdx.x] = c + 1;
-		parity = c & 1;
-	}
-	__syncthreads();
-	return parity * half;
-}
-
 /* n 16-byte units from src to d0 and, when d1 is not NULL, to d1; each unit
  * loaded once, four loads in flight per thread before the stores */
 __device__ __forceinline__ void copy_vec(int4 *d0, int4 *d1, const int4 *src, int n)
@@ -146,7 +124,7 @@ __device__ __forceinline__ void reduce_units(T *out, const T *const *src, int w,
 					if (k0 + k < w && i + u * THREADS < n) {
 						const T *e = (const T *)&r[k][u];
 						for (int v = 0; v < VEC; v++)
-							acc[u][v] += to_f(e[v]);
+							acc[u][v] += pkb_to_float(e[v]);
 					}
 		}
 		for (int u = 0; u < UNR; u++)
@@ -154,7 +132,7 @@ __device__ __forceinline__ void reduce_units(T *out, const T *const *src, int w,
 				U r;
 				T *f = (T *)&r;
 				for (int v = 0; v < VEC; v++)
-					f[v] = from_f<T>(acc[u][v]);
+					f[v] = pkb_from_float<T>(acc[u][v]);
 				o[i + u * THREADS] = r;
 			}
 	}
@@ -176,8 +154,8 @@ __device__ __forceinline__ void reduce_flat(T *out, const T *const *src, int w, 
 		if (j < elems) {
 			float acc = 0.f;
 			for (int p = 0; p < w; p++)
-				acc += to_f(src[p][j]);
-			out[j] = from_f<T>(acc);
+				acc += pkb_to_float(src[p][j]);
+			out[j] = pkb_from_float<T>(acc);
 		}
 	}
 }
@@ -199,7 +177,7 @@ reduce_twoshot(pkb_dev_comm comm, int root, const T *in, T *out, void *const *st
 	__shared__ T *src[MAX_WORLD];
 	const int me = comm.rank, w = comm.world;
 	const int mypart = (me - root - 1 + w) % w;   /* a non-root's part */
-	size_t off = call_half(calls, half);
+	size_t off = pkb_call_half(calls, half);
 	char *mine = (char *)stage[me] + off;
 	/* step 2's sources: our input, then the slots the peers pushed */
 	if (threadIdx.x < w)

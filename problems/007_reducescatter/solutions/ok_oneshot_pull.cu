@@ -55,28 +55,6 @@ template <> struct unit_of<4> { typedef int t; };
 template <> struct unit_of<2> { typedef short t; };
 template <> struct unit_of<1> { typedef char t; };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
-/* This call's staging half, the same on every rank: block b has run the
- * same number of calls everywhere. */
-__device__ __forceinline__ size_t call_half(uint32_t *calls, size_t half)
-{
-	__shared__ uint32_t parity;
-	if (threadIdx.x == 0) {
-		uint32_t c = calls[blockIdx.x];
-		calls[blockIdx.x] = c + 1;
-		parity = c & 1;
-	}
-	__syncthreads();
-	return parity * half;
-}
-
 /* n units from src to dst: four loads in flight per thread before the
  * stores, the ragged end included */
 template <typename U>
@@ -155,7 +133,7 @@ __device__ __forceinline__ void reduce_units(T *out, const T *const *src, int w,
 					if (k0 + k < w && i + u * THREADS < n) {
 						const T *e = (const T *)&r[k][u];
 						for (int v = 0; v < VEC; v++)
-							acc[u][v] += to_f(e[v]);
+							acc[u][v] += pkb_to_float(e[v]);
 					}
 		}
 		for (int u = 0; u < UNR; u++)
@@ -163,7 +141,7 @@ __device__ __forceinline__ void reduce_units(T *out, const T *const *src, int w,
 				U r;
 				T *f = (T *)&r;
 				for (int v = 0; v < VEC; v++)
-					f[v] = from_f<T>(acc[u][v]);
+					f[v] = pkb_from_float<T>(acc[u][v]);
 				o[i + u * THREADS] = r;
 			}
 	}
@@ -179,7 +157,7 @@ reducescatter_pull(pkb_dev_comm comm, const T *in, T *out, void *const *stage, s
 	__shared__ const U *src[MAX_WORLD];
 	__shared__ U *dst[MAX_WORLD];
 	const int me = comm.rank, w = comm.world;
-	size_t off = call_half(calls, half);
+	size_t off = pkb_call_half(calls, half);
 	char *mine = (char *)stage[me] + off;
 	const U *x = (const U *)in;
 	if (threadIdx.x < w) {

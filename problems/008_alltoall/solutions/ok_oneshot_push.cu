@@ -52,20 +52,6 @@ template <> struct unit_of<4> { typedef int t; };
 template <> struct unit_of<2> { typedef short t; };
 template <> struct unit_of<1> { typedef char t; };
 
-/* This call's staging half, the same on every rank: block b has run the
- * same number of calls everywhere. */
-__device__ __forceinline__ size_t call_half(uint32_t *calls, size_t half)
-{
-	__shared__ uint32_t parity;
-	if (threadIdx.x == 0) {
-		uint32_t c = calls[blockIdx.x];
-		calls[blockIdx.x] = c + 1;
-		parity = c & 1;
-	}
-	__syncthreads();
-	return parity * half;
-}
-
 /* n units from src to dst: four loads in flight per thread before the
  * stores, the ragged end included */
 template <typename U>
@@ -120,7 +106,7 @@ alltoall_push(pkb_dev_comm comm, const U *in, U *out, void *const *stage, size_t
 	__shared__ const U *src[MAX_WORLD], *slots[MAX_WORLD];
 	__shared__ U *dst[MAX_WORLD], *slabs[MAX_WORLD];
 	const int me = comm.rank, w = comm.world;
-	size_t off = call_half(calls, half);
+	size_t off = pkb_call_half(calls, half);
 	const char *mine = (const char *)stage[me] + off;
 	if (threadIdx.x < w) {
 		/* push: slab d = me+k goes to slot `me` of rank d (k = 0: our

@@ -8,16 +8,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include "pkb.h"
+#include "pkb_device.cuh"
 
 PKB_SOLUTION;
-
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
 
 /* one thread per column: slow, and wrong anyway */
 template <typename T>
@@ -28,12 +21,12 @@ __global__ void local_colsums(const T *xh, const T *dy, T *dg, T *db, int64_t m,
 		return;
 	float g = 0.f, b = 0.f;
 	for (int64_t r = 0; r < m; r++) {
-		float d = to_f(dy[r * n + c]);
-		g += to_f(from_f<T>(d * to_f(xh[r * n + c])));
+		float d = pkb_to_float(dy[r * n + c]);
+		g += pkb_to_float(pkb_from_float<T>(d * pkb_to_float(xh[r * n + c])));
 		b += d;
 	}
-	dg[c] = from_f<T>(g);
-	db[c] = from_f<T>(b);
+	dg[c] = pkb_from_float<T>(g);
+	db[c] = pkb_from_float<T>(b);
 }
 
 template <typename T>

@@ -35,14 +35,6 @@ struct state {
 	int64_t chunk_rows;
 };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
 template <typename T>
 __global__ void __launch_bounds__(32 * ROW_THREADS)
 colsum_partial(const T *xh, const T *dy, float *ws, int64_t m, int64_t n, int64_t chunk_rows)
@@ -57,8 +49,8 @@ colsum_partial(const T *xh, const T *dy, float *ws, int64_t m, int64_t n, int64_
 	for (int64_t r = r0 + ty; r < r1; r += ROW_THREADS)
 		for (int k = 0; k < 2; k++)
 			if (c[k] < n) {
-				float d = to_f(dy[r * n + c[k]]);
-				g[k] += to_f(from_f<T>(__fmul_rn(d, to_f(xh[r * n + c[k]]))));
+				float d = pkb_to_float(dy[r * n + c[k]]);
+				g[k] += pkb_to_float(pkb_from_float<T>(__fmul_rn(d, pkb_to_float(xh[r * n + c[k]]))));
 				b[k] += d;
 			}
 	red[0][ty][tx] = g[0];
@@ -99,9 +91,9 @@ exchange(pkb_dev_comm comm, const float *ws, float *const *sums, T *d_gamma, T *
 		for (int r = 0; r < comm.world; r++)
 			s += sums[r][j];
 		if (j < n)
-			d_gamma[j] = from_f<T>(s);
+			d_gamma[j] = pkb_from_float<T>(s);
 		else
-			d_beta[j - n] = from_f<T>(s);
+			d_beta[j - n] = pkb_from_float<T>(s);
 	}
 	pkb_barrier_block(comm, blockIdx.x);   /* peers are done reading ours */
 }

@@ -34,11 +34,6 @@ struct state {
 	pkb_symm part;   /* this rank's fp32 product (M, N) */
 };
 
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
 sum_partials(pkb_dev_comm comm, float *const *part, T *out, int64_t n)
@@ -52,7 +47,7 @@ sum_partials(pkb_dev_comm comm, float *const *part, T *out, int64_t n)
 		float acc = 0.f;
 		for (int w = 0; w < comm.world; w++)
 			acc += part[w][e];
-		out[e] = from_f<T>(acc);
+		out[e] = pkb_from_float<T>(acc);
 	}
 	pkb_barrier_block(comm, blockIdx.x);   /* peers are done reading ours */
 }

@@ -30,14 +30,6 @@ struct state {
 	pkb_symm part;   /* this rank's rounded product (M, N) */
 };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
 sum_reverse(pkb_dev_comm comm, T *const *part, T *out, int64_t n)
@@ -50,7 +42,7 @@ sum_reverse(pkb_dev_comm comm, T *const *part, T *out, int64_t n)
 	for (int64_t e = e0 + threadIdx.x; e < e1; e += blockDim.x) {
 		T acc = part[comm.world - 1][e];
 		for (int w = comm.world - 2; w >= 0; w--)
-			acc = from_f<T>(to_f(acc) + to_f(part[w][e]));
+			acc = pkb_from_float<T>(pkb_to_float(acc) + pkb_to_float(part[w][e]));
 		out[e] = acc;
 	}
 	pkb_barrier_block(comm, blockIdx.x);   /* peers are done reading ours */

@@ -59,17 +59,12 @@ push_rows(pkb_dev_comm comm, const E *x_local, E *const *x, int64_t ml, int64_t 
 	pkb_barrier_block(comm, blockIdx.x);
 }
 
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
 template <typename T>
 __global__ void silu_round(const float *h, T *a, int64_t n)
 {
 	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
 	     i += (int64_t)gridDim.x * blockDim.x)
-		a[i] = from_f<T>(h[i] / (1.0f + expf(-h[i])));
+		a[i] = pkb_from_float<T>(h[i] / (1.0f + expf(-h[i])));
 }
 
 static cudaDataType blas_type(pkb_dtype t)

@@ -25,11 +25,6 @@ struct state {
 	pkb_symm part;   /* this rank's fp32 partial (M, N) */
 };
 
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
 sum_partials(pkb_dev_comm comm, float *const *part, T *out, int64_t n, int64_t row0)
@@ -43,7 +38,7 @@ sum_partials(pkb_dev_comm comm, float *const *part, T *out, int64_t n, int64_t r
 		float acc = 0.f;
 		for (int w = 0; w < comm.world; w++)
 			acc += part[w][row0 + e];
-		out[e] = from_f<T>(acc);
+		out[e] = pkb_from_float<T>(acc);
 	}
 	pkb_barrier_block(comm, blockIdx.x);   /* peers are done reading ours */
 }

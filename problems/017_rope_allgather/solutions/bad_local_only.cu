@@ -9,16 +9,9 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 #include "pkb.h"
+#include "pkb_device.cuh"
 
 PKB_SOLUTION;
-
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
 
 /* one thread per output element; the source position ignores the rank */
 template <typename T>
@@ -35,10 +28,10 @@ __global__ void rope_replicated(const T *q, const T *k, const T *cs, const T *sn
 		const T *x = t ? k : q;
 		int d = (int)(e & 63);
 		int64_t c = (b * s + sp) * 64 + d;
-		float rv = d < 32 ? -to_f(x[i + 32]) : to_f(x[i - 32]);
-		float v = to_f(from_f<T>(to_f(x[i]) * to_f(cs[c]))) +
-			  to_f(from_f<T>(rv * to_f(sn[c])));
-		(t ? ko : qo)[oi] = from_f<T>(v);
+		float rv = d < 32 ? -pkb_to_float(x[i + 32]) : pkb_to_float(x[i - 32]);
+		float v = pkb_to_float(pkb_from_float<T>(pkb_to_float(x[i]) * pkb_to_float(cs[c]))) +
+			  pkb_to_float(pkb_from_float<T>(rv * pkb_to_float(sn[c])));
+		(t ? ko : qo)[oi] = pkb_from_float<T>(v);
 	}
 }
 

@@ -26,24 +26,16 @@ struct state {
 	pkb_symm stage;   /* [2][B*S][512] T: embedded q then k */
 };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
 template <typename T>
 __device__ __forceinline__ T rope_at(const T *x, const T *cs, const T *sn, int64_t i)
 {
 	int d = (int)(i & (HDIM - 1));
 	int64_t c = (i / POS_ELEMS) * HDIM + d;
-	float xv = to_f(x[i]);
-	float rv = d < HDIM / 2 ? -to_f(x[i + HDIM / 2]) : to_f(x[i - HDIM / 2]);
-	float t1 = to_f(from_f<T>(__fmul_rn(xv, to_f(cs[c]))));
-	float t2 = to_f(from_f<T>(__fmul_rn(rv, to_f(sn[c]))));
-	return from_f<T>(__fadd_rn(t1, t2));
+	float xv = pkb_to_float(x[i]);
+	float rv = d < HDIM / 2 ? -pkb_to_float(x[i + HDIM / 2]) : pkb_to_float(x[i - HDIM / 2]);
+	float t1 = pkb_to_float(pkb_from_float<T>(__fmul_rn(xv, pkb_to_float(cs[c]))));
+	float t2 = pkb_to_float(pkb_from_float<T>(__fmul_rn(rv, pkb_to_float(sn[c]))));
+	return pkb_from_float<T>(__fadd_rn(t1, t2));
 }
 
 /* V: the word used to copy whole position rows (512*sizeof(T) bytes) */

@@ -22,14 +22,6 @@ struct state {
 	pkb_symm ss;   /* [M] fp32 */
 };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
 tp_rmsnorm(pkb_dev_comm comm, const T *x, const T *w, float *const *ss, T *out, int64_t m,
@@ -43,7 +35,7 @@ tp_rmsnorm(pkb_dev_comm comm, const T *x, const T *w, float *const *ss, T *out, 
 	for (int64_t i = i0 + warp; i < i1; i += WARPS) {
 		float acc = 0.f;
 		for (int64_t j = lane; j < n; j += 32) {
-			float v = to_f(x[i * n + j]);
+			float v = pkb_to_float(x[i * n + j]);
 			acc += v * v;
 		}
 		for (int o = 16; o > 0; o >>= 1)
@@ -59,8 +51,8 @@ tp_rmsnorm(pkb_dev_comm comm, const T *x, const T *w, float *const *ss, T *out, 
 			tot += ss[r][i];
 		float rs = rsqrtf(tot * inv_hidden + eps);
 		for (int64_t j = lane; j < n; j += 32) {
-			float y = to_f(from_f<T>(to_f(x[i * n + j]) * rs));
-			out[i * n + j] = from_f<T>(to_f(w[j]) * y);
+			float y = pkb_to_float(pkb_from_float<T>(pkb_to_float(x[i * n + j]) * rs));
+			out[i * n + j] = pkb_from_float<T>(pkb_to_float(w[j]) * y);
 		}
 	}
 	pkb_barrier_block(comm, blockIdx.x);   /* peers are done reading ours */

@@ -10,16 +10,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include "pkb.h"
+#include "pkb_device.cuh"
 
 PKB_SOLUTION;
-
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
 
 /* a warp per row */
 template <typename T>
@@ -31,14 +24,14 @@ __global__ void local_rmsnorm(const T *x, const T *w, T *out, int64_t m, int64_t
 		return;
 	float acc = 0.f;
 	for (int64_t j = lane; j < n; j += 32) {
-		float v = to_f(x[i * n + j]);
+		float v = pkb_to_float(x[i * n + j]);
 		acc += v * v;
 	}
 	for (int o = 16; o > 0; o >>= 1)
 		acc += __shfl_xor_sync(0xffffffffu, acc, o);
 	float rs = rsqrtf(acc / (float)n + eps);
 	for (int64_t j = lane; j < n; j += 32)
-		out[i * n + j] = from_f<T>(to_f(w[j]) * to_f(from_f<T>(to_f(x[i * n + j]) * rs)));
+		out[i * n + j] = pkb_from_float<T>(pkb_to_float(w[j]) * pkb_to_float(pkb_from_float<T>(pkb_to_float(x[i * n + j]) * rs)));
 }
 
 template <typename T>

@@ -24,10 +24,6 @@ struct state {
 	pkb_symm stage;     /* M*N code bytes, then M*N/128 fp32 scales */
 };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-
 /* RN code, stepped one code toward zero where it rounded up in magnitude
  * (e4m3 magnitudes grow with the code, 0x00 .. 0x7e) */
 __device__ __forceinline__ uint8_t fp8_round_to_zero(float v)
@@ -55,7 +51,7 @@ quant_gather(pkb_dev_comm comm, const T *x, uint8_t *y_out, float *s_out,
 		int64_t i = g * QBLOCK + lane * 4;
 		float f[4], amax = 0.f;
 		for (int k = 0; k < 4; k++) {
-			f[k] = to_f(x[i + k]);
+			f[k] = pkb_to_float(x[i + k]);
 			amax = fmaxf(amax, fabsf(f[k]));
 		}
 		for (int o = 16; o > 0; o >>= 1)

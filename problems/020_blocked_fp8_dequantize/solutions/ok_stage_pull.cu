@@ -27,10 +27,6 @@ struct state {
 	pkb_symm stage;     /* (W, M, N) fp32 per rank */
 };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
 dequant_a2a(pkb_dev_comm comm, const T *y, const T *s, float *out,
@@ -46,12 +42,12 @@ dequant_a2a(pkb_dev_comm comm, const T *y, const T *s, float *out,
 	for (int c = 0; c < W; c++)
 		for (int64_t v = v0 + threadIdx.x; v < v1; v += blockDim.x) {
 			int64_t i = (int64_t)c * chunk + 4 * v;
-			float sc = to_f(s[i / bs]);
+			float sc = pkb_to_float(s[i / bs]);
 			float4 x;
-			x.x = to_f(y[i + 0]) * sc;
-			x.y = to_f(y[i + 1]) * sc;
-			x.z = to_f(y[i + 2]) * sc;
-			x.w = to_f(y[i + 3]) * sc;
+			x.x = pkb_to_float(y[i + 0]) * sc;
+			x.y = pkb_to_float(y[i + 1]) * sc;
+			x.z = pkb_to_float(y[i + 2]) * sc;
+			x.w = pkb_to_float(y[i + 3]) * sc;
 			*(float4 *)(mine + i) = x;
 		}
 

@@ -8,16 +8,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include "pkb.h"
+#include "pkb_device.cuh"
 
 PKB_SOLUTION;
-
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
 
 /* a block per row, one thread per column (hidden <= 128) */
 template <typename T>
@@ -29,12 +22,12 @@ __global__ void local_rmsnorm(const T *x, const T *g, T *y, int hidden, float ep
 	if (j == 0)
 		ss = 0.f;
 	__syncthreads();
-	float v = j < hidden ? to_f(row[j]) : 0.f;
+	float v = j < hidden ? pkb_to_float(row[j]) : 0.f;
 	atomicAdd(&ss, v * v);
 	__syncthreads();
 	if (j < hidden)
 		y[(int64_t)blockIdx.x * hidden + j] =
-			from_f<T>(v * rsqrtf(ss / (float)hidden + eps) * to_f(g[j]));
+			pkb_from_float<T>(v * rsqrtf(ss / (float)hidden + eps) * pkb_to_float(g[j]));
 }
 
 template <typename T>

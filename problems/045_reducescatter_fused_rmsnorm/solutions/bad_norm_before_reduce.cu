@@ -26,14 +26,6 @@ struct state {
 	pkb_symm stage;   /* [W][chunk] a copy of rs_input_1d */
 };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
 rs_rmsnorm(pkb_dev_comm comm, const T *in, const T *gamma, T *const *stage, T *y,
@@ -56,7 +48,7 @@ rs_rmsnorm(pkb_dev_comm comm, const T *in, const T *gamma, T *const *stage, T *y
 		float ss = 0.f;
 		for (int k = 0; k < PER_LANE; k++) {
 			int j = lane + 32 * k;
-			x[k] = j < hidden ? to_f(in[off + j]) : 0.f;
+			x[k] = j < hidden ? pkb_to_float(in[off + j]) : 0.f;
 			ss += x[k] * x[k];
 		}
 		for (int o = 16; o > 0; o >>= 1)
@@ -65,7 +57,7 @@ rs_rmsnorm(pkb_dev_comm comm, const T *in, const T *gamma, T *const *stage, T *y
 		for (int k = 0; k < PER_LANE; k++) {
 			int j = lane + 32 * k;
 			if (j < hidden)
-				mine[off + j] = from_f<T>(x[k] * rs * to_f(gamma[j]));
+				mine[off + j] = pkb_from_float<T>(x[k] * rs * pkb_to_float(gamma[j]));
 		}
 	}
 	if (!pkb_barrier_block(comm, blockIdx.x))
@@ -74,8 +66,8 @@ rs_rmsnorm(pkb_dev_comm comm, const T *in, const T *gamma, T *const *stage, T *y
 	for (int64_t e = i0 * hidden + threadIdx.x; e < i1 * hidden; e += blockDim.x) {
 		float sum = 0.f;
 		for (int r = 0; r < comm.world; r++)
-			sum += to_f(stage[r][comm.rank * chunk + e]);
-		y[e] = from_f<T>(sum / (float)comm.world);
+			sum += pkb_to_float(stage[r][comm.rank * chunk + e]);
+		y[e] = pkb_from_float<T>(sum / (float)comm.world);
 	}
 	pkb_barrier_block(comm, blockIdx.x);   /* peers are done reading ours */
 }

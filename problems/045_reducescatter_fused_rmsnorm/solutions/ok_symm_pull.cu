@@ -30,14 +30,6 @@ struct state {
 	pkb_symm stage;   /* [W][chunk] a copy of rs_input_1d */
 };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
 rs_rmsnorm(pkb_dev_comm comm, const T *in, const T *gamma, T *const *stage, T *y,
@@ -69,8 +61,8 @@ rs_rmsnorm(pkb_dev_comm comm, const T *in, const T *gamma, T *const *stage, T *y
 			int64_t off = comm.rank * chunk + i * hidden + j;
 			float sum = 0.f;
 			for (int r = 0; r < comm.world; r++)
-				sum += to_f(stage[r][off]);
-			x[k] = to_f(from_f<T>(to_f(from_f<T>(sum)) / (float)comm.world));
+				sum += pkb_to_float(stage[r][off]);
+			x[k] = pkb_to_float(pkb_from_float<T>(pkb_to_float(pkb_from_float<T>(sum)) / (float)comm.world));
 			ss += x[k] * x[k];
 		}
 		for (int o = 16; o > 0; o >>= 1)
@@ -79,7 +71,7 @@ rs_rmsnorm(pkb_dev_comm comm, const T *in, const T *gamma, T *const *stage, T *y
 		for (int k = 0; k < PER_LANE; k++) {
 			int j = lane + 32 * k;
 			if (j < hidden)
-				y[i * hidden + j] = from_f<T>(x[k] * rs * to_f(gamma[j]));
+				y[i * hidden + j] = pkb_from_float<T>(x[k] * rs * pkb_to_float(gamma[j]));
 		}
 	}
 	pkb_barrier_block(comm, blockIdx.x);   /* peers are done reading ours */

@@ -29,14 +29,6 @@ struct state {
 	int64_t vl;
 };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
 /* One warp per weight row: lanes stride over the row in 16-byte vectors
  * (or elements, when hidden is not a multiple of the vector), then a
  * butterfly sum. dst[t * dst_stride + v]. */
@@ -68,20 +60,20 @@ gemv_bias(const T *h, const T *w, const T *bias, T *dst, int64_t dst_stride,
 				const T *he = (const T *)&hv;
 #pragma unroll
 				for (int e = 0; e < VEC; e++)
-					acc[t] += to_f(we[e]) * to_f(he[e]);
+					acc[t] += pkb_to_float(we[e]) * pkb_to_float(he[e]);
 			}
 		}
 	} else {
 		for (int k = lane; k < hidden; k += 32) {
-			float wv = to_f(wr[k]);
+			float wv = pkb_to_float(wr[k]);
 #pragma unroll
 			for (int t = 0; t < MAX_TOKENS; t++)
 				if (t < tokens)
-					acc[t] += wv * to_f(h[(int64_t)t * hidden + k]);
+					acc[t] += wv * pkb_to_float(h[(int64_t)t * hidden + k]);
 		}
 	}
 
-	float b = to_f(bias[row]);
+	float b = pkb_to_float(bias[row]);
 #pragma unroll
 	for (int t = 0; t < MAX_TOKENS; t++) {
 		if (t >= tokens)
@@ -90,7 +82,7 @@ gemv_bias(const T *h, const T *w, const T *bias, T *dst, int64_t dst_stride,
 		for (int o = 16; o > 0; o >>= 1)
 			v += __shfl_xor_sync(0xffffffffu, v, o);
 		if (lane == t)
-			dst[t * dst_stride + row] = from_f<T>(to_f(from_f<T>(v)) + b);
+			dst[t * dst_stride + row] = pkb_from_float<T>(pkb_to_float(pkb_from_float<T>(v)) + b);
 	}
 }
 

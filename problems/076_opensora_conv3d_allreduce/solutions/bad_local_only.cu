@@ -28,14 +28,6 @@ struct state {
 	int64_t P, K;
 };
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
-
 template <typename T> struct __align__(16) vec16 { T v[16 / sizeof(T)]; };
 
 struct geom {
@@ -98,12 +90,12 @@ reduce_bias(pkb_dev_comm comm, T *const *stage, const T *bias, T *out, int64_t P
 		vec16<T> p = ((const vec16<T> *)stage[comm.rank])[v];   /* the shortcut */
 #pragma unroll
 		for (int e = 0; e < V; e++)
-			acc[e] += to_f(p.v[e]);
-		float b = to_f(bias[v * V / P]);
+			acc[e] += pkb_to_float(p.v[e]);
+		float b = pkb_to_float(bias[v * V / P]);
 		vec16<T> o;
 #pragma unroll
 		for (int e = 0; e < V; e++)
-			o.v[e] = from_f<T>(to_f(from_f<T>(acc[e])) + b);
+			o.v[e] = pkb_from_float<T>(pkb_to_float(pkb_from_float<T>(acc[e])) + b);
 		((vec16<T> *)out)[v] = o;
 	}
 	pkb_barrier_block(comm, blockIdx.x);   /* peers are done reading ours */

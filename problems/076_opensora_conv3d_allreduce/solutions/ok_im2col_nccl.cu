@@ -34,6 +34,7 @@
 #include <cublas_v2.h>
 #include <nccl.h>
 #include "pkb.h"
+#include "pkb_device.cuh"
 
 PKB_SOLUTION;
 
@@ -55,14 +56,6 @@ struct state {
 	int rows_per_chunk;    /* output rows (t, h) per chunk */
 	int64_t P, K;
 };
-
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16(v); }
-template <> __device__ __forceinline__ __half from_f(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float from_f(float v) { return v; }
 
 template <typename T> struct __align__(16) vec16 { T v[16 / sizeof(T)]; };
 
@@ -119,10 +112,10 @@ add_bias(const T *part, const T *bias, T *out, int64_t P, int p0, int np, int co
 	     idx += gridDim.x * blockDim.x) {
 		int co = idx / nq, q = idx - co * nq;
 		vec16<T> v = *(const vec16<T> *)(part + (int64_t)co * np + q * V);
-		float b = to_f(bias[co]);
+		float b = pkb_to_float(bias[co]);
 #pragma unroll
 		for (int e = 0; e < V; e++)
-			v.v[e] = from_f<T>(to_f(v.v[e]) + b);
+			v.v[e] = pkb_from_float<T>(pkb_to_float(v.v[e]) + b);
 		*(vec16<T> *)(out + (int64_t)co * P + p0 + q * V) = v;
 	}
 }
