@@ -20,7 +20,9 @@
 
 PKB_SOLUTION;
 
+#ifndef THREADS
 #define THREADS 512
+#endif
 #define BLOCKS 32     /* = LSA barriers asked for */
 
 struct state {

@@ -30,8 +30,12 @@
 
 PKB_SOLUTION;
 
+#ifndef THREADS
 #define THREADS 512
+#endif
+#ifndef MAX_BLOCKS
 #define MAX_BLOCKS 264
+#endif
 
 struct state {
 	pkb_symm recv;        /* [2 halves][W sources][words] of 8-byte LL words */

@@ -19,8 +19,12 @@
 
 PKB_SOLUTION;
 
+#ifndef THREADS
 #define THREADS 512
+#endif
+#ifndef MAX_BLOCKS
 #define MAX_BLOCKS 256
+#endif
 
 struct state {
 	pkb_symm stage;

@@ -35,14 +35,24 @@
 #include <cuda_fp16.h>
 #include "pkb.h"
 #include "pkb_device.cuh"
+#include "pkb_copy.cuh"
 
 PKB_SOLUTION;
 
+#ifndef THREADS
 #define THREADS 512
+#endif
 /* one 512-thread block per SM of an H200: the fp32 sums and the loads in
  * flight behind them take up to 128 registers a thread */
+#ifndef MAX_BLOCKS
 #define MAX_BLOCKS 132
+#endif
+#ifndef PER_BLOCK
+#define PER_BLOCK (THREADS / 2)   /* units a block takes before the grid grows */
+#endif
+#ifndef ROUND
 #define ROUND (THREADS * 16)  /* units per block and round: 128 KiB of 16 B */
+#endif
 #define MAX_WORLD 64
 
 struct state {
@@ -213,20 +223,12 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	return ctx->svc->symm_alloc(ctx, 2 * s->half, &s->stage);
 }
 
-/* A block takes THREADS/2 16-byte units before the grid grows (up to
- * MAX_BLOCKS): at small sizes the (peer, unit) pairs of a block then fit in
- * one batch of loads per thread -- one round trip for all peers. */
-static int grid_for(int64_t units)
-{
-	int64_t blocks = (units + THREADS / 2 - 1) / (THREADS / 2);
-	return blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : (int)blocks;
-}
-
 template <typename T>
 static void launch(pkb_ctx *ctx, struct state *s)
 {
 	int64_t cu = s->chunk * (int64_t)sizeof(T) / 16;
-	allreduce_twoshot<T><<<grid_for(cu), THREADS, 0, (cudaStream_t)ctx->stream>>>(
+	int grid = pkb_blocks_for(cu, PER_BLOCK, MAX_BLOCKS);
+	allreduce_twoshot<T><<<grid, THREADS, 0, (cudaStream_t)ctx->stream>>>(
 		ctx->dev, (const T *)ctx->in[0].data, (T *)ctx->out[0].data, s->stage.peers_dev,
 		s->half, s->calls, ctx->in[0].numel, s->chunk);
 }

@@ -23,12 +23,22 @@
 #include <cuda_runtime.h>
 #include "pkb.h"
 #include "pkb_device.cuh"
+#include "pkb_copy.cuh"
 
 PKB_SOLUTION;
 
+#ifndef THREADS
 #define THREADS 512
+#endif
+#ifndef MAX_BLOCKS
 #define MAX_BLOCKS 264        /* two 512-thread blocks per SM on a 132-SM H200 */
+#endif
+#ifndef PER_BLOCK
+#define PER_BLOCK (THREADS / 2)   /* units a block takes before the grid grows */
+#endif
+#ifndef ROUND
 #define ROUND (THREADS * 16)  /* units per block and round: 128 KiB of 16 B */
+#endif
 #define MAX_WORLD 64
 #define SRC 0
 
@@ -124,15 +134,6 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	return ctx->svc->symm_alloc(ctx, 2 * s->half, &s->stage);
 }
 
-/* A block takes THREADS/2 16-byte units before the grid grows (up to
- * MAX_BLOCKS): at small sizes the (peer, unit) pairs of a block then fit in
- * one batch of loads per thread -- one round trip for all peers. */
-static int grid_for(int64_t units)
-{
-	int64_t blocks = (units + THREADS / 2 - 1) / (THREADS / 2);
-	return blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : (int)blocks;
-}
-
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
 	struct state *s = (struct state *)ctx->user;
@@ -141,7 +142,8 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 		ctx->svc->log(ctx, "buffers not 16-byte aligned");
 		return 1;
 	}
-	broadcast_push<<<grid_for((bytes + 15) / 16), THREADS, 0, (cudaStream_t)ctx->stream>>>(
+	int grid = pkb_blocks_for((bytes + 15) / 16, PER_BLOCK, MAX_BLOCKS);
+	broadcast_push<<<grid, THREADS, 0, (cudaStream_t)ctx->stream>>>(
 		ctx->dev, (const char *)ctx->in[0].data, (char *)ctx->out[0].data,
 		s->stage.peers_dev, s->half, s->calls, bytes);
 	return cudaGetLastError() == cudaSuccess ? 0 : 1;

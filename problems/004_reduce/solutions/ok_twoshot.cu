@@ -33,14 +33,24 @@
 #include <cuda_fp16.h>
 #include "pkb.h"
 #include "pkb_device.cuh"
+#include "pkb_copy.cuh"
 
 PKB_SOLUTION;
 
+#ifndef THREADS
 #define THREADS 512
+#endif
 /* one 512-thread block per SM of an H200: the fp32 sums and the loads in
  * flight behind them take up to 128 registers a thread */
+#ifndef MAX_BLOCKS
 #define MAX_BLOCKS 132
+#endif
+#ifndef PER_BLOCK
+#define PER_BLOCK (THREADS / 2)   /* units a block takes before the grid grows */
+#endif
+#ifndef ROUND
 #define ROUND (THREADS * 16)  /* units per block and round: 128 KiB of 16 B */
+#endif
 #define MAX_WORLD 64
 
 struct state {
@@ -48,13 +58,6 @@ struct state {
 	size_t slot, half;
 	uint32_t *calls;      /* per-block call counters */
 };
-
-template <int B> struct unit_of;
-template <> struct unit_of<16> { typedef int4 t; };
-template <> struct unit_of<8> { typedef int2 t; };
-template <> struct unit_of<4> { typedef int t; };
-template <> struct unit_of<2> { typedef short t; };
-template <> struct unit_of<1> { typedef char t; };
 
 /* n 16-byte units from src to d0 and, when d1 is not NULL, to d1; each unit
  * loaded once, four loads in flight per thread before the stores */
@@ -101,7 +104,7 @@ template <typename T, int VEC>
 __device__ __forceinline__ void reduce_units(T *out, const T *const *src, int w, int64_t at,
 					     int n)
 {
-	typedef typename unit_of<VEC * sizeof(T)>::t U;
+	typedef typename pkb_unit<VEC * sizeof(T)>::t U;
 	const int UNR = VEC >= 8 ? 1 : VEC == 4 ? 2 : 8 / VEC;
 	const int KB = 8 / UNR;
 	U *o = (U *)out + at;
@@ -249,20 +252,12 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	return ctx->svc->symm_alloc(ctx, 2 * s->half, &s->stage);
 }
 
-/* A block takes THREADS/2 16-byte units before the grid grows (up to
- * MAX_BLOCKS): at small sizes the (peer, unit) pairs of a block then fit in
- * one batch of loads per thread -- one round trip for all peers. */
-static int grid_for(int64_t units)
-{
-	int64_t blocks = (units + THREADS / 2 - 1) / (THREADS / 2);
-	return blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : (int)blocks;
-}
-
 template <typename T>
 static void launch(pkb_ctx *ctx, struct state *s)
 {
 	int64_t nu = (int64_t)(ctx->in[0].bytes + 15) / 16;
-	reduce_twoshot<T><<<grid_for(nu), THREADS, 0, (cudaStream_t)ctx->stream>>>(
+	int grid = pkb_blocks_for(nu, PER_BLOCK, MAX_BLOCKS);
+	reduce_twoshot<T><<<grid, THREADS, 0, (cudaStream_t)ctx->stream>>>(
 		ctx->dev, (int)pkb_param_get(ctx, "dst", 0), (const T *)ctx->in[0].data,
 		(T *)ctx->out[0].data, s->stage.peers_dev, s->slot, s->half, s->calls,
 		ctx->in[0].numel);

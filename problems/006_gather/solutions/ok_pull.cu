@@ -28,12 +28,22 @@
 #include <cuda_runtime.h>
 #include "pkb.h"
 #include "pkb_device.cuh"
+#include "pkb_copy.cuh"
 
 PKB_SOLUTION;
 
+#ifndef THREADS
 #define THREADS 512
+#endif
+#ifndef MAX_BLOCKS
 #define MAX_BLOCKS 264        /* two 512-thread blocks per SM on a 132-SM H200 */
+#endif
+#ifndef PER_BLOCK
+#define PER_BLOCK (THREADS / 2)   /* units a block takes before the grid grows */
+#endif
+#ifndef ROUND
 #define ROUND (THREADS * 16)  /* units per block and round: 128 KiB of 16 B */
+#endif
 #define MAX_WORLD 64
 #define DST 0
 
@@ -42,76 +52,6 @@ struct state {
 	size_t half;
 	uint32_t *calls;      /* per-block call counters */
 };
-
-template <int B> struct unit_of;
-template <> struct unit_of<16> { typedef int4 t; };
-template <> struct unit_of<8> { typedef int2 t; };
-template <> struct unit_of<4> { typedef int t; };
-template <> struct unit_of<2> { typedef short t; };
-template <> struct unit_of<1> { typedef char t; };
-
-/* n units from src to dst: four loads in flight per thread before the
- * stores, the ragged end included */
-template <typename U>
-__device__ __forceinline__ void copy_units(U *dst, const U *src, int n)
-{
-	for (int i = threadIdx.x; i < n; i += 4 * THREADS) {
-		U x[4];
-		for (int u = 0; u < 4; u++)
-			if (i + u * THREADS < n)
-				x[u] = src[i + u * THREADS];
-		for (int u = 0; u < 4; u++)
-			if (i + u * THREADS < n)
-				dst[i + u * THREADS] = x[u];
-	}
-}
-
-/* the same into two destinations, each unit loaded once */
-template <typename U>
-__device__ __forceinline__ void copy2_units(U *d0, U *d1, const U *src, int n)
-{
-	for (int i = threadIdx.x; i < n; i += 4 * THREADS) {
-		U x[4];
-		for (int u = 0; u < 4; u++)
-			if (i + u * THREADS < n)
-				x[u] = src[i + u * THREADS];
-		for (int u = 0; u < 4; u++)
-			if (i + u * THREADS < n) {
-				d0[i + u * THREADS] = x[u];
-				d1[i + u * THREADS] = x[u];
-			}
-	}
-}
-
-/* for k < np: n units from src[k] + at to dst[k] + at (tables in shared
- * memory). The (source, unit) pairs are dealt out over the threads, and a
- * thread loads B of them before storing any, so loads from different
- * sources are in flight together: at small sizes one round trip serves every
- * peer instead of one round trip per peer. */
-template <typename U>
-__device__ __forceinline__ void copy_many(U *const *dst, const U *const *src, int np,
-					  int64_t at, int n)
-{
-	const int B = sizeof(U) == 16 ? 6 : 8;   /* what fits in 64 registers */
-	int total = np * n;
-	for (int j0 = threadIdx.x; j0 < total; j0 += B * THREADS) {
-		U x[B];
-		for (int m = 0; m < B; m++) {
-			int j = j0 + m * THREADS;
-			if (j < total) {
-				int k = j / n;
-				x[m] = src[k][at + (j - k * n)];
-			}
-		}
-		for (int m = 0; m < B; m++) {
-			int j = j0 + m * THREADS;
-			if (j < total) {
-				int k = j / n;
-				dst[k][at + (j - k * n)] = x[m];
-			}
-		}
-	}
-}
 
 template <typename U>
 __global__ void __launch_bounds__(THREADS, 2)
@@ -139,13 +79,14 @@ gather_pull(pkb_dev_comm comm, const U *in, U *out, void *const *stage, size_t h
 		if (a < u1) {
 			int n = (int)min((int64_t)ROUND, u1 - a);
 			if (me == DST)
-				copy_units(out + DST * nu + a, in + a, n);
+				pkb_copy_units<THREADS>(out + DST * nu + a, in + a, n);
 			else
-				copy2_units(mine + a, out + a, in + a, n);
+				pkb_copy2_units<THREADS>(mine + a, out + a, in + a, n);
 		}
 		if (me == DST && a > u0) {
 			int64_t c = a - ROUND;
-			copy_many(dst, src, w - 1, c, (int)min((int64_t)ROUND, u1 - c));
+			pkb_copy_many<THREADS>(dst, src, w - 1, c,
+					       (int)min((int64_t)ROUND, u1 - c));
 		}
 		if (a >= u1 || !pkb_barrier_block(comm, blockIdx.x))
 			break;
@@ -168,31 +109,13 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	return ctx->svc->symm_alloc(ctx, 2 * s->half, &s->stage);
 }
 
-/* the largest unit (16 bytes at most) that divides a slab: it only depends
- * on the shapes, so every rank picks the same one */
-static int unit_bytes(size_t slab)
-{
-	int b = 16;
-	while (b > 1 && slab % b)
-		b >>= 1;
-	return b;
-}
-
-/* A block takes THREADS/2 units of each slab before the grid grows (up to
- * MAX_BLOCKS): at small sizes the (peer, unit) pairs of a block then fit in
- * one batch of loads per thread -- one round trip for all peers. */
-static int grid_for(int64_t units)
-{
-	int64_t blocks = (units + THREADS / 2 - 1) / (THREADS / 2);
-	return blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : (int)blocks;
-}
-
 template <int B>
 static void launch(pkb_ctx *ctx, struct state *s)
 {
-	typedef typename unit_of<B>::t U;
+	typedef typename pkb_unit<B>::t U;
 	int64_t nu = (int64_t)(ctx->in[0].bytes / B);
-	gather_pull<U><<<grid_for(nu), THREADS, 0, (cudaStream_t)ctx->stream>>>(
+	int grid = pkb_blocks_for(nu, PER_BLOCK, MAX_BLOCKS);
+	gather_pull<U><<<grid, THREADS, 0, (cudaStream_t)ctx->stream>>>(
 		ctx->dev, (const U *)ctx->in[0].data, (U *)ctx->out[0].data,
 		s->stage.peers_dev, s->half, s->calls, nu);
 }
@@ -204,7 +127,7 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 		ctx->svc->log(ctx, "buffers not 16-byte aligned");
 		return 1;
 	}
-	switch (unit_bytes(ctx->in[0].bytes)) {
+	switch (pkb_unit_bytes(ctx->in[0].bytes)) {
 	case 16: launch<16>(ctx, s); break;
 	case 8: launch<8>(ctx, s); break;
 	case 4: launch<4>(ctx, s); break;

@@ -34,14 +34,24 @@
 #include <cuda_fp16.h>
 #include "pkb.h"
 #include "pkb_device.cuh"
+#include "pkb_copy.cuh"
 
 PKB_SOLUTION;
 
+#ifndef THREADS
 #define THREADS 512
+#endif
 /* one 512-thread block per SM of an H200: the fp32 sums and the loads in
  * flight behind them take up to 128 registers a thread */
+#ifndef MAX_BLOCKS
 #define MAX_BLOCKS 132
+#endif
+#ifndef PER_BLOCK
+#define PER_BLOCK (THREADS / 2)   /* units a block takes before the grid grows */
+#endif
+#ifndef ROUND
 #define ROUND (THREADS * 16)  /* units per block and round: 128 KiB of 16 B */
+#endif
 #define MAX_WORLD 64
 
 struct state {
@@ -49,59 +59,6 @@ struct state {
 	size_t slot, half;
 	uint32_t *calls;      /* per-block call counters */
 };
-
-template <int B> struct unit_of;
-template <> struct unit_of<16> { typedef int4 t; };
-template <> struct unit_of<8> { typedef int2 t; };
-template <> struct unit_of<4> { typedef int t; };
-template <> struct unit_of<2> { typedef short t; };
-template <> struct unit_of<1> { typedef char t; };
-
-/* n units from src to dst: four loads in flight per thread before the
- * stores, the ragged end included */
-template <typename U>
-__device__ __forceinline__ void copy_units(U *dst, const U *src, int n)
-{
-	for (int i = threadIdx.x; i < n; i += 4 * THREADS) {
-		U x[4];
-		for (int u = 0; u < 4; u++)
-			if (i + u * THREADS < n)
-				x[u] = src[i + u * THREADS];
-		for (int u = 0; u < 4; u++)
-			if (i + u * THREADS < n)
-				dst[i + u * THREADS] = x[u];
-	}
-}
-
-/* for k < np: n units from src[k] + at to dst[k] + at (tables in shared
- * memory). The (source, unit) pairs are dealt out over the threads, and a
- * thread loads B of them before storing any, so loads from different
- * sources are in flight together: at small sizes one round trip serves every
- * peer instead of one round trip per peer. */
-template <typename U>
-__device__ __forceinline__ void copy_many(U *const *dst, const U *const *src, int np,
-					  int64_t at, int n)
-{
-	const int B = sizeof(U) == 16 ? 6 : 8;   /* what fits in 64 registers */
-	int total = np * n;
-	for (int j0 = threadIdx.x; j0 < total; j0 += B * THREADS) {
-		U x[B];
-		for (int m = 0; m < B; m++) {
-			int j = j0 + m * THREADS;
-			if (j < total) {
-				int k = j / n;
-				x[m] = src[k][at + (j - k * n)];
-			}
-		}
-		for (int m = 0; m < B; m++) {
-			int j = j0 + m * THREADS;
-			if (j < total) {
-				int k = j / n;
-				dst[k][at + (j - k * n)] = x[m];
-			}
-		}
-	}
-}
 
 /* n units (VEC elements of T each) at unit offset `at`: out = sum over
  * k < w of src[k] (a table in shared memory), accumulated in fp32 and
@@ -112,7 +69,7 @@ template <typename T, int VEC>
 __device__ __forceinline__ void reduce_units(T *out, const T *const *src, int w, int64_t at,
 					     int n)
 {
-	typedef typename unit_of<VEC * sizeof(T)>::t U;
+	typedef typename pkb_unit<VEC * sizeof(T)>::t U;
 	const int UNR = VEC >= 8 ? 1 : VEC == 4 ? 2 : 8 / VEC;
 	const int KB = 8 / UNR;
 	U *o = (U *)out + at;
@@ -154,7 +111,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 reducescatter_push(pkb_dev_comm comm, const T *in, T *out, void *const *stage, size_t slot,
 		   size_t half, uint32_t *calls, int64_t nu)
 {
-	typedef typename unit_of<VEC * sizeof(T)>::t U;
+	typedef typename pkb_unit<VEC * sizeof(T)>::t U;
 	__shared__ const T *sum[MAX_WORLD];
 	__shared__ const U *src[MAX_WORLD];
 	__shared__ U *dst[MAX_WORLD];
@@ -179,7 +136,8 @@ reducescatter_push(pkb_dev_comm comm, const T *in, T *out, void *const *stage, s
 	/* push round a, reduce round a - ROUND (landed before the last barrier) */
 	for (int64_t a = u0;; a += ROUND) {
 		if (a < u1)
-			copy_many(dst, src, w - 1, a, (int)min((int64_t)ROUND, u1 - a));
+			pkb_copy_many<THREADS>(dst, src, w - 1, a,
+					       (int)min((int64_t)ROUND, u1 - a));
 		if (a > u0) {
 			int64_t c = a - ROUND;
 			reduce_units<T, VEC>(out, sum, w, c, (int)min((int64_t)ROUND, u1 - c));
@@ -205,30 +163,12 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	return ctx->svc->symm_alloc(ctx, 2 * s->half, &s->stage);
 }
 
-/* the largest unit (16 bytes at most) that divides a chunk: it only depends
- * on the shapes, so every rank picks the same one */
-static int unit_bytes(size_t chunk)
-{
-	int b = 16;
-	while (b > 1 && chunk % b)
-		b >>= 1;
-	return b;
-}
-
-/* A block takes THREADS/2 units of each chunk before the grid grows (up to
- * MAX_BLOCKS): at small sizes the (peer, unit) pairs of a block then fit in
- * one batch of loads per thread -- one round trip for all peers. */
-static int grid_for(int64_t units)
-{
-	int64_t blocks = (units + THREADS / 2 - 1) / (THREADS / 2);
-	return blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : (int)blocks;
-}
-
 template <typename T, int VEC>
 static void launch(pkb_ctx *ctx, struct state *s)
 {
 	int64_t nu = ctx->out[0].numel / VEC;
-	reducescatter_push<T, VEC><<<grid_for(nu), THREADS, 0, (cudaStream_t)ctx->stream>>>(
+	int grid = pkb_blocks_for(nu, PER_BLOCK, MAX_BLOCKS);
+	reducescatter_push<T, VEC><<<grid, THREADS, 0, (cudaStream_t)ctx->stream>>>(
 		ctx->dev, (const T *)ctx->in[0].data, (T *)ctx->out[0].data,
 		s->stage.peers_dev, s->slot, s->half, s->calls, nu);
 }
@@ -236,7 +176,7 @@ static void launch(pkb_ctx *ctx, struct state *s)
 template <typename T>
 static void launch_typed(pkb_ctx *ctx, struct state *s)
 {
-	switch (unit_bytes(ctx->out[0].bytes)) {
+	switch (pkb_unit_bytes(ctx->out[0].bytes)) {
 	case 16: launch<T, 16 / sizeof(T)>(ctx, s); break;
 	case 8: launch<T, 8 / sizeof(T)>(ctx, s); break;
 	case 4: launch<T, 4 / sizeof(T)>(ctx, s); break;

@@ -1,0 +1,118 @@
+/*
+ * pkb_copy.cuh -- block-wide copy loops for collective kernels over
+ * symmetric memory (the expert candidates of 001-008 use them; include it
+ * after pkb_device.cuh when they help).
+ *
+ *   - pkb_unit<B>::t: a B-byte unit type (B = 16, 8, 4, 2 or 1), and
+ *     pkb_unit_bytes(size): the largest unit (16 bytes at most) that
+ *     divides a size. Copying in units of that size keeps every slab of a
+ *     tensor made of equal slabs aligned to the unit;
+ *   - pkb_copy_units<NT>(dst, src, n): n units, four loads in flight per
+ *     thread before the stores;
+ *   - pkb_copy2_units<NT>(d0, d1, src, n): the same into two destinations,
+ *     each unit loaded once;
+ *   - pkb_copy_many<NT>(dst, src, np, at, n): for k < np, units
+ *     [at, at + n) of src[k] into dst[k], with loads from different sources
+ *     in flight together;
+ *   - pkb_blocks_for(units, per_block, max_blocks): a grid size, host side.
+ *
+ * The copies are block-wide: every thread of the block calls them with the
+ * same arguments, and NT is the block size (a compile-time constant, so the
+ * strides are too).
+ */
+#ifndef PKB_COPY_CUH
+#define PKB_COPY_CUH
+
+#include <stdint.h>
+#include <stddef.h>
+
+template <int B> struct pkb_unit;
+template <> struct pkb_unit<16> { typedef int4 t; };
+template <> struct pkb_unit<8> { typedef int2 t; };
+template <> struct pkb_unit<4> { typedef int t; };
+template <> struct pkb_unit<2> { typedef short t; };
+template <> struct pkb_unit<1> { typedef char t; };
+
+/* the largest unit (16 bytes at most) that divides `size` bytes: it only
+ * depends on the shapes, so every rank picks the same one */
+static inline int pkb_unit_bytes(size_t size)
+{
+	int b = 16;
+	while (b > 1 && size % b)
+		b >>= 1;
+	return b;
+}
+
+/* n units from src to dst: four loads in flight per thread before the
+ * stores, the ragged end included */
+template <int NT, typename U>
+__device__ __forceinline__ void pkb_copy_units(U *dst, const U *src, int n)
+{
+	for (int i = threadIdx.x; i < n; i += 4 * NT) {
+		U x[4];
+		for (int u = 0; u < 4; u++)
+			if (i + u * NT < n)
+				x[u] = src[i + u * NT];
+		for (int u = 0; u < 4; u++)
+			if (i + u * NT < n)
+				dst[i + u * NT] = x[u];
+	}
+}
+
+/* the same into two destinations, each unit loaded once */
+template <int NT, typename U>
+__device__ __forceinline__ void pkb_copy2_units(U *d0, U *d1, const U *src, int n)
+{
+	for (int i = threadIdx.x; i < n; i += 4 * NT) {
+		U x[4];
+		for (int u = 0; u < 4; u++)
+			if (i + u * NT < n)
+				x[u] = src[i + u * NT];
+		for (int u = 0; u < 4; u++)
+			if (i + u * NT < n) {
+				d0[i + u * NT] = x[u];
+				d1[i + u * NT] = x[u];
+			}
+	}
+}
+
+/* for k < np: n units from src[k] + at to dst[k] + at (the tables may be in
+ * shared memory). The (source, unit) pairs are dealt out over the threads,
+ * and a thread loads B of them before storing any, so loads from different
+ * sources are in flight together: at small sizes one round trip serves
+ * every peer instead of one round trip per peer. */
+template <int NT, typename U>
+__device__ __forceinline__ void pkb_copy_many(U *const *dst, const U *const *src, int np,
+					      int64_t at, int n)
+{
+	const int B = sizeof(U) == 16 ? 6 : 8;   /* what fits in 64 registers */
+	int total = np * n;
+	for (int j0 = threadIdx.x; j0 < total; j0 += B * NT) {
+		U x[B];
+		for (int m = 0; m < B; m++) {
+			int j = j0 + m * NT;
+			if (j < total) {
+				int k = j / n;
+				x[m] = src[k][at + (j - k * n)];
+			}
+		}
+		for (int m = 0; m < B; m++) {
+			int j = j0 + m * NT;
+			if (j < total) {
+				int k = j / n;
+				dst[k][at + (j - k * n)] = x[m];
+			}
+		}
+	}
+}
+
+/* Blocks for `units` units when a block takes `per_block` of them before the
+ * grid grows, up to max_blocks: at small sizes a block's share then fits in
+ * one batch of loads per thread, one round trip. */
+static inline int pkb_blocks_for(int64_t units, int per_block, int max_blocks)
+{
+	int64_t blocks = (units + per_block - 1) / per_block;
+	return blocks < 1 ? 1 : blocks > max_blocks ? max_blocks : (int)blocks;
+}
+
+#endif /* PKB_COPY_CUH */
