@@ -1,0 +1,18 @@
+# tools/bench-variants on fake ranks: every variant at every size is one
+# eval and one JSON line naming its macros; the macros reach the compiler
+# (a variant that breaks the file reads compile_error); bad arguments exit 2
+. "$(dirname "$0")/lib.sh"
+export PKB_RANK_CMD=$ROOT/build/tests/fake_rank PKB_FAKE_MODE=ok PKB_TEST_GPUS=4
+cd "$ROOT"
+f=problems/002_allgather/solutions/ok_oneshot_push.cu
+expect_exit 0 tools/bench-variants -p 2 -f $f -s "8K 64K" -o "$TMP/v" "" "THREADS=256 MAX_BLOCKS=528" \
+	"THREADS=("
+n=$(wc -l < "$TMP/v.jsonl")
+[ "$n" = 6 ] && ok || not_ok "expected 6 evals (3 variants x 2 sizes), got $n"
+expect_grep '^\| \(as is\) \| 8K \| pass \| 10\.00 \| 5\.00 \| 2\.000x \|$' "$TMP/v.md"
+expect_grep '^\| THREADS=256 MAX_BLOCKS=528 \| 64K \| pass \|' "$TMP/v.md"
+expect_grep '^\| THREADS=\( \| 8K \| compile_error' "$TMP/v.md"
+expect_grep '"bench_variant": "THREADS=256 MAX_BLOCKS=528", "bench_size": "8K"' "$TMP/v.jsonl"
+expect_exit 2 tools/bench-variants -p 2 -f $f -o "$TMP/x"
+expect_exit 2 tools/bench-variants -p 2 -f $f -o "$TMP/x" "THREADS"
+done_testing
