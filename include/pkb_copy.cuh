@@ -14,6 +14,9 @@
  *   - pkb_copy_many<NT>(dst, src, np, at, n): for k < np, units
  *     [at, at + n) of src[k] into dst[k], with loads from different sources
  *     in flight together;
+ *   - pkb_copy_flat<NT>(d0, d1, src, a, n, bytes): 16-byte units [a, a + n)
+ *     of a buffer of any size into one or two destinations, the ragged end
+ *     byte by byte;
  *   - pkb_blocks_for(units, per_block, max_blocks): a grid size, host side.
  *
  * The copies are block-wide: every thread of the block calls them with the
@@ -104,6 +107,40 @@ __device__ __forceinline__ void pkb_copy_many(U *const *dst, const U *const *src
 			}
 		}
 	}
+}
+
+/* 16-byte units [a, a+n) of a flat buffer of `bytes` bytes into d0 and,
+ * when d1 is not NULL, into d1. Unit bytes/16, when partial, is copied byte
+ * by byte by the block that owns it. */
+template <int NT>
+__device__ __forceinline__ void pkb_copy_flat(void *d0, void *d1, const void *src, int64_t a,
+					      int n, int64_t bytes)
+{
+	int64_t full = bytes >> 4;
+	int nv = (int)max((int64_t)0, min((int64_t)n, full - a));
+	if (nv > 0) {
+		int4 *v0 = (int4 *)d0 + a, *v1 = d1 ? (int4 *)d1 + a : NULL;
+		const int4 *vs = (const int4 *)src + a;
+		for (int i = threadIdx.x; i < nv; i += 4 * NT) {
+			int4 x[4];
+			for (int u = 0; u < 4; u++)
+				if (i + u * NT < nv)
+					x[u] = vs[i + u * NT];
+			for (int u = 0; u < 4; u++)
+				if (i + u * NT < nv) {
+					v0[i + u * NT] = x[u];
+					if (v1)
+						v1[i + u * NT] = x[u];
+				}
+		}
+	}
+	if (a <= full && full < a + n)
+		for (int64_t j = full * 16 + threadIdx.x; j < bytes; j += NT) {
+			char c = ((const char *)src)[j];
+			((char *)d0)[j] = c;
+			if (d1)
+				((char *)d1)[j] = c;
+		}
 }
 
 /* Blocks for `units` units when a block takes `per_block` of them before the

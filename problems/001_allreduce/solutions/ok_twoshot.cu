@@ -62,42 +62,6 @@ struct state {
 	uint32_t *calls;      /* per-block call counters */
 };
 
-/* n 16-byte units from src to d0 and, when d1 is not NULL, to d1; each unit
- * loaded once, four loads in flight per thread before the stores */
-__device__ __forceinline__ void copy_vec(int4 *d0, int4 *d1, const int4 *src, int n)
-{
-	for (int i = threadIdx.x; i < n; i += 4 * THREADS) {
-		int4 x[4];
-		for (int u = 0; u < 4; u++)
-			if (i + u * THREADS < n)
-				x[u] = src[i + u * THREADS];
-		for (int u = 0; u < 4; u++)
-			if (i + u * THREADS < n) {
-				d0[i + u * THREADS] = x[u];
-				if (d1)
-					d1[i + u * THREADS] = x[u];
-			}
-	}
-}
-
-/* 16-byte units [a, a+n) of a flat buffer of `bytes` bytes. Unit bytes/16,
- * when partial, is copied byte by byte by the block that owns it. */
-__device__ __forceinline__ void copy_flat(void *d0, void *d1, const void *src,
-					  int64_t a, int n, int64_t bytes)
-{
-	int64_t full = bytes >> 4;
-	int nv = (int)max((int64_t)0, min((int64_t)n, full - a));
-	if (nv > 0)
-		copy_vec((int4 *)d0 + a, d1 ? (int4 *)d1 + a : NULL, (const int4 *)src + a, nv);
-	if (a <= full && full < a + n)
-		for (int64_t j = full * 16 + threadIdx.x; j < bytes; j += THREADS) {
-			char c = ((const char *)src)[j];
-			((char *)d0)[j] = c;
-			if (d1)
-				((char *)d1)[j] = c;
-		}
-}
-
 /* 16-byte units [a, a+n) of a chunk of `len` T: the fp32 sum over k < w of
  * src[k], rounded once and stored to dst[k] for k < nd (tables of chunk
  * bases in shared memory). A thread loads UNR of its units from KB sources
@@ -190,11 +154,13 @@ allreduce_twoshot(pkb_dev_comm comm, const T *in, T *out, void *const *stage, si
 			int x = (me + k) % w;
 			int64_t len = max((int64_t)0, min(chunk, n - x * chunk));
 			if (a < u1)
-				copy_flat(mine + x * chunk, NULL, in + x * chunk, a,
-					  (int)min((int64_t)ROUND, u1 - a), len * E);
+				pkb_copy_flat<THREADS>(mine + x * chunk, NULL, in + x * chunk, a,
+						       (int)min((int64_t)ROUND, u1 - a), len * E);
 			if (a > u0)
-				copy_flat(out + x * chunk, NULL, mine + x * chunk, a - ROUND,
-					  (int)min((int64_t)ROUND, u1 - (a - ROUND)), len * E);
+				pkb_copy_flat<THREADS>(out + x * chunk, NULL, mine + x * chunk,
+						       a - ROUND,
+						       (int)min((int64_t)ROUND, u1 - (a - ROUND)),
+						       len * E);
 		}
 		if (a >= u1 || !pkb_barrier_block(comm, blockIdx.x))
 			break;

@@ -52,42 +52,6 @@ struct state {
 	uint32_t *calls;      /* per-block call counters */
 };
 
-/* n 16-byte units from src to d0 and, when d1 is not NULL, to d1; each unit
- * loaded once, four loads in flight per thread before the stores */
-__device__ __forceinline__ void copy_vec(int4 *d0, int4 *d1, const int4 *src, int n)
-{
-	for (int i = threadIdx.x; i < n; i += 4 * THREADS) {
-		int4 x[4];
-		for (int u = 0; u < 4; u++)
-			if (i + u * THREADS < n)
-				x[u] = src[i + u * THREADS];
-		for (int u = 0; u < 4; u++)
-			if (i + u * THREADS < n) {
-				d0[i + u * THREADS] = x[u];
-				if (d1)
-					d1[i + u * THREADS] = x[u];
-			}
-	}
-}
-
-/* 16-byte units [a, a+n) of a flat buffer of `bytes` bytes. Unit bytes/16,
- * when partial, is copied byte by byte by the block that owns it. */
-__device__ __forceinline__ void copy_flat(void *d0, void *d1, const void *src,
-					  int64_t a, int n, int64_t bytes)
-{
-	int64_t full = bytes >> 4;
-	int nv = (int)max((int64_t)0, min((int64_t)n, full - a));
-	if (nv > 0)
-		copy_vec((int4 *)d0 + a, d1 ? (int4 *)d1 + a : NULL, (const int4 *)src + a, nv);
-	if (a <= full && full < a + n)
-		for (int64_t j = full * 16 + threadIdx.x; j < bytes; j += THREADS) {
-			char c = ((const char *)src)[j];
-			((char *)d0)[j] = c;
-			if (d1)
-				((char *)d1)[j] = c;
-		}
-}
-
 /* Part j (0 .. W-2) of the round [a, a+n) belongs to non-root rank SRC+1+j. */
 __device__ __forceinline__ void part_of(int64_t a, int n, int w, int j, int64_t *pa, int *pn)
 {
@@ -120,7 +84,7 @@ broadcast_two_step(pkb_dev_comm comm, const char *in, char *out, void *const *st
 				int64_t pa;
 				int pn;
 				part_of(a, (int)min((int64_t)ROUND, u1 - a), w, j, &pa, &pn);
-				copy_flat(out, peer, in, pa, pn, bytes);
+				pkb_copy_flat<THREADS>(out, peer, in, pa, pn, bytes);
 			}
 		} else if (me != SRC && prev >= 0) {
 			/* our own part first (local), then the peers' */
@@ -130,7 +94,7 @@ broadcast_two_step(pkb_dev_comm comm, const char *in, char *out, void *const *st
 				int64_t pa;
 				int pn;
 				part_of(prev, (int)min((int64_t)ROUND, u1 - prev), w, j, &pa, &pn);
-				copy_flat(out, NULL, src, pa, pn, bytes);
+				pkb_copy_flat<THREADS>(out, NULL, src, pa, pn, bytes);
 			}
 		}
 		if (!more || !pkb_barrier_block(comm, blockIdx.x))

@@ -59,42 +59,6 @@ struct state {
 	uint32_t *calls;      /* per-block call counters */
 };
 
-/* n 16-byte units from src to d0 and, when d1 is not NULL, to d1; each unit
- * loaded once, four loads in flight per thread before the stores */
-__device__ __forceinline__ void copy_vec(int4 *d0, int4 *d1, const int4 *src, int n)
-{
-	for (int i = threadIdx.x; i < n; i += 4 * THREADS) {
-		int4 x[4];
-		for (int u = 0; u < 4; u++)
-			if (i + u * THREADS < n)
-				x[u] = src[i + u * THREADS];
-		for (int u = 0; u < 4; u++)
-			if (i + u * THREADS < n) {
-				d0[i + u * THREADS] = x[u];
-				if (d1)
-					d1[i + u * THREADS] = x[u];
-			}
-	}
-}
-
-/* 16-byte units [a, a+n) of a flat buffer of `bytes` bytes. Unit bytes/16,
- * when partial, is copied byte by byte by the block that owns it. */
-__device__ __forceinline__ void copy_flat(void *d0, void *d1, const void *src,
-					  int64_t a, int n, int64_t bytes)
-{
-	int64_t full = bytes >> 4;
-	int nv = (int)max((int64_t)0, min((int64_t)n, full - a));
-	if (nv > 0)
-		copy_vec((int4 *)d0 + a, d1 ? (int4 *)d1 + a : NULL, (const int4 *)src + a, nv);
-	if (a <= full && full < a + n)
-		for (int64_t j = full * 16 + threadIdx.x; j < bytes; j += THREADS) {
-			char c = ((const char *)src)[j];
-			((char *)d0)[j] = c;
-			if (d1)
-				((char *)d1)[j] = c;
-		}
-}
-
 /* n units (VEC elements of T each) at unit offset `at`: out = sum over
  * k < w of src[k] (a table in shared memory), accumulated in fp32 and
  * rounded once. A thread loads UNR of its units from KB sources -- 8 loads
@@ -204,9 +168,9 @@ reduce_twoshot(pkb_dev_comm comm, int root, const T *in, T *out, void *const *st
 				part_of(a, n, w, j, &pa, &pn);
 				void *push = q == me ? NULL : (char *)stage[q] + off + me * slot;
 				if (me == root)
-					copy_flat(push, NULL, in, pa, pn, bytes);
+					pkb_copy_flat<THREADS>(push, NULL, in, pa, pn, bytes);
 				else
-					copy_flat(out, push, in, pa, pn, bytes);
+					pkb_copy_flat<THREADS>(out, push, in, pa, pn, bytes);
 			}
 		}
 		if (me == root && a > u0) {
@@ -219,7 +183,7 @@ reduce_twoshot(pkb_dev_comm comm, int root, const T *in, T *out, void *const *st
 				int pn;
 				part_of(c, (int)min((int64_t)ROUND, u1 - c), w, j, &pa, &pn);
 				const char *sum = (const char *)stage[q] + off + q * slot;
-				copy_flat(out, NULL, sum, pa, pn, bytes);
+				pkb_copy_flat<THREADS>(out, NULL, sum, pa, pn, bytes);
 			}
 		}
 		if (a >= u1 || !pkb_barrier_block(comm, blockIdx.x))

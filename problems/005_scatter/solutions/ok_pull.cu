@@ -82,7 +82,7 @@ scatter_pull(pkb_dev_comm comm, const U *in, U *out, void *const *stage, size_t 
 		if (me != SRC && a > u0) {
 			int64_t c = a - ROUND;
 			pkb_copy_units<THREADS>(out + c, (const U *)(root + me * slot) + c,
-				   (int)min((int64_t)ROUND, u1 - c));
+						(int)min((int64_t)ROUND, u1 - c));
 		}
 		if (a >= u1 || !pkb_barrier_block(comm, blockIdx.x))
 			break;
