@@ -129,7 +129,7 @@ test-gpu: deps
 
 run: deps
 	@$(MAKE) --no-print-directory all
-	@tools/run-main
+	@tools/run-main $(if $(P),-p $(P))
 
 clean:
 	rm -rf $(BUILD)
