@@ -333,7 +333,16 @@ json_t *job_roofline(const struct job_opts *o, const char *device, double t_ms, 
 				      r.t_bound * 1e6, h.name, r.bottleneck,
 				      t > 0 ? 100 * r.t_bound / t : 0.0);
 	if (!isnan(s) && off < n)
-		snprintf(line + off, n - off, ", speed-of-light score %.3f", s);
+		off += (size_t)snprintf(line + off, n - off, ", speed-of-light score %.3f", s);
+	/* a time within a few floors of the timed loop's floor is mostly that
+	 * floor, for every solution alike (docs/TIMING.md) */
+	double floor_s = hw_local_floor(device, o->world);
+	if (floor_s > 0) {
+		json_object_set_new(j, "timing_floor_us", json_real(floor_s * 1e6));
+		if (t > 0 && t < 3 * floor_s && off < n)
+			snprintf(line + off, n - off, "; the timed loop's floor here is %.2f us "
+				 "(an empty call, pkb calibrate)", floor_s * 1e6);
+	}
 	return j;
 }
 

@@ -19,6 +19,21 @@ char *hw_local_path(void)
 	return xstrfmt("%s/hw/local.json", build_cache_dir());
 }
 
+double hw_local_floor(const char *device, int world)
+{
+	char *path = hw_local_path();
+	json_t *o = json_load_file(path, 0, NULL);
+	free(path);
+	json_t *m = json_object_get(o, "measured");
+	const char *dev = json_string_value(json_object_get(m, "device"));
+	double us = json_number_value(json_object_get(m, "empty_call_us"));
+	double gpus = json_number_value(json_object_get(m, "gpus"));
+	double floor_s = dev && device && !strcmp(dev, device) && gpus >= world && us > 0
+				 ? us * 1e-6 : 0;
+	json_decref(o);
+	return floor_s;
+}
+
 void hw_names(char *buf, size_t n)
 {
 	char *dir = xstrfmt("%s/hw", pkb_root());

@@ -32,6 +32,10 @@ int hw_for_device(const char *asked, const char *device, int world, struct hw_sp
 int hw_load_file(const char *path, struct hw_spec *h, char *err, size_t n);
 /* the file `pkb calibrate` writes and `hw_load("local")` reads */
 char *hw_local_path(void);
+/* the timed loop's floor on this machine, in seconds: `empty_call_us` of the
+ * calibration in hw_local_path() when it was measured on `device` with at
+ * least `world` GPUs; 0 when there is none (docs/ROOFLINE.md) */
+double hw_local_floor(const char *device, int world);
 /* "h100_8 h200_4 ..." (the files in hw/), for messages */
 void hw_names(char *buf, size_t n);
 
