@@ -17,6 +17,10 @@
  *   - pkb_copy_flat<NT>(d0, d1, src, a, n, bytes): 16-byte units [a, a + n)
  *     of a buffer of any size into one or two destinations, the ragged end
  *     byte by byte;
+ *   - pkb_sum_units<NT, T, VEC>(out, src, w, at, n), pkb_sum_flat<NT>(out,
+ *     src, w, a, n, elems): out = the sum over k < w of src[k], accumulated
+ *     in fp32 and rounded once, the loads from different sources in flight
+ *     together (pkb_sum_flat: any length, the ragged end element by element);
  *   - pkb_blocks_for(units, per_block, max_blocks): a grid size, host side.
  *
  * The copies are block-wide: every thread of the block calls them with the
@@ -28,6 +32,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include "pkb_device.cuh"   /* pkb_to_float, pkb_from_float */
 
 template <int B> struct pkb_unit;
 template <> struct pkb_unit<16> { typedef int4 t; };
@@ -141,6 +146,74 @@ __device__ __forceinline__ void pkb_copy_flat(void *d0, void *d1, const void *sr
 			if (d1)
 				((char *)d1)[j] = c;
 		}
+}
+
+/* n units (VEC elements of T each) at unit offset `at`: out = sum over
+ * k < w of src[k] (a table in shared memory), accumulated in fp32 and
+ * rounded once. A thread loads UNR of its units from KB sources -- 8 loads
+ * in flight, from different peers -- before adding them into 8 fp32
+ * accumulators. */
+template <int NT, typename T, int VEC>
+__device__ __forceinline__ void pkb_sum_units(T *out, const T *const *src, int w,
+					      int64_t at, int n)
+{
+	typedef typename pkb_unit<VEC * sizeof(T)>::t U;
+	const int UNR = VEC >= 8 ? 1 : VEC == 4 ? 2 : 8 / VEC;
+	const int KB = 8 / UNR;
+	U *o = (U *)out + at;
+	for (int i = threadIdx.x; i < n; i += UNR * NT) {
+		float acc[UNR][VEC];
+		for (int u = 0; u < UNR; u++)
+			for (int v = 0; v < VEC; v++)
+				acc[u][v] = 0.f;
+#pragma unroll 1
+		for (int k0 = 0; k0 < w; k0 += KB) {
+			U r[KB][UNR];
+			for (int k = 0; k < KB; k++) {
+				const U *s = (const U *)src[min(k0 + k, w - 1)] + at;
+				for (int u = 0; u < UNR; u++)
+					if (k0 + k < w && i + u * NT < n)
+						r[k][u] = s[i + u * NT];
+			}
+			for (int k = 0; k < KB; k++)
+				for (int u = 0; u < UNR; u++)
+					if (k0 + k < w && i + u * NT < n) {
+						const T *e = (const T *)&r[k][u];
+						for (int v = 0; v < VEC; v++)
+							acc[u][v] += pkb_to_float(e[v]);
+					}
+		}
+		for (int u = 0; u < UNR; u++)
+			if (i + u * NT < n) {
+				U r;
+				T *f = (T *)&r;
+				for (int v = 0; v < VEC; v++)
+					f[v] = pkb_from_float<T>(acc[u][v]);
+				o[i + u * NT] = r;
+			}
+	}
+}
+
+/* 16-byte units [a, a+n) of a flat array of `elems` T: the partial last
+ * unit, if any, is summed element by element by the block that owns it */
+template <int NT, typename T>
+__device__ __forceinline__ void pkb_sum_flat(T *out, const T *const *src, int w,
+					     int64_t a, int n, int64_t elems)
+{
+	const int VEC = 16 / sizeof(T);
+	int64_t full = elems / VEC;
+	int nv = (int)max((int64_t)0, min((int64_t)n, full - a));
+	if (nv > 0)
+		pkb_sum_units<NT, T, VEC>(out, src, w, a, nv);
+	if (a <= full && full < a + n) {
+		int64_t j = full * VEC + threadIdx.x;
+		if (j < elems) {
+			float acc = 0.f;
+			for (int p = 0; p < w; p++)
+				acc += pkb_to_float(src[p][j]);
+			out[j] = pkb_from_float<T>(acc);
+		}
+	}
 }
 
 /* Blocks for `units` units when a block takes `per_block` of them before the

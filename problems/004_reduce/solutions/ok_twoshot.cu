@@ -59,74 +59,6 @@ struct state {
 	uint32_t *calls;      /* per-block call counters */
 };
 
-/* n units (VEC elements of T each) at unit offset `at`: out = sum over
- * k < w of src[k] (a table in shared memory), accumulated in fp32 and
- * rounded once. A thread loads UNR of its units from KB sources -- 8 loads
- * in flight, from different peers -- before adding them into 8 fp32
- * accumulators. */
-template <typename T, int VEC>
-__device__ __forceinline__ void reduce_units(T *out, const T *const *src, int w, int64_t at,
-					     int n)
-{
-	typedef typename pkb_unit<VEC * sizeof(T)>::t U;
-	const int UNR = VEC >= 8 ? 1 : VEC == 4 ? 2 : 8 / VEC;
-	const int KB = 8 / UNR;
-	U *o = (U *)out + at;
-	for (int i = threadIdx.x; i < n; i += UNR * THREADS) {
-		float acc[UNR][VEC];
-		for (int u = 0; u < UNR; u++)
-			for (int v = 0; v < VEC; v++)
-				acc[u][v] = 0.f;
-#pragma unroll 1
-		for (int k0 = 0; k0 < w; k0 += KB) {
-			U r[KB][UNR];
-			for (int k = 0; k < KB; k++) {
-				const U *s = (const U *)src[min(k0 + k, w - 1)] + at;
-				for (int u = 0; u < UNR; u++)
-					if (k0 + k < w && i + u * THREADS < n)
-						r[k][u] = s[i + u * THREADS];
-			}
-			for (int k = 0; k < KB; k++)
-				for (int u = 0; u < UNR; u++)
-					if (k0 + k < w && i + u * THREADS < n) {
-						const T *e = (const T *)&r[k][u];
-						for (int v = 0; v < VEC; v++)
-							acc[u][v] += pkb_to_float(e[v]);
-					}
-		}
-		for (int u = 0; u < UNR; u++)
-			if (i + u * THREADS < n) {
-				U r;
-				T *f = (T *)&r;
-				for (int v = 0; v < VEC; v++)
-					f[v] = pkb_from_float<T>(acc[u][v]);
-				o[i + u * THREADS] = r;
-			}
-	}
-}
-
-/* 16-byte units [a, a+n) of a flat array of `elems` T: the partial last
- * unit, if any, is summed element by element by the block that owns it */
-template <typename T>
-__device__ __forceinline__ void reduce_flat(T *out, const T *const *src, int w, int64_t a,
-					    int n, int64_t elems)
-{
-	const int VEC = 16 / sizeof(T);
-	int64_t full = elems / VEC;
-	int nv = (int)max((int64_t)0, min((int64_t)n, full - a));
-	if (nv > 0)
-		reduce_units<T, VEC>(out, src, w, a, nv);
-	if (a <= full && full < a + n) {
-		int64_t j = full * VEC + threadIdx.x;
-		if (j < elems) {
-			float acc = 0.f;
-			for (int p = 0; p < w; p++)
-				acc += pkb_to_float(src[p][j]);
-			out[j] = pkb_from_float<T>(acc);
-		}
-	}
-}
-
 /* Part j (0 .. W-2) of the round [a, a+n) belongs to non-root rank root+1+j. */
 __device__ __forceinline__ void part_of(int64_t a, int n, int w, int j, int64_t *pa, int *pn)
 {
@@ -193,7 +125,7 @@ reduce_twoshot(pkb_dev_comm comm, int root, const T *in, T *out, void *const *st
 			int64_t pa;
 			int pn;
 			part_of(a, n, w, mypart, &pa, &pn);
-			reduce_flat((T *)(mine + me * slot), src, w, pa, pn, elems);
+			pkb_sum_flat<THREADS>((T *)(mine + me * slot), src, w, pa, pn, elems);
 		}
 		if (!pkb_barrier_block(comm, blockIdx.x))
 			break;
