@@ -15,3 +15,35 @@ gpu_count() {
 # never NVLink multicast: on shared machines it can take GPUs out of service,
 # and no pkb kernel needs it
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+# m_of SIZE: the base M of a per-rank size (8K, 2M, 256M: bytes of M x 1024
+# bf16 elements; at least 1), as tools/bench-collectives and bench-variants
+# give sizes
+m_of() {
+	local v=${1%[KMG]} u=${1: -1} b
+	case $u in K) b=$((v * 1024)) ;; M) b=$((v * 1048576)) ;; G) b=$((v * 1073741824)) ;; *) b=$1 ;; esac
+	b=$((b / 2048))
+	echo $((b >= 1 ? b : 1))
+}
+
+# bench_line RESULT.json OUTPUT K=V... K:=N...: one eval's --json result as
+# one JSON line, without its trial records, plus the fields K (strings, or
+# integers for K:=N). When the eval wrote no result: {"outcome": "no
+# result", "message": the first 300 bytes of its console OUTPUT}.
+bench_line() {
+	python3 - "$@" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception:
+    r = {"outcome": "no result", "message": open(sys.argv[2], errors="replace").read(300)}
+r.pop("trial_records", None)
+for kv in sys.argv[3:]:
+    k, v = kv.split("=", 1)
+    if k.endswith(":"):
+        r[k[:-1]] = int(v)
+    else:
+        r[k] = v
+print(json.dumps(r))
+PY
+}

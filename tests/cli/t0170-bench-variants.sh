@@ -13,6 +13,11 @@ expect_grep '^\| \(as is\) \| 8K \| pass \| 10\.00 \| 5\.00 \| 2\.000x \|$' "$TM
 expect_grep '^\| THREADS=256 MAX_BLOCKS=528 \| 64K \| pass \|' "$TMP/v.md"
 expect_grep '^\| THREADS=\( \| 8K \| compile_error' "$TMP/v.md"
 expect_grep '"bench_variant": "THREADS=256 MAX_BLOCKS=528", "bench_size": "8K"' "$TMP/v.jsonl"
+# an eval that writes no result: a row that says so, with the eval's own words
+expect_exit 0 tools/bench-variants -p 999 -f $f -s 8K -o "$TMP/n" ""
+expect_grep '"outcome": "no result", "message": "error: no problem .999.' "$TMP/n.jsonl"
+expect_grep '"bench_exit": 1' "$TMP/n.jsonl"
+expect_grep '^\| \(as is\) \| 8K \| no result: error: no problem .999. hint: ' "$TMP/n.md"
 expect_exit 2 tools/bench-variants -p 2 -f $f -o "$TMP/x"
 expect_exit 2 tools/bench-variants -p 2 -f $f -o "$TMP/x" "THREADS"
 done_testing
