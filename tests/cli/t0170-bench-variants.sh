@@ -1,6 +1,7 @@
 # tools/bench-variants on fake ranks: every variant at every size is one
 # eval and one JSON line naming its macros; the macros reach the compiler
-# (a variant that breaks the file reads compile_error); bad arguments exit 2
+# (a variant that breaks the file reads compile_error); a reference.cu runs
+# under the reference backend; bad arguments exit 2
 . "$(dirname "$0")/lib.sh"
 export PKB_RANK_CMD=$ROOT/build/tests/fake_rank PKB_FAKE_MODE=ok PKB_TEST_GPUS=4
 cd "$ROOT"
@@ -13,6 +14,10 @@ expect_grep '^\| \(as is\) \| 8K \| pass \| 10\.00 \| 5\.00 \| 2\.000x \|$' "$TM
 expect_grep '^\| THREADS=256 MAX_BLOCKS=528 \| 64K \| pass \|' "$TMP/v.md"
 expect_grep '^\| THREADS=\( \| 8K \| compile_error' "$TMP/v.md"
 expect_grep '"bench_variant": "THREADS=256 MAX_BLOCKS=528", "bench_size": "8K"' "$TMP/v.jsonl"
+# a reference.cu (no pkb-backend header) runs under the reference backend
+expect_exit 0 tools/bench-variants -p 2 -f problems/002_allgather/reference.cu -s 8K -o "$TMP/r" ""
+expect_grep '"backend": "reference"' "$TMP/r.jsonl"
+expect_grep '^\| \(as is\) \| 8K \| pass \|' "$TMP/r.md"
 # an eval that writes no result: a row that says so, with the eval's own words
 expect_exit 0 tools/bench-variants -p 999 -f $f -s 8K -o "$TMP/n" ""
 expect_grep '"outcome": "no result", "message": "error: no problem .999.' "$TMP/n.jsonl"
