@@ -1,13 +1,20 @@
 /*
- * 076_opensora_conv3d_allreduce, known-good: the reference's pipeline with
- * the convolution built through cuDNN's graph (backend) API, the API whose
- * engines PyTorch runs on Hopper. As in reference.cu: the input goes to
- * NDHWC and the weight to KTRSC, the partial conv (fp32 accumulation, one
- * rounding to the dtype) runs in NCHUNK slices of output frames, each
- * slice's ncclAllReduce runs in place on a high-priority side stream while
- * the next slice computes, and a transpose back to NCDHW adds the bias.
+ * 076_opensora_conv3d_allreduce reference: the partial Conv3d with cuDNN's
+ * graph (backend) API, the API whose engines PyTorch runs on Hopper, in
+ * channels-last layout (NDHWC activations, KTRSC filter: the layout its
+ * tensor-core kernels want), fp32 accumulation and one rounding to the
+ * dtype, in NCHUNK slices of output frames. In NDHWC a slice of frames is
+ * contiguous and needs only its frames (+2) of the input. Each slice's
+ * ncclAllReduce runs in place on a high-priority side stream while cuDNN
+ * computes the next slice; a transpose back to NCDHW adds the bias.
  *
- * The slices have at most two shapes (17 frames = 5 + 4 + 4 + 4). For each
+ * The overlap only pays when the two leave each other room: the conv's
+ * engines are picked for all SMs but AR_SMS (cuDNN's SM count target) and
+ * the all-reduce runs on a communicator split from the harness's in init,
+ * at most AR_SMS thread blocks a collective (NCCL's maxCTAs). The practice
+ * of tensor-parallel comm/compute overlap, in Transformer Engine for one.
+ *
+ * The slices have at most two shapes (17 frames = 9 + 8). For each
  * distinct shape, init builds the one-operation graph (x, w and y tensors
  * with explicit channels-last strides, 3 spatial dims, no padding, fp32
  * compute), asks heuristic mode A for engine configs (the fallback list if
@@ -20,12 +27,14 @@
  * slice's variant pack is finalized once there too; pkb_run only enqueues
  * cudnnBackendExecute on ctx->stream.
  *
- * Napkin math (W = 4, bf16): 246 GFLOP a rank, 61.5 GFLOP a slice: 0.2 ms
- * a slice at the legacy API's 300 TFLOP/s, 0.1 ms at 600; the all-reduce of
- * a 17.8 MB slice takes about as long, hidden behind the next slice.
- * Not measured yet: if it beats the reference, its conv replaces the
- * reference's (and this file goes); if not, this file goes.
- * pkb-backend: reference
+ * Measured (4x H200, W = 4, bf16, 2026-11-22, tools/bench-variants; the
+ * original's PyTorch takes 0.852 ms): NCHUNK 2, AR_SMS 24: 0.784 ms (two
+ * launches: 0.785, 0.784). Everything on all SMs: 0.852 ms in one slice,
+ * 0.875 in 2, 0.877 in 4, 0.974 in 8: the conv's engines keep every SM
+ * busy, so a slice's all-reduce waits for the next slice's conv to end.
+ * AR_SMS 16 (0.941 ms) starves the all-reduce, 32 (0.792) the conv; NCCL's
+ * symmetric-window kernels on the partial were slower (0.861). The legacy
+ * API's conv (this reference until then) took 0.93-0.97 ms.
  */
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -40,10 +49,15 @@
 PKB_SOLUTION;
 
 #ifndef NCHUNK
-#define NCHUNK 4
+#define NCHUNK 2
 #endif
 #ifndef SIDE_PRIORITY_HIGH
 #define SIDE_PRIORITY_HIGH 1
+#endif
+/* > 0: the all-reduce's thread blocks, and the SMs the conv leaves it; 0:
+ * the harness's communicator, and the conv on every SM */
+#ifndef AR_SMS
+#define AR_SMS 24
 #endif
 #define TILE 32
 #define MAX_CFG 64                 /* heuristic results looked at, per shape */
@@ -79,6 +93,9 @@ struct state {
 	void *ws;
 	void *xt, *wt, *yt;            /* NDHWC input, KTRSC weight, NDHWC partial */
 	cudaStream_t side;             /* all-reduce + transpose back + bias */
+	ncclComm_t comm;               /* the all-reduce's: ctx's, or split from it */
+	int own_comm;
+	int conv_sms;                  /* cuDNN's SM count target; 0: all */
 	cudaEvent_t conv_done[NCHUNK], side_done, tic, toc;
 	int cin, cout, tin, hin, win, to, ho, wo;
 };
@@ -168,9 +185,19 @@ static ncclDataType_t nccl_type(pkb_dtype t)
 }
 
 /* ------------------------------------------------------------------------ */
-/* cuDNN backend plumbing */
+/* errors: one log line (the call, what failed), then return 1 */
 
-/* one log line: the call, cuDNN's status and its last error message */
+static void cuda_log(pkb_ctx *ctx, const char *what, cudaError_t e)
+{
+	ctx->svc->log(ctx, "076: %s: %s", what, cudaGetErrorString(e));
+}
+
+static void nccl_log(pkb_ctx *ctx, const char *what, ncclResult_t r)
+{
+	ctx->svc->log(ctx, "076: %s: %s", what, ncclGetErrorString(r));
+}
+
+/* cuDNN's status and its last error message */
 static void dnn_log(pkb_ctx *ctx, const char *what, cudnnStatus_t st)
 {
 	char msg[512];
@@ -182,23 +209,20 @@ static void dnn_log(pkb_ctx *ctx, const char *what, cudnnStatus_t st)
 		      msg);
 }
 
-#define DNN_OR_FAIL(ctx, call)                                 \
-	do {                                                   \
-		cudnnStatus_t st_ = (call);                    \
-		if (st_ != CUDNN_STATUS_SUCCESS) {             \
-			dnn_log((ctx), #call, st_);            \
-			return 1;                              \
-		}                                              \
+#define OR_FAIL(ctx, T, call, ok, report)              \
+	do {                                           \
+		T r_ = (call);                         \
+		if (r_ != (ok)) {                      \
+			report((ctx), #call, r_);      \
+			return 1;                      \
+		}                                      \
 	} while (0)
+#define CUDA_OR_FAIL(ctx, call) OR_FAIL(ctx, cudaError_t, call, cudaSuccess, cuda_log)
+#define NCCL_OR_FAIL(ctx, call) OR_FAIL(ctx, ncclResult_t, call, ncclSuccess, nccl_log)
+#define DNN_OR_FAIL(ctx, call) OR_FAIL(ctx, cudnnStatus_t, call, CUDNN_STATUS_SUCCESS, dnn_log)
 
-#define CUDA_OR_FAIL(ctx, call)                                                           \
-	do {                                                                              \
-		cudaError_t e_ = (call);                                                  \
-		if (e_ != cudaSuccess) {                                                  \
-			(ctx)->svc->log((ctx), "076: %s: %s", #call, cudaGetErrorString(e_)); \
-			return 1;                                                         \
-		}                                                                         \
-	} while (0)
+/* ------------------------------------------------------------------------ */
+/* cuDNN backend plumbing */
 
 /* a new descriptor, remembered for pkb_fini */
 static int own(pkb_ctx *ctx, struct state *s, cudnnBackendDescriptorType_t type,
@@ -441,12 +465,13 @@ static int time_plan(pkb_ctx *ctx, struct state *s, cudnnBackendDescriptor_t pla
 }
 
 /*
- * Plans for shape sh from heuristic mode `mode`: finalize up to MAX_TRY
- * acceptable configs, time each on slice sl's buffers, keep the fastest in
- * sh->plan (left NULL when none works). Losing plans are destroyed.
+ * Plans for shape sh from heuristic mode `mode` (for `sms` SMs when > 0):
+ * finalize up to MAX_TRY acceptable configs, time each on slice sl's
+ * buffers, keep the fastest in sh->plan (left NULL when none works). Losing
+ * plans are destroyed.
  */
 static int search(pkb_ctx *ctx, struct state *s, struct shape *sh, const struct slice *sl,
-		  cudnnBackendHeurMode_t mode, pkb_dtype t)
+		  cudnnBackendHeurMode_t mode, int32_t sms, pkb_dtype t)
 {
 	cudnnBackendDescriptor_t heur, cfg[MAX_CFG];
 	int64_t count = 0, got = 0;
@@ -467,7 +492,20 @@ static int search(pkb_ctx *ctx, struct state *s, struct shape *sh, const struct 
 						  CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &sh->graph));
 	DNN_OR_FAIL(ctx, cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE,
 						  CUDNN_TYPE_HEUR_MODE, 1, &mode));
-	DNN_OR_FAIL(ctx, cudnnBackendFinalize(heur));
+	if (sms > 0) {
+		/* a mode that will not take the target offers nothing: the caller
+		 * then asks again for all SMs */
+		cudnnStatus_t st = cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_SM_COUNT_TARGET,
+							    CUDNN_TYPE_INT32, 1, &sms);
+		if (st == CUDNN_STATUS_SUCCESS)
+			st = cudnnBackendFinalize(heur);
+		if (st != CUDNN_STATUS_SUCCESS) {
+			dnn_log(ctx, "heuristics for fewer SMs", st);
+			return 0;
+		}
+	} else {
+		DNN_OR_FAIL(ctx, cudnnBackendFinalize(heur));
+	}
 	DNN_OR_FAIL(ctx, cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
 						  CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, NULL));
 	if (count > MAX_CFG)
@@ -587,6 +625,18 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	int least, greatest;
 	CUDA_OR_FAIL(ctx, cudaMalloc(&s->xt, ctx->in[0].bytes));
 	CUDA_OR_FAIL(ctx, cudaMalloc(&s->wt, ctx->in[1].bytes));
+	s->comm = (ncclComm_t)ctx->nccl_comm;
+	if (AR_SMS > 0) {
+		int sms;
+		CUDA_OR_FAIL(ctx, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount,
+							 ctx->device));
+		s->conv_sms = sms > 2 * AR_SMS ? sms - AR_SMS : 0;
+		ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+		cfg.maxCTAs = AR_SMS;
+		NCCL_OR_FAIL(ctx, ncclCommSplit((ncclComm_t)ctx->nccl_comm, 0, ctx->rank, &s->comm,
+						&cfg));
+		s->own_comm = 1;
+	}
 	CUDA_OR_FAIL(ctx, cudaMalloc(&s->yt, ctx->out[0].bytes));
 	CUDA_OR_FAIL(ctx, cudaDeviceGetStreamPriorityRange(&least, &greatest));
 	CUDA_OR_FAIL(ctx, cudaStreamCreateWithPriority(&s->side, cudaStreamNonBlocking,
@@ -621,9 +671,15 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 			continue;
 		struct shape *sh = &s->sh[s->nshape++];
 		sh->nt = sl->nt;
-		if (make_graph(ctx, s, sh, dt) || search(ctx, s, sh, sl, CUDNN_HEUR_MODE_A, t))
+		/* engines for conv_sms SMs; if none fits (at fp32, where every
+		 * tensor-core engine goes), any engine for all of them */
+		if (make_graph(ctx, s, sh, dt) ||
+		    search(ctx, s, sh, sl, CUDNN_HEUR_MODE_A, s->conv_sms, t))
 			return 1;
-		if (!sh->plan && search(ctx, s, sh, sl, CUDNN_HEUR_MODE_FALLBACK, t))
+		if (!sh->plan && s->conv_sms > 0 &&
+		    search(ctx, s, sh, sl, CUDNN_HEUR_MODE_A, 0, t))
+			return 1;
+		if (!sh->plan && search(ctx, s, sh, sl, CUDNN_HEUR_MODE_FALLBACK, 0, t))
 			return 1;
 		if (!sh->plan) {
 			ctx->svc->log(ctx, "076: frames %d: cuDNN offers no engine that keeps the "
@@ -681,7 +737,7 @@ static int run_t(pkb_ctx *ctx, struct state *s)
 			return 1;
 		int64_t n = (int64_t)sl->nt * out_frame * s->cout;
 		ncclResult_t r = ncclAllReduce(y, y, (size_t)n, nccl_type(ctx->in[0].dtype), ncclSum,
-					       (ncclComm_t)ctx->nccl_comm, s->side);
+					       s->comm, s->side);
 		if (r != ncclSuccess) {
 			ctx->svc->log(ctx, "076: ncclAllReduce: %s", ncclGetErrorString(r));
 			return 1;
@@ -739,6 +795,8 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	cudaFree(s->xt);
 	cudaFree(s->wt);
 	cudaFree(s->yt);
+	if (s->own_comm)
+		ncclCommDestroy(s->comm);
 	free(s);
 	ctx->user = NULL;
 	return 0;
