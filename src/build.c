@@ -138,6 +138,128 @@ static void hash_includes(EVP_MD_CTX *md, const char *text, const char *from, co
 	free(dir);
 }
 
+/* The line of `text` that starts at `l`, without its end and the blanks
+ * around it, compared with `want`. */
+static int line_is(const char *l, const char *want)
+{
+	while (*l == ' ' || *l == '\t')
+		l++;
+	size_t n = strlen(want);
+	if (strncmp(l, want, n))
+		return 0;
+	for (l += n; *l && *l != '\n'; l++)
+		if (*l != ' ' && *l != '\t' && *l != '\r')
+			return 0;
+	return 1;
+}
+
+static const char *next_line(const char *l)
+{
+	const char *nl = strchr(l, '\n');
+	return nl ? nl + 1 : l + strlen(l);
+}
+
+/*
+ * A known-bad candidate may be written as the known-good file it breaks plus
+ * the lines it changes: "pkb-mutant-of: NAME.cu" in its header (NAME.cu next
+ * to it), then blocks of
+ *	/ * pkb-replace * /   lines of NAME.cu, exactly as there
+ *	/ * pkb-with * /      the lines that take their place
+ *	/ * pkb-end * /
+ * (markers written without the inner blanks), applied in order, each
+ * replaced text found exactly once in what the blocks before it left. One
+ * copy of the good code, and the bug in plain sight; a change to the good
+ * file that drops a replaced text stops the mutant from building.
+ * Returns the source to compile (malloc'd); NULL when `text` is no mutant or
+ * on an error, then set in *err (malloc'd).
+ */
+static char *mutant_source(const char *src, const char *text, char **err)
+{
+	*err = NULL;
+	/* in the header comment only: prose elsewhere may name the tag */
+	const char *tag = strstr(text, "pkb-mutant-of:"), *end = strstr(text, "*/");
+	if (!tag || (end && tag > end))
+		return NULL;
+	tag += strlen("pkb-mutant-of:");
+	while (*tag == ' ' || *tag == '\t')
+		tag++;
+	size_t n = strcspn(tag, " \t\r\n");
+	char *name = xstrfmt("%.*s", (int)n, tag);
+	if (!n || strchr(name, '/') || n < 4 || strcmp(name + n - 3, ".cu")) {
+		*err = xstrfmt("mutant: pkb-mutant-of names '%s': a .cu file next to it, please",
+			       name);
+		free(name);
+		return NULL;
+	}
+	char *dir = xstrdup(src);
+	char *slash = strrchr(dir, '/');
+	char *path = slash ? (*slash = 0, xstrfmt("%s/%s", dir, name)) : xstrdup(name);
+	free(dir);
+	char *out = read_file(path, NULL);
+	if (!out) {
+		*err = xstrfmt("mutant: cannot read '%s': %s", path, strerror(errno));
+		free(path);
+		free(name);
+		return NULL;
+	}
+	int blocks = 0, lineno = 1;
+	const char *l = text;
+	/* the header: everything before the first block */
+	while (*l && !line_is(l, "/* pkb-replace */"))
+		l = next_line(l), lineno++;
+	while (*l && !*err) {
+		if (line_is(l, "")) {
+			l = next_line(l), lineno++;
+			continue;
+		}
+		if (!line_is(l, "/* pkb-replace */")) {
+			*err = xstrfmt("mutant: line %d: outside a pkb-replace block", lineno);
+			break;
+		}
+		int at = lineno;
+		const char *old0 = next_line(l), *old1 = old0, *new0, *new1;
+		for (l = old0, lineno++; *l && !line_is(l, "/* pkb-with */"); l = next_line(l))
+			lineno++;
+		old1 = l;
+		new0 = *l ? next_line(l) : l;
+		for (l = new0, lineno++; *l && !line_is(l, "/* pkb-end */"); l = next_line(l))
+			lineno++;
+		new1 = l;
+		if (!*l || old1 == old0) {
+			*err = xstrfmt("mutant: line %d: a pkb-replace block needs lines to "
+				       "replace, then pkb-with, then pkb-end", at);
+			break;
+		}
+		l = next_line(l), lineno++;
+		char *old = xstrfmt("%.*s", (int)(old1 - old0), old0);
+		int found = 0;
+		const char *hit = NULL;
+		for (const char *p = strstr(out, old); p; p = strstr(p + 1, old))
+			if (!found++)
+				hit = p;
+		if (found != 1) {
+			*err = xstrfmt("mutant: line %d: the lines to replace occur %d times in %s "
+				       "(must be once)", at, found, name);
+		} else {
+			char *next = xstrfmt("%.*s%.*s%s", (int)(hit - out), out,
+					     (int)(new1 - new0), new0, hit + strlen(old));
+			free(out);
+			out = next;
+			blocks++;
+		}
+		free(old);
+	}
+	if (!*err && !blocks)
+		*err = xstrfmt("mutant: of %s, but no pkb-replace block", name);
+	free(path);
+	free(name);
+	if (*err) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
 int build_solution(const char *src, const struct build_opts *o, struct build_result *r)
 {
 	memset(r, 0, sizeof *r);
@@ -147,6 +269,21 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	if (!text) {
 		r->log = xstrfmt("cannot read '%s': %s", src, strerror(errno));
 		return 0;
+	}
+	/* a mutant compiles as its good file with the replacements made, from a
+	 * temporary copy in the cache, the mutant's folder on the include path */
+	char *mut_err;
+	char *mutant = mutant_source(src, text, &mut_err);
+	if (mut_err) {
+		free(text);
+		r->log = mut_err;
+		r->seconds = (double)(now_ns() - t0) / 1e9;
+		return 0;
+	}
+	if (mutant) {
+		free(text);
+		text = mutant;
+		len = strlen(text);
 	}
 	char *inc = xstrfmt("%s/include", pkb_root());
 	char *gencode = xstrfmt("-gencode=arch=compute_%s,code=%s", o->arch + 3, o->arch);
@@ -173,12 +310,12 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	EVP_DigestUpdate(md, ver, strlen(ver));
 	EVP_DigestFinal_ex(md, dg, NULL);
 	EVP_MD_CTX_free(md);
-	free(text);
 	for (int i = 0; i < 32; i++)
 		sprintf(r->key + 2 * i, "%02x", dg[i]);
 
 	const char *dir = build_cache_dir();
 	if (mkdir_p(dir) < 0) {
+		free(text);
 		free(inc);
 		free(gencode);
 		return error("cannot create cache '%s': %s", dir, strerror(errno));
@@ -188,10 +325,30 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	if (stat(r->so_path, &st) == 0 && st.st_size > 0) {
 		r->ok = r->cached = 1;
 		r->seconds = (double)(now_ns() - t0) / 1e9;
+		free(text);
 		free(inc);
 		free(gencode);
 		return 0;
 	}
+	char *cu = NULL, *srcdir = NULL;
+	if (mutant) {
+		cu = xstrfmt("%s/%s.%d.mutant.cu", dir, r->key, (int)getpid());
+		char *d = xstrdup(src), *sl = strrchr(d, '/');
+		if (sl)
+			*sl = 0;
+		srcdir = xstrfmt("-I%s", sl ? d : ".");
+		free(d);
+		if (write_file_atomic(cu, text, len) < 0) {
+			int rc = error("cannot write '%s': %s", cu, strerror(errno));
+			free(text);
+			free(cu);
+			free(srcdir);
+			free(inc);
+			free(gencode);
+			return rc;
+		}
+	}
+	free(text);
 
 	char *tmp = xstrfmt("%s/%s.%d.tmp.so", dir, r->key, (int)getpid());
 	char *log = xstrfmt("%s/%s.%d.log", dir, r->key, (int)getpid());
@@ -209,9 +366,11 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	argv[a++] = "shared";
 	argv[a++] = gencode;
 	argv[a++] = iflag;
+	if (srcdir)
+		argv[a++] = srcdir;
 	argv[a++] = "-o";
 	argv[a++] = tmp;
-	argv[a++] = (char *)src;
+	argv[a++] = cu ? cu : (char *)src;
 	argv[a++] = "-lcublas";
 	argv[a++] = "-lcublasLt";
 	argv[a++] = "-lcurand";
@@ -232,6 +391,10 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 		unlink(tmp);
 	}
 	unlink(log);
+	if (cu)
+		unlink(cu);
+	free(cu);
+	free(srcdir);
 	free(log);
 	free(tmp);
 	free(iflag);

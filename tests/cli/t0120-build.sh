@@ -1,5 +1,6 @@
 # pkb build: compile into the cache and scan the symbols, no GPU; the exit
-# code is that of the first refused file (4 compile_error, 5 load_refused)
+# code is that of the first refused file (4 compile_error, 5 load_refused);
+# mutants (a good file plus replacements)
 . "$(dirname "$0")/lib.sh"
 export PKB_CACHE=$TMP/cache
 S=$ROOT/problems/001_allreduce/solutions
@@ -49,4 +50,68 @@ printf '#define VARIANT 2\n#include "dnn.cuh"\n' > "$TMP/dnn_variant.cu"
 expect_exit 0 "$PKB" build "$TMP/dnn_variant.cu"
 so=$(ls -t "$PKB_CACHE"/*.so | head -1)
 expect_exit 0 sh -c "readelf -d '$so' | grep -q 'NEEDED.*libcudnn'"
+# a mutant (pkb-mutant-of): the good file with its blocks' replacements, built
+# from the mutant's folder (the good file's local headers resolve); the good
+# file is part of the key; every way of writing one wrong is a compile_error
+# with a one-line reason
+mkdir -p "$TMP/m"
+cat > "$TMP/m/side.cuh" <<'CU'
+#define SIDE 1
+CU
+cat > "$TMP/m/ok_base.cu" <<'CU'
+/*
+ * a good file
+ */
+#include "pkb.h"
+#include "side.cuh"
+PKB_SOLUTION;
+extern "C" int marker_good(void) { return SIDE; }
+extern "C" int pkb_init(pkb_ctx *ctx) { return 0; }
+extern "C" int pkb_run(pkb_ctx *ctx) { return 0; }
+extern "C" int pkb_fini(pkb_ctx *ctx) { return 0; }
+// twice
+// twice
+CU
+mutant() {   # mutant NAME OF OLD NEW: a one-block mutant of OF in $TMP/m/NAME.cu
+	printf '/*\n * a bad file\n * pkb-mutant-of: %s\n */\n\n/* pkb-replace */\n%s\n/* pkb-with */\n%s\n/* pkb-end */\n' \
+		"$2" "$3" "$4" > "$TMP/m/$1.cu"
+}
+mutant bad_base ok_base.cu 'extern "C" int marker_good(void) { return SIDE; }' \
+	'extern "C" int marker_bad(void) { return 0; }'
+expect_exit 0 "$PKB" build "$TMP/m/bad_base.cu"
+expect_grep "\(compiled " "$TMP/out"
+so=$(ls -t "$PKB_CACHE"/*.so | head -1)
+expect_exit 0 sh -c "nm -D '$so' | grep -q ' marker_bad\$'"
+expect_exit 1 sh -c "nm -D '$so' | grep -q ' marker_good\$'"
+expect_exit 0 sh -c "! ls '$PKB_CACHE'/*.mutant.cu 2>/dev/null"
+expect_exit 0 "$PKB" build "$TMP/m/bad_base.cu"
+expect_grep "\(cached " "$TMP/out"
+printf '// the good file changed\n' >> "$TMP/m/ok_base.cu"
+expect_exit 0 "$PKB" build "$TMP/m/bad_base.cu"
+expect_grep "\(compiled " "$TMP/out"
+mutant bad_gone ok_base.cu 'int not_there;' 'int x;'
+expect_exit 4 "$PKB" build "$TMP/m/bad_gone.cu"
+expect_grep "mutant: line 6: the lines to replace occur 0 times in ok_base.cu \(must be once\)" "$TMP/out"
+mutant bad_twice ok_base.cu '// twice' '// once'
+expect_exit 4 "$PKB" build "$TMP/m/bad_twice.cu"
+expect_grep "occur 2 times in ok_base.cu" "$TMP/out"
+mutant bad_path ../ok_base.cu 'x' 'y'
+expect_exit 4 "$PKB" build "$TMP/m/bad_path.cu"
+expect_grep "mutant: pkb-mutant-of names '../ok_base.cu': a .cu file next to it" "$TMP/out"
+mutant bad_nobase ok_none.cu 'x' 'y'
+expect_exit 4 "$PKB" build "$TMP/m/bad_nobase.cu"
+expect_grep "mutant: cannot read '.*ok_none.cu'" "$TMP/out"
+printf '/*\n * pkb-mutant-of: ok_base.cu\n */\nint stray;\n' > "$TMP/m/bad_empty.cu"
+expect_exit 4 "$PKB" build "$TMP/m/bad_empty.cu"
+expect_grep "mutant: of ok_base.cu, but no pkb-replace block" "$TMP/out"
+cat "$TMP/m/bad_base.cu" > "$TMP/m/bad_stray.cu"
+printf 'int stray;\n' >> "$TMP/m/bad_stray.cu"
+expect_exit 4 "$PKB" build "$TMP/m/bad_stray.cu"
+expect_grep "mutant: line 11: outside a pkb-replace block" "$TMP/out"
+printf '/*\n * pkb-mutant-of: ok_base.cu\n */\n/* pkb-replace */\nPKB_SOLUTION;\n' > "$TMP/m/bad_open.cu"
+expect_exit 4 "$PKB" build "$TMP/m/bad_open.cu"
+expect_grep "mutant: line 4: a pkb-replace block needs lines to replace, then pkb-with, then pkb-end" "$TMP/out"
+# the tag counts in the header comment only
+printf '/* a file */\n// pkb-mutant-of: ok_none.cu\n#include "ok_base.cu"\n' > "$TMP/m/prose.cu"
+expect_exit 0 "$PKB" build "$TMP/m/prose.cu"
 done_testing
