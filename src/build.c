@@ -166,8 +166,9 @@ static const char *next_line(const char *l)
  *	/ * pkb-replace * /   lines of NAME.cu, exactly as there
  *	/ * pkb-with * /      the lines that take their place
  *	/ * pkb-end * /
- * (markers written without the inner blanks), applied in order, each
- * replaced text found exactly once in what the blocks before it left. One
+ * (markers written without the inner blanks; nothing else after the header
+ * comment but blank lines), applied in order, each replaced text found
+ * exactly once, as whole lines, in what the blocks before it left. One
  * copy of the good code, and the bug in plain sight; a change to the good
  * file that drops a replaced text stops the mutant from building.
  * Returns the source to compile (malloc'd); NULL when `text` is no mutant or
@@ -178,7 +179,7 @@ static char *mutant_source(const char *src, const char *text, char **err)
 	*err = NULL;
 	/* in the header comment only: prose elsewhere may name the tag */
 	const char *tag = strstr(text, "pkb-mutant-of:"), *end = strstr(text, "*/");
-	if (!tag || (end && tag > end))
+	if (!tag || !end || tag > end)
 		return NULL;
 	tag += strlen("pkb-mutant-of:");
 	while (*tag == ' ' || *tag == '\t')
@@ -202,11 +203,11 @@ static char *mutant_source(const char *src, const char *text, char **err)
 		free(name);
 		return NULL;
 	}
+	/* after the header comment: blank lines and blocks only */
 	int blocks = 0, lineno = 1;
 	const char *l = text;
-	/* the header: everything before the first block */
-	while (*l && !line_is(l, "/* pkb-replace */"))
-		l = next_line(l), lineno++;
+	for (const char *after = next_line(end); l < after; l = next_line(l))
+		lineno++;
 	while (*l && !*err) {
 		if (line_is(l, "")) {
 			l = next_line(l), lineno++;
@@ -235,7 +236,7 @@ static char *mutant_source(const char *src, const char *text, char **err)
 		int found = 0;
 		const char *hit = NULL;
 		for (const char *p = strstr(out, old); p; p = strstr(p + 1, old))
-			if (!found++)
+			if ((p == out || p[-1] == '\n') && !found++)   /* whole lines */
 				hit = p;
 		if (found != 1) {
 			*err = xstrfmt("mutant: line %d: the lines to replace occur %d times in %s "

@@ -95,13 +95,16 @@ expect_grep "mutant: line 6: the lines to replace occur 0 times in ok_base.cu \(
 mutant bad_twice ok_base.cu '// twice' '// once'
 expect_exit 4 "$PKB" build "$TMP/m/bad_twice.cu"
 expect_grep "occur 2 times in ok_base.cu" "$TMP/out"
+mutant bad_midline ok_base.cu 'return SIDE; }' 'return 0; }'
+expect_exit 4 "$PKB" build "$TMP/m/bad_midline.cu"
+expect_grep "occur 0 times in ok_base.cu" "$TMP/out"
 mutant bad_path ../ok_base.cu 'x' 'y'
 expect_exit 4 "$PKB" build "$TMP/m/bad_path.cu"
 expect_grep "mutant: pkb-mutant-of names '../ok_base.cu': a .cu file next to it" "$TMP/out"
 mutant bad_nobase ok_none.cu 'x' 'y'
 expect_exit 4 "$PKB" build "$TMP/m/bad_nobase.cu"
 expect_grep "mutant: cannot read '.*ok_none.cu'" "$TMP/out"
-printf '/*\n * pkb-mutant-of: ok_base.cu\n */\nint stray;\n' > "$TMP/m/bad_empty.cu"
+printf '/*\n * pkb-mutant-of: ok_base.cu\n */\n\n' > "$TMP/m/bad_empty.cu"
 expect_exit 4 "$PKB" build "$TMP/m/bad_empty.cu"
 expect_grep "mutant: of ok_base.cu, but no pkb-replace block" "$TMP/out"
 cat "$TMP/m/bad_base.cu" > "$TMP/m/bad_stray.cu"
@@ -111,6 +114,10 @@ expect_grep "mutant: line 11: outside a pkb-replace block" "$TMP/out"
 printf '/*\n * pkb-mutant-of: ok_base.cu\n */\n/* pkb-replace */\nPKB_SOLUTION;\n' > "$TMP/m/bad_open.cu"
 expect_exit 4 "$PKB" build "$TMP/m/bad_open.cu"
 expect_grep "mutant: line 4: a pkb-replace block needs lines to replace, then pkb-with, then pkb-end" "$TMP/out"
+printf '/*\n * pkb-mutant-of: ok_base.cu\n */\n#define SIDE 2\n' > "$TMP/m/bad_code.cu"
+sed -n '5,$p' "$TMP/m/bad_base.cu" >> "$TMP/m/bad_code.cu"
+expect_exit 4 "$PKB" build "$TMP/m/bad_code.cu"
+expect_grep "mutant: line 4: outside a pkb-replace block" "$TMP/out"
 # the tag counts in the header comment only
 printf '/* a file */\n// pkb-mutant-of: ok_none.cu\n#include "ok_base.cu"\n' > "$TMP/m/prose.cu"
 expect_exit 0 "$PKB" build "$TMP/m/prose.cu"
