@@ -21,6 +21,8 @@
  *     src, w, a, n, elems): out = the sum over k < w of src[k], accumulated
  *     in fp32 and rounded once, the loads from different sources in flight
  *     together (pkb_sum_flat: any length, the ragged end element by element);
+ *     pkb_sum_units_to / pkb_sum_flat_to(dst, nd, ...): the same sum stored
+ *     to nd outputs;
  *   - pkb_blocks_for(units, per_block, max_blocks): a grid size, host side.
  *
  * The copies are block-wide: every thread of the block calls them with the
@@ -148,19 +150,18 @@ __device__ __forceinline__ void pkb_copy_flat(void *d0, void *d1, const void *sr
 		}
 }
 
-/* n units (VEC elements of T each) at unit offset `at`: out = sum over
- * k < w of src[k] (a table in shared memory), accumulated in fp32 and
- * rounded once. A thread loads UNR of its units from KB sources -- 8 loads
- * in flight, from different peers -- before adding them into 8 fp32
- * accumulators. */
+/* n units (VEC elements of T each) at unit offset `at`: the sum over k < w
+ * of src[k] (a table in shared memory), accumulated in fp32, rounded once,
+ * and stored to dst[k] for k < nd (a table too). A thread loads UNR of its
+ * units from KB sources -- 8 loads in flight, from different peers -- before
+ * adding them into 8 fp32 accumulators. */
 template <int NT, typename T, int VEC>
-__device__ __forceinline__ void pkb_sum_units(T *out, const T *const *src, int w,
-					      int64_t at, int n)
+__device__ __forceinline__ void pkb_sum_units_to(T *const *dst, int nd, const T *const *src,
+						 int w, int64_t at, int n)
 {
 	typedef typename pkb_unit<VEC * sizeof(T)>::t U;
 	const int UNR = VEC >= 8 ? 1 : VEC == 4 ? 2 : 8 / VEC;
 	const int KB = 8 / UNR;
-	U *o = (U *)out + at;
 	for (int i = threadIdx.x; i < n; i += UNR * NT) {
 		float acc[UNR][VEC];
 		for (int u = 0; u < UNR; u++)
@@ -189,31 +190,53 @@ __device__ __forceinline__ void pkb_sum_units(T *out, const T *const *src, int w
 				T *f = (T *)&r;
 				for (int v = 0; v < VEC; v++)
 					f[v] = pkb_from_float<T>(acc[u][v]);
-				o[i + u * NT] = r;
+				for (int k = 0; k < nd; k++)
+					((U *)dst[k] + at)[i + u * NT] = r;
 			}
 	}
 }
 
-/* 16-byte units [a, a+n) of a flat array of `elems` T: the partial last
- * unit, if any, is summed element by element by the block that owns it */
+/* the same into one output */
+template <int NT, typename T, int VEC>
+__device__ __forceinline__ void pkb_sum_units(T *out, const T *const *src, int w, int64_t at,
+					      int n)
+{
+	T *const dst[1] = { out };
+	pkb_sum_units_to<NT, T, VEC>(dst, 1, src, w, at, n);
+}
+
+/* 16-byte units [a, a+n) of a flat array of `elems` T, summed as by
+ * pkb_sum_units_to into dst[k] for k < nd: the partial last unit, if any,
+ * is summed element by element by the block that owns it */
 template <int NT, typename T>
-__device__ __forceinline__ void pkb_sum_flat(T *out, const T *const *src, int w,
-					     int64_t a, int n, int64_t elems)
+__device__ __forceinline__ void pkb_sum_flat_to(T *const *dst, int nd, const T *const *src,
+						int w, int64_t a, int n, int64_t elems)
 {
 	const int VEC = 16 / sizeof(T);
 	int64_t full = elems / VEC;
 	int nv = (int)max((int64_t)0, min((int64_t)n, full - a));
 	if (nv > 0)
-		pkb_sum_units<NT, T, VEC>(out, src, w, a, nv);
+		pkb_sum_units_to<NT, T, VEC>(dst, nd, src, w, a, nv);
 	if (a <= full && full < a + n) {
 		int64_t j = full * VEC + threadIdx.x;
 		if (j < elems) {
 			float acc = 0.f;
 			for (int p = 0; p < w; p++)
 				acc += pkb_to_float(src[p][j]);
-			out[j] = pkb_from_float<T>(acc);
+			T v = pkb_from_float<T>(acc);
+			for (int k = 0; k < nd; k++)
+				dst[k][j] = v;
 		}
 	}
+}
+
+/* the same into one output */
+template <int NT, typename T>
+__device__ __forceinline__ void pkb_sum_flat(T *out, const T *const *src, int w, int64_t a,
+					     int n, int64_t elems)
+{
+	T *const dst[1] = { out };
+	pkb_sum_flat_to<NT, T>(dst, 1, src, w, a, n, elems);
 }
 
 /* Blocks for `units` units when a block takes `per_block` of them before the

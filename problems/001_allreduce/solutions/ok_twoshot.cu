@@ -62,66 +62,6 @@ struct state {
 	uint32_t *calls;      /* per-block call counters */
 };
 
-/* 16-byte units [a, a+n) of a chunk of `len` T: the fp32 sum over k < w of
- * src[k], rounded once and stored to dst[k] for k < nd (tables of chunk
- * bases in shared memory). A thread loads UNR of its units from KB sources
- * -- 8 loads in flight, from different peers -- before adding them. The
- * partial last unit, if any, is summed element by element by the block that
- * owns it. */
-template <typename T>
-__device__ __forceinline__ void reduce_fanout(T *const *dst, int nd, const T *const *src, int w,
-					      int64_t a, int n, int64_t len)
-{
-	const int VEC = 16 / sizeof(T);
-	const int UNR = VEC >= 8 ? 1 : 2;   /* 8 fp32 accumulators */
-	const int KB = 8 / UNR;
-	int64_t full = len / VEC;
-	int nv = (int)max((int64_t)0, min((int64_t)n, full - a));
-	for (int i = threadIdx.x; i < nv; i += UNR * THREADS) {
-		float acc[UNR][VEC];
-		for (int u = 0; u < UNR; u++)
-			for (int v = 0; v < VEC; v++)
-				acc[u][v] = 0.f;
-#pragma unroll 1
-		for (int k0 = 0; k0 < w; k0 += KB) {
-			int4 r[KB][UNR];
-			for (int k = 0; k < KB; k++) {
-				const int4 *s = (const int4 *)src[min(k0 + k, w - 1)] + a;
-				for (int u = 0; u < UNR; u++)
-					if (k0 + k < w && i + u * THREADS < nv)
-						r[k][u] = s[i + u * THREADS];
-			}
-			for (int k = 0; k < KB; k++)
-				for (int u = 0; u < UNR; u++)
-					if (k0 + k < w && i + u * THREADS < nv) {
-						const T *e = (const T *)&r[k][u];
-						for (int v = 0; v < VEC; v++)
-							acc[u][v] += pkb_to_float(e[v]);
-					}
-		}
-		for (int u = 0; u < UNR; u++)
-			if (i + u * THREADS < nv) {
-				int4 r;
-				T *f = (T *)&r;
-				for (int v = 0; v < VEC; v++)
-					f[v] = pkb_from_float<T>(acc[u][v]);
-				for (int k = 0; k < nd; k++)
-					((int4 *)dst[k] + a)[i + u * THREADS] = r;
-			}
-	}
-	if (a <= full && full < a + n) {
-		int64_t j = full * VEC + threadIdx.x;
-		if (j < len) {
-			float acc = 0.f;
-			for (int k = 0; k < w; k++)
-				acc += pkb_to_float(src[k][j]);
-			T v = pkb_from_float<T>(acc);
-			for (int k = 0; k < nd; k++)
-				dst[k][j] = v;
-		}
-	}
-}
-
 template <typename T>
 __global__ void __launch_bounds__(THREADS, 1)
 allreduce_twoshot(pkb_dev_comm comm, const T *in, T *out, void *const *stage, size_t half,
@@ -165,7 +105,7 @@ allreduce_twoshot(pkb_dev_comm comm, const T *in, T *out, void *const *stage, si
 		if (a >= u1 || !pkb_barrier_block(comm, blockIdx.x))
 			break;
 		/* 1. reduce our chunk, keep it and push it to every peer */
-		reduce_fanout(dst, w, src, w, a, (int)min((int64_t)ROUND, u1 - a), mylen);
+		pkb_sum_flat_to<THREADS, T>(dst, w, src, w, a, (int)min((int64_t)ROUND, u1 - a), mylen);
 		if (!pkb_barrier_block(comm, blockIdx.x))
 			break;
 	}
