@@ -1,0 +1,54 @@
+/*
+ * 008_alltoall, known-good: all-to-all by the copy engines in W-1 lockstep
+ * steps (include/pkb_ce.cuh), for large slabs.
+ *
+ * In step k (1 <= k < W) rank r copies its slab for rank r+k into slot r of
+ * that rank's staging buffer with cudaMemcpyAsync, and receives slot r-k
+ * from rank r-k: every rank sends one copy and receives one, the pattern of
+ * `pkb calibrate`'s "both ways" (782 GB/s a pair on the lent H200s, against
+ * 728 for SM stores). A barrier ends each step; the copy-out of step k into
+ * the output runs on a side stream under step k+1. Slab r goes from the
+ * input to the output locally, at the start.
+ *
+ * At small sizes this loses: every step pays a copy's launch and a barrier
+ * (several microseconds); it is meant for tens of MiB and more.
+ *
+ * Traffic: each rank sends and receives (W-1) * M*N*e bytes; its HBM takes
+ * the staging writes and a copy-out of as much.
+ */
+#include <cuda_runtime.h>
+#include "pkb.h"
+#include "pkb_device.cuh"
+#include "pkb_copy.cuh"
+#include "pkb_ce.cuh"
+
+PKB_SOLUTION;
+
+#ifndef CHUNKS
+#define CHUNKS 4              /* transfers per step: the last copy-out is 1/CHUNKS of a slab */
+#endif
+
+extern "C" int pkb_init(pkb_ctx *ctx)
+{
+	return pkb_ce_create(ctx, ctx->world, ctx->in[0].bytes / ctx->world);
+}
+
+extern "C" int pkb_run(pkb_ctx *ctx)
+{
+	const int me = ctx->rank, w = ctx->world;
+	size_t slab = ctx->in[0].bytes / w;
+	const char *in = (const char *)ctx->in[0].data;
+	char *out = (char *)ctx->out[0].data;
+	struct pkb_ce_step steps[PKB_CE_MAX_WORLD];
+	for (int k = 1; k < w; k++) {
+		int to = (me + k) % w, from = (me - k + w) % w;
+		steps[k - 1] = (struct pkb_ce_step){ in + to * slab, to, me, out + from * slab, from };
+	}
+	return pkb_ce_run(ctx, (struct pkb_ce *)ctx->user, steps, w - 1, slab, CHUNKS,
+			  out + me * slab, in + me * slab);
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	return pkb_ce_destroy(ctx);
+}
