@@ -36,7 +36,10 @@
  * Every rank must launch the same grid for the same call (compute it from
  * the shapes), so block b's epochs agree on all ranks. Epoch 0 is never used
  * and epochs only grow: a zeroed area (symm_alloc's) or a stale line is
- * never taken for a new one.
+ * never taken for a new one. A thread waits for the same block of its peers,
+ * so keep the grid to what the GPU runs at once (264 blocks of 512 threads
+ * of 40 registers fit an H200's 132 SMs): a block that waits for one not
+ * yet started on a peer would wait for it to be scheduled.
  *
  * Reuse of a half. A sender may write round e+2 into the half of round e only
  * once the receiver finished reading round e there. When every rank sends to

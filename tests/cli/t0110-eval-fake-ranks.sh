@@ -23,4 +23,13 @@ expect_grep "^runtime_error: rank [01] killed by signal 11" "$TMP/out"
 PKB_FAKE_MODE=fail expect_exit 6 "$PKB" eval 1 "$P" --gpus 2 -q
 expect_grep "illegal memory access" "$TMP/out"
 PKB_FAKE_MODE=ok expect_exit 0 "$PKB" run 1 --gpus 2 -q
+# W = 8, the original's setting: eight rank processes, every output checked,
+# and a hang or a crash of the last rank still named
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" eval 1 "$P" --gpus 8 --trials 2 -q --json "$TMP/w8.json"
+expect_grep '^pass: 2 of 2 trials, every output of 8 ranks' "$TMP/out"
+expect_exit 0 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r[\"world\"] == 8 and len(r[\"launch\"][\"ranks\"]) == 8" "$TMP/w8.json"
+PKB_FAKE_MODE=hang PKB_FAKE_RANK_ONLY=7 expect_exit 7 "$PKB" eval 1 "$P" --gpus 8 -q --deadline trial=1
+expect_grep "^timeout: rank 7: phase 'trial 0: candidate' passed its 1 s deadline" "$TMP/out"
+PKB_FAKE_MODE=crash PKB_FAKE_RANK_ONLY=7 expect_exit 6 "$PKB" eval 1 "$P" --gpus 8 -q
+expect_grep "^runtime_error: rank 7 killed by signal 11" "$TMP/out"
 done_testing

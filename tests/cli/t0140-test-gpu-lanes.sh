@@ -7,11 +7,17 @@
 export PKB_RANK_CMD=$ROOT/build/tests/fake_rank PKB_FAKE_MODE=ok PKB_TEST_GPUS=4
 cd "$ROOT"
 expect_exit 1 tools/test-gpu -p 005 -w "2 4" -s 3x1001 -o "$TMP/r.jsonl"
-# 005 at W = 2: the reference (default shape), 2 ok_ at two shapes, 3 bad_
-# (default shape, smallest W only); at W = 4 the reference and the ok_: 13
+# 005's candidates: the ok_ ones, the bad_ ones, and of those the ones whose
+# verdict needs a GPU (they pass on fake ranks, so their cases fail)
+S=problems/005_scatter/solutions
+n_ok=$(ls $S/ok_*.cu | wc -l) n_bad=$(ls $S/bad_*.cu | wc -l)
+n_gpu_bad=$(grep -L 'pkb-expect: \(compile_error\|load_refused\)' $S/bad_*.cu | wc -l)
+# at W = 2: the reference (default shape), every ok_ at two shapes, every bad_
+# (default shape, smallest W only); at W = 4 the reference and the ok_
+want=$((2 * (1 + 2 * n_ok) + n_bad))
 n=$(wc -l < "$TMP/r.jsonl")
-[ "$n" = 13 ] && ok || not_ok "expected 13 recorded cases, got $n"
-expect_grep '^10 passed, 3 failed$' "$TMP/out"
+[ "$n" = $want ] && ok || not_ok "expected $want recorded cases, got $n"
+expect_grep "^$((want - n_gpu_bad)) passed, $n_gpu_bad failed\$" "$TMP/out"
 grep -q '"world":4,.*bad_' "$TMP/r.jsonl" && not_ok "a bad_ candidate ran at W = 4 without -a" || ok
 # W = 2 ran on both pairs; W = 4 on all four
 expect_grep '"world":2,.*"gpus":"0,1"' "$TMP/r.jsonl"
@@ -24,11 +30,13 @@ expect_grep '^FAIL 005_scatter W=2 default bad_zeros.cu +expected mismatch \(3\)
 # -a: bad_ candidates at every W
 expect_exit 1 tools/test-gpu -p 005 -w "2 4" -a -o "$TMP/a.jsonl"
 n=$(wc -l < "$TMP/a.jsonl")
-[ "$n" = 12 ] && ok || not_ok "expected 12 recorded cases with -a, got $n"
+want=$((2 * (1 + n_ok + n_bad)))
+[ "$n" = $want ] && ok || not_ok "expected $want recorded cases with -a, got $n"
 # -t: no case starts after the budget; the rest are recorded as not run
 PKB_FAKE_MODE=slow expect_exit 1 tools/test-gpu -p 005 -w 2 -j 1 -t 1 -o "$TMP/t.jsonl"
 n=$(wc -l < "$TMP/t.jsonl")
-[ "$n" = 6 ] && ok || not_ok "expected 6 recorded cases under -t, got $n"
+want=$((1 + n_ok + n_bad))
+[ "$n" = $want ] && ok || not_ok "expected $want recorded cases under -t, got $n"
 expect_grep '"not_run":true' "$TMP/t.jsonl"
 expect_grep '^FAIL 005_scatter W=2 .* not run: the 1 s budget \(-t\) was spent' "$TMP/out"
 done_testing
