@@ -39,4 +39,13 @@ want=$((1 + n_ok + n_bad))
 [ "$n" = $want ] && ok || not_ok "expected $want recorded cases under -t, got $n"
 expect_grep '"not_run":true' "$TMP/t.jsonl"
 expect_grep '^FAIL 005_scatter W=2 .* not run: the 1 s budget \(-t\) was spent' "$TMP/out"
+# eight GPUs (the original's setting): W = 8 on all eight, W = 2 in four lanes
+PKB_TEST_GPUS=8 expect_exit 1 tools/test-gpu -p 005 -w "2 8" -o "$TMP/g8.jsonl"
+expect_grep '"world":8,.*"gpus":"0,1,2,3,4,5,6,7"' "$TMP/g8.jsonl"
+for g in 0,1 2,3 4,5 6,7; do
+	expect_grep "\"world\":2,.*\"gpus\":\"$g\"" "$TMP/g8.jsonl"
+done
+n=$(wc -l < "$TMP/g8.jsonl")
+want=$((2 * (1 + n_ok) + n_bad))
+[ "$n" = $want ] && ok || not_ok "expected $want recorded cases on 8 GPUs, got $n"
 done_testing

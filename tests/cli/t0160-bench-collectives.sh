@@ -24,4 +24,12 @@ if grep -q '^| 002_allgather' "$TMP/e.md"; then not_ok "a flagged candidate has 
 expect_exit 0 tools/collectives-table "$TMP/c.jsonl" "$TMP/e.jsonl"
 expect_grep "^$((n + c2)) evals, $((c + c2)) not passing; 0 targets missed\.$" "$TMP/out"
 expect_grep '^\| 001_allreduce \| 8K ' "$TMP/out"
+# at W = 8 (the original's setting), on eight pretend GPUs
+PKB_TEST_GPUS=8 expect_exit 0 tools/bench-collectives -p 008 -s 8K -w 8 -o "$TMP/w8"
+c8=$(ls problems/008_alltoall/solutions/ok_*.cu | wc -l)
+k=$(grep -c '"world": *8' "$TMP/w8.jsonl")
+[ "$k" = "$c8" ] && ok || not_ok "expected $c8 evals at W = 8, got $k"
+expect_grep '^\| 008_alltoall \| 8K \| ok_.*\.cu \| 10\.00 \| 5\.00 \| 2\.00x ' "$TMP/w8.md"
+PKB_TEST_GPUS=4 expect_exit 9 tools/bench-collectives -p 008 -s 8K -w 8 -o "$TMP/w8b"
+expect_grep 'needs 8 NVIDIA GPUs, found 4' "$TMP/out"
 done_testing
