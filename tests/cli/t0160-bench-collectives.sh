@@ -30,6 +30,13 @@ c8=$(ls problems/008_alltoall/solutions/ok_*.cu | wc -l)
 k=$(grep -c '"world": *8' "$TMP/w8.jsonl")
 [ "$k" = "$c8" ] && ok || not_ok "expected $c8 evals at W = 8, got $k"
 expect_grep '^\| 008_alltoall \| 8K \| ok_.*\.cu \| 10\.00 \| 5\.00 \| 2\.00x ' "$TMP/w8.md"
+expect_grep "^W = 8 \\(issue 3's targets are set for W = 4\\)$" "$TMP/w8.md"
+# runs at two world sizes read together: a table each, never one row for both
+expect_exit 0 tools/collectives-table "$TMP/c.jsonl" "$TMP/w8.jsonl"
+expect_grep '^W = 4$' "$TMP/out"
+expect_grep '^W = 8 ' "$TMP/out"
+k=$(grep -c '^| 0' "$TMP/out")
+[ "$k" = 2 ] && ok || not_ok "expected a row for 001 at W = 4 and one for 008 at W = 8, got $k rows"
 PKB_TEST_GPUS=4 expect_exit 9 tools/bench-collectives -p 008 -s 8K -w 8 -o "$TMP/w8b"
 expect_grep 'needs 8 NVIDIA GPUs, found 4' "$TMP/out"
 done_testing
