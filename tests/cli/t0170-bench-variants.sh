@@ -11,6 +11,7 @@ expect_exit 0 tools/bench-variants -p 2 -f $f -s "8K 64K" -o "$TMP/v" "" "THREAD
 n=$(wc -l < "$TMP/v.jsonl")
 [ "$n" = 6 ] && ok || not_ok "expected 6 evals (3 variants x 2 sizes), got $n"
 expect_grep '^\| \(as is\) \| 8K \| pass \| 10\.00 \| 5\.00 \| 2\.000x \|$' "$TMP/v.md"
+expect_grep '^Variants of problems/002_allgather/solutions/ok_oneshot_push\.cu, W = 4$' "$TMP/v.md"
 expect_grep '^\| THREADS=256 MAX_BLOCKS=528 \| 64K \| pass \|' "$TMP/v.md"
 expect_grep '^\| THREADS=\( \| 8K \| compile_error' "$TMP/v.md"
 expect_grep '"bench_variant": "THREADS=256 MAX_BLOCKS=528", "bench_size": "8K"' "$TMP/v.jsonl"
