@@ -7,7 +7,8 @@
  *     visible to a peer that sees the flag with an acquire load);
  *   - pkb_wait_ge: a bounded spin on a flag. When it gives up it sets the
  *     harness error word and returns false, so a deadlock becomes a reported
- *     timeout instead of a hung GPU;
+ *     timeout instead of a hung GPU (pkb_spin_expired: its give-up test, for
+ *     spins on something other than a flag);
  *   - pkb_barrier_block: all ranks' copies of one thread block meet, using
  *     the harness signal pads in ctx->dev (slot = a block index). Writes made
  *     by the block before the barrier are visible to every peer's block
@@ -68,6 +69,21 @@ __device__ __forceinline__ uint64_t pkb_globaltimer(void)
 	return t;
 }
 
+/* The give-up test of a bounded spin that started at t0 (pkb_globaltimer):
+ * on every 1024th spin, true -- with PKB_DEV_ERR_TIMEOUT set in the harness
+ * error word -- once comm.timeout_ns has passed or another wait gave up. */
+__device__ __forceinline__ bool pkb_spin_expired(const pkb_dev_comm &comm, uint32_t spins,
+						 uint64_t t0)
+{
+	if ((spins & 1023u) != 0)
+		return false;
+	if (*(volatile uint32_t *)comm.err || pkb_globaltimer() - t0 > comm.timeout_ns) {
+		atomicOr(comm.err, PKB_DEV_ERR_TIMEOUT);
+		return true;
+	}
+	return false;
+}
+
 /* Spin until *flag >= want (acquire, system scope). Returns false, and sets
  * PKB_DEV_ERR_TIMEOUT in the harness error word, if comm.timeout_ns passes
  * first or another wait already gave up. Compare with >= so that flags can
@@ -81,13 +97,8 @@ __device__ __forceinline__ bool pkb_wait_ge(const pkb_dev_comm &comm,
 	for (uint32_t spins = 1;; spins++) {
 		if (pkb_ld_acquire_sys(flag) >= want)
 			return true;
-		if ((spins & 1023u) == 0) {
-			if (*(volatile uint32_t *)comm.err ||
-			    pkb_globaltimer() - t0 > comm.timeout_ns) {
-				atomicOr(comm.err, PKB_DEV_ERR_TIMEOUT);
-				return false;
-			}
-		}
+		if (pkb_spin_expired(comm, spins, t0))
+			return false;
 	}
 }
 

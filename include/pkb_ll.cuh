@@ -88,13 +88,10 @@ __device__ __forceinline__ bool pkb_ll_get(const pkb_dev_comm &comm, const uint6
 			*data = hi << 32 | (uint32_t)lo;
 			return true;
 		}
-		if (spins == 0) {
+		if (spins == 0)
 			t0 = pkb_globaltimer();
-		} else if ((spins & 1023u) == 0 &&
-			   (*(volatile uint32_t *)comm.err || pkb_globaltimer() - t0 > comm.timeout_ns)) {
-			atomicOr(comm.err, PKB_DEV_ERR_TIMEOUT);
+		else if (pkb_spin_expired(comm, spins, t0))
 			return false;
-		}
 	}
 }
 
