@@ -18,9 +18,9 @@
  *     alignment (zero padded past its end; one access when 8-byte aligned);
  *   - pkb_ll_add<T> / pkb_ll_pack<T>: the elements of a line added into fp32
  *     accumulators, and rounded back into a line;
- *   - struct pkb_ll, pkb_ll_setup (host, in pkb_init): the grid, the rounds
- *     and the symmetric buffers; pkb_ll_line: where a line goes;
- *     pkb_ll_init / pkb_ll_fini: all of a candidate's host state;
+ *   - struct pkb_ll, struct pkb_ll_state, pkb_ll_init / pkb_ll_fini (host,
+ *     in pkb_init / pkb_fini): the grid, the rounds and the symmetric
+ *     buffers; pkb_ll_line: where a line goes;
  *   - pkb_ll_epochs: the first epoch of this call's rounds for this block;
  *   - pkb_ll_ack / pkb_ll_wait_ack: back-pressure for one-way traffic.
  *
@@ -64,6 +64,7 @@
 #include <cuda_runtime.h>
 #include "pkb.h"
 #include "pkb_device.cuh"
+#include "pkb_copy.cuh"   /* pkb_blocks_for */
 
 /* one line: 8 data bytes, each 4-byte half beside the epoch */
 __device__ __forceinline__ void pkb_ll_put(uint64_t *line, uint64_t data, uint32_t epoch)
@@ -147,7 +148,7 @@ __device__ __forceinline__ uint64_t pkb_ll_pack(const float *acc)
 	return v;
 }
 
-/* A kernel's view of its LL buffers (pkb_ll_setup fills it, host side):
+/* A kernel's view of its LL buffers (pkb_ll_init fills it, host side):
  * per rank, [2 halves][sources][per_round] lines then the ack table,
  * [grid][world] uint32 */
 struct pkb_ll {
@@ -160,40 +161,17 @@ struct pkb_ll {
 	size_t acks;          /* byte offset of the ack table */
 };
 
-/* Host side, in pkb_init: the grid (`threads` per block, up to max_blocks
- * blocks) for `bytes` bytes per source, and the buffers for `sources`
- * sources per receiver. *grid is the launch's block count for every call.
- * Returns 0 on success. */
-static inline int pkb_ll_setup(pkb_ctx *ctx, struct pkb_ll *ll, pkb_symm *symm, size_t bytes,
-			       int sources, int threads, int max_blocks, int *grid)
-{
-	ll->lines = (int64_t)((bytes + 7) / 8);
-	int64_t blocks = (ll->lines + threads - 1) / threads;
-	*grid = blocks < 1 ? 1 : blocks > max_blocks ? max_blocks : (int)blocks;
-	ll->per_round = (int64_t)*grid * threads;
-	ll->rounds = (uint32_t)((ll->lines + ll->per_round - 1) / ll->per_round);
-	if (ll->rounds < 1)
-		ll->rounds = 1;
-	ll->sources = sources;
-	ll->acks = 2 * (size_t)sources * (size_t)ll->per_round * 16;
-	if (cudaMalloc(&ll->epochs, *grid * sizeof(uint32_t)) != cudaSuccess ||
-	    cudaMemset(ll->epochs, 0, *grid * sizeof(uint32_t)) != cudaSuccess)
-		return 1;
-	if (ctx->svc->symm_alloc(ctx, ll->acks + (size_t)*grid * ctx->world * 4, symm))
-		return 1;
-	ll->peers = symm->peers_dev;
-	return 0;
-}
-
-/* The usual host side of a candidate built on this header: its state in
- * ctx->user (pkb_ll_init in pkb_init, pkb_ll_fini in pkb_fini), the launch
- * as kernel<<<s->grid, NT>>>(ctx->dev, s->ll, ...). */
+/* A candidate's host state (in ctx->user): its buffers, and the launch's
+ * block count for every call, kernel<<<s->grid, NT>>>(ctx->dev, s->ll, ...) */
 struct pkb_ll_state {
 	pkb_symm symm;
 	struct pkb_ll ll;
 	int grid;
 };
 
+/* In pkb_init: the grid (`threads` per block, up to max_blocks blocks) for
+ * `bytes` bytes per source, and the buffers for `sources` sources per
+ * receiver. Returns 0 on success; pkb_ll_fini frees what it made. */
 static inline int pkb_ll_init(pkb_ctx *ctx, size_t bytes, int sources, int threads,
 			      int max_blocks)
 {
@@ -201,7 +179,22 @@ static inline int pkb_ll_init(pkb_ctx *ctx, size_t bytes, int sources, int threa
 	if (!s)
 		return 1;
 	ctx->user = s;
-	return pkb_ll_setup(ctx, &s->ll, &s->symm, bytes, sources, threads, max_blocks, &s->grid);
+	struct pkb_ll *ll = &s->ll;
+	ll->lines = (int64_t)((bytes + 7) / 8);
+	s->grid = pkb_blocks_for(ll->lines, threads, max_blocks);
+	ll->per_round = (int64_t)s->grid * threads;
+	ll->rounds = (uint32_t)((ll->lines + ll->per_round - 1) / ll->per_round);
+	if (ll->rounds < 1)
+		ll->rounds = 1;
+	ll->sources = sources;
+	ll->acks = 2 * (size_t)sources * (size_t)ll->per_round * 16;
+	if (cudaMalloc(&ll->epochs, s->grid * sizeof(uint32_t)) != cudaSuccess ||
+	    cudaMemset(ll->epochs, 0, s->grid * sizeof(uint32_t)) != cudaSuccess)
+		return 1;
+	if (ctx->svc->symm_alloc(ctx, ll->acks + (size_t)s->grid * ctx->world * 4, &s->symm))
+		return 1;
+	ll->peers = s->symm.peers_dev;
+	return 0;
 }
 
 static inline int pkb_ll_fini(pkb_ctx *ctx)
