@@ -12,21 +12,31 @@
  * receives at most one, and every rank meets every other (a one-block
  * kernel, pkb_barrier_block) before the next step.
  *
- * A step, as one rank sees it (pkb_ce_step): send `bytes` from send_src into
- * slot send_slot of rank send_to's staging buffer (send_to < 0: nothing to
- * send), and copy slot recv_slot of its own staging buffer to recv_dst once
- * it has arrived (recv_dst NULL: nothing to receive). The copy-out of step i
- * runs on a side stream, under step i+1's transfer; with `chunks` > 1 every
- * step is cut into that many transfers, each with its barrier, so that the
- * last copy-out is short.
+ * A step, as one rank sees it (pkb_ce_step): send send_bytes from send_src
+ * into slot send_slot of rank send_to's staging buffer (send_to < 0: nothing
+ * to send), and copy recv_bytes of slot recv_slot of its own staging buffer to
+ * recv_dst once they have arrived (recv_dst NULL: nothing to copy out). The
+ * copy-out of step i runs on a side stream, under step i+1's transfer; with
+ * `chunks` > 1 every step is cut into that many transfers of `bytes` /
+ * `chunks` (`bytes`: the largest transfer of the call, the same on every
+ * rank, so that all ranks cut at the same offsets), each with its barrier, so
+ * that the last copy-out is short. With ce->tail set (bytes), the last step
+ * is cut in halves instead (1/2, 1/4, ...) down to a part of at most that
+ * many bytes: a short last part in few transfers (pkb_ce_cuts).
  *
- *   pkb_init: return pkb_ce_create(ctx, slots, bytes);  // slots x bytes staging
+ *   pkb_init: return pkb_ce_create(ctx, slots, bytes, tail);  // slots x bytes staging
  *   pkb_run:  return pkb_ce_run(ctx, (struct pkb_ce *)ctx->user, steps, n, bytes,
- *                               chunks, own_dst, own_src);
+ *                               chunks, own_dst, own_src, sum);
  *   pkb_fini: return pkb_ce_destroy(ctx);
  *
  * pkb_ce_run also copies own_src to own_dst (a rank's own slab) on the side
  * stream, and joins the side stream into ctx->stream before it returns.
+ *
+ * Reductions (sum, not NULL): as each chunk of the last step lands, the side
+ * stream sums that chunk of sum->own and of every staging slot but
+ * sum->skip into sum->dst, in fp32 rounded once (pkb_sum_flat). For a
+ * reduce-scatter, the steps send chunk d of the input to rank d and copy
+ * nothing out; the sums of all chunks but the last run under transfers.
  *
  * Back-to-back calls: a call starts with a barrier, which no rank passes
  * before every rank finished the previous call (its copy-outs included:
@@ -42,11 +52,14 @@
 
 #include <stdlib.h>
 #include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include "pkb.h"
 #include "pkb_device.cuh"
 #include "pkb_copy.cuh"
 
-#define PKB_CE_MAX_EVENTS 256      /* steps x chunks per call, at most */
+#define PKB_CE_MAX_EVENTS 256      /* parts of all steps of a call, at most */
+#define PKB_CE_MAX_PARTS 64        /* parts of one step, at most */
 #define PKB_CE_THREADS 512
 #define PKB_CE_BLOCKS 132          /* copy-out grid: one block per SM of an H200 */
 #define PKB_CE_MAX_WORLD 64        /* the barrier kernel's block size */
@@ -54,13 +67,30 @@
 struct pkb_ce_step {
 	const void *send_src;
 	int send_to, send_slot;
+	size_t send_bytes;
 	void *recv_dst;
 	int recv_slot;
+	size_t recv_bytes;
+};
+
+/* dst = own + every staging slot but slot `skip`, `bytes` of `dtype` each */
+struct pkb_ce_sum {
+	void *dst;
+	const void *own;
+	int skip;
+	size_t bytes;
+	pkb_dtype dtype;
+};
+
+struct pkb_ce_srcs {
+	const void *p[PKB_CE_MAX_WORLD];
+	int n;
 };
 
 struct pkb_ce {
 	pkb_symm stage;
 	size_t slot;                  /* bytes per slot, a multiple of 16 */
+	size_t tail;                  /* 0, or the last step's last part at most (pkb_ce_cuts) */
 	cudaStream_t side;
 	cudaEvent_t go, side_done, landed[PKB_CE_MAX_EVENTS];
 	int nevents;
@@ -83,6 +113,67 @@ pkb_ce_copy(U *dst, const U *src, int64_t n)
 		pkb_copy_units<PKB_CE_THREADS>(dst + a, src + a, (int)min((int64_t)1 << 20, u1 - a));
 }
 
+/* dst[e] = the sum over k < s.n of s.p[k][e], e < elems; VEC elements a unit
+ * (16 bytes, or 1 element where an address is not 16-byte aligned) */
+template <typename T, int VEC>
+__global__ void __launch_bounds__(PKB_CE_THREADS)
+pkb_ce_sum_kernel(T *dst, struct pkb_ce_srcs s, int64_t elems)
+{
+	__shared__ const T *src[PKB_CE_MAX_WORLD];
+	if (threadIdx.x < s.n)
+		src[threadIdx.x] = (const T *)s.p[threadIdx.x];
+	__syncthreads();
+	int64_t n = (elems + VEC - 1) / VEC;   /* units, the partial last one too */
+	int64_t per = (n + gridDim.x - 1) / gridDim.x;
+	int64_t u0 = min(n, per * (int64_t)blockIdx.x), u1 = min(n, u0 + per);
+	for (int64_t a = u0; a < u1; a += 1 << 20) {
+		int m = (int)min((int64_t)1 << 20, u1 - a);
+		if (VEC == 1)
+			pkb_sum_units<PKB_CE_THREADS, T, 1>(dst, src, s.n, a, m);
+		else
+			pkb_sum_flat<PKB_CE_THREADS, T>(dst, src, s.n, a, m, elems);
+	}
+}
+
+template <typename T>
+static inline void pkb_ce_sum_typed(void *dst, const struct pkb_ce_srcs *s, size_t bytes,
+				    cudaStream_t st)
+{
+	uintptr_t at = (uintptr_t)dst;
+	for (int k = 0; k < s->n; k++)
+		at |= (uintptr_t)s->p[k];
+	int64_t elems = (int64_t)(bytes / sizeof(T));
+	const int VEC = 16 / sizeof(T);
+	if (at & 15) {
+		int grid = pkb_blocks_for(elems, PKB_CE_THREADS, PKB_CE_BLOCKS);
+		pkb_ce_sum_kernel<T, 1><<<grid, PKB_CE_THREADS, 0, st>>>((T *)dst, *s, elems);
+	} else {
+		int grid = pkb_blocks_for((elems + VEC - 1) / VEC, PKB_CE_THREADS / 2, PKB_CE_BLOCKS);
+		pkb_ce_sum_kernel<T, VEC><<<grid, PKB_CE_THREADS, 0, st>>>((T *)dst, *s, elems);
+	}
+}
+
+/* bytes [off, off+n) of sum->dst <- the sum of that range of sum->own and of
+ * every slot of the local staging buffer but sum->skip, on stream st */
+static inline int pkb_ce_sum_range(const struct pkb_ce *ce, int world,
+				   const struct pkb_ce_sum *sum, size_t off, size_t n,
+				   cudaStream_t st)
+{
+	struct pkb_ce_srcs s;
+	s.n = 0;
+	s.p[s.n++] = (const char *)sum->own + off;
+	for (int k = 0; k < world; k++)
+		if (k != sum->skip)
+			s.p[s.n++] = (const char *)ce->stage.local + (size_t)k * ce->slot + off;
+	void *dst = (char *)sum->dst + off;
+	switch (sum->dtype) {
+	case PKB_BF16: pkb_ce_sum_typed<__nv_bfloat16>(dst, &s, n, st); return 0;
+	case PKB_FP16: pkb_ce_sum_typed<__half>(dst, &s, n, st); return 0;
+	case PKB_FP32: pkb_ce_sum_typed<float>(dst, &s, n, st); return 0;
+	default: return 1;
+	}
+}
+
 /* bytes at dst <- src, on stream st, by the SMs, in the largest unit that
  * divides the size and both addresses */
 static inline void pkb_ce_local_copy(void *dst, const void *src, size_t bytes, cudaStream_t st)
@@ -102,8 +193,9 @@ static inline void pkb_ce_local_copy(void *dst, const void *src, size_t bytes, c
 }
 
 /* pkb_init: ctx->user = a struct pkb_ce with a staging buffer of `slots`
- * slots of `bytes` each (collective) */
-static inline int pkb_ce_create(pkb_ctx *ctx, int slots, size_t bytes)
+ * slots of `bytes` each (collective); tail: 0 or the last step's last part
+ * at most, in bytes (pkb_ce_cuts) */
+static inline int pkb_ce_create(pkb_ctx *ctx, int slots, size_t bytes, size_t tail)
 {
 	struct pkb_ce *ce = (struct pkb_ce *)calloc(1, sizeof *ce);
 	if (!ce)
@@ -112,6 +204,7 @@ static inline int pkb_ce_create(pkb_ctx *ctx, int slots, size_t bytes)
 	if (ctx->world > PKB_CE_MAX_WORLD)
 		return 1;
 	ce->slot = (bytes + 15) & ~(size_t)15;
+	ce->tail = tail;
 	if (cudaStreamCreateWithFlags(&ce->side, cudaStreamNonBlocking) != cudaSuccess ||
 	    cudaEventCreateWithFlags(&ce->go, cudaEventDisableTiming) != cudaSuccess ||
 	    cudaEventCreateWithFlags(&ce->side_done, cudaEventDisableTiming) != cudaSuccess)
@@ -123,15 +216,52 @@ static inline int pkb_ce_create(pkb_ctx *ctx, int slots, size_t bytes)
 	return ctx->svc->symm_alloc(ctx, (size_t)slots * ce->slot, &ce->stage);
 }
 
+/* The ends of the parts a step is cut into, in cut[], their number returned:
+ * `chunks` equal parts, or, for the last step when ce->tail is set, halves
+ * of what is left until a part is at most ce->tail bytes (bytes/2, bytes/4,
+ * ..., then the rest): the work behind the last part (its copy-out or sum)
+ * is all that follows the last transfer, and the earlier parts' runs under
+ * the later transfers. Ends on 16 bytes keep every part aligned to the unit;
+ * they depend on bytes alone, the same on every rank. */
+static inline int pkb_ce_cuts(const struct pkb_ce *ce, size_t bytes, int chunks, int last,
+			      size_t *cut)
+{
+	int n = 0;
+	if (last && ce->tail) {
+		size_t at = 0;
+		while (n < PKB_CE_MAX_PARTS - 1 && bytes - at > ce->tail) {
+			size_t half = ((bytes - at) / 2 + 15) & ~(size_t)15;
+			if (half >= bytes - at)
+				break;
+			cut[n++] = at += half;
+		}
+		cut[n++] = bytes;
+		return n;
+	}
+	size_t part = ((bytes + chunks - 1) / chunks + 15) & ~(size_t)15;
+	for (size_t at = 0; at < bytes && n < PKB_CE_MAX_PARTS; at += part)
+		cut[n++] = bytes - at < part ? bytes : at + part;
+	if (!n)
+		cut[n++] = 0;
+	return n;
+}
+
 static inline int pkb_ce_run(pkb_ctx *ctx, struct pkb_ce *ce, const struct pkb_ce_step *steps,
-			     int nsteps, size_t bytes, int chunks, void *own_dst, const void *own_src)
+			     int nsteps, size_t bytes, int chunks, void *own_dst, const void *own_src,
+			     const struct pkb_ce_sum *sum)
 {
 	cudaStream_t st = (cudaStream_t)ctx->stream;
-	/* chunk boundaries on 16 bytes keep every chunk aligned to the unit */
-	size_t part = ((bytes + chunks - 1) / chunks + 15) & ~(size_t)15;
-	if (nsteps * chunks > PKB_CE_MAX_EVENTS || bytes > ce->slot) {
-		ctx->svc->log(ctx, "pkb_ce_run: %d steps x %d chunks or %zu bytes a slot: too many",
-			      nsteps, chunks, bytes);
+	size_t cut[PKB_CE_MAX_PARTS];
+	int parts = 0, too_long = sum && sum->bytes > bytes;
+	for (int i = 0; i < nsteps; i++) {
+		too_long |= steps[i].send_bytes > bytes || steps[i].recv_bytes > bytes;
+		parts += pkb_ce_cuts(ce, bytes, chunks, i == nsteps - 1, cut);
+	}
+	if (parts > PKB_CE_MAX_EVENTS || chunks > PKB_CE_MAX_PARTS || bytes > ce->slot ||
+	    too_long) {
+		ctx->svc->log(ctx, "pkb_ce_run: %d steps in %d parts (%d chunks), or a transfer "
+			      "over %zu bytes or over a slot (%zu): too many",
+			      nsteps, parts, chunks, bytes, ce->slot);
 		return 1;
 	}
 	if (cudaEventRecord(ce->go, st) || cudaStreamWaitEvent(ce->side, ce->go, 0))
@@ -141,24 +271,36 @@ static inline int pkb_ce_run(pkb_ctx *ctx, struct pkb_ce *ce, const struct pkb_c
 	int e = 0;
 	for (int i = 0; i < nsteps; i++) {
 		const struct pkb_ce_step *s = &steps[i];
-		for (size_t off = 0; off < bytes; off += part, e++) {
-			size_t n = bytes - off < part ? bytes - off : part;
-			if (s->send_to >= 0 &&
+		int sum_here = sum && i == nsteps - 1;
+		int n = pkb_ce_cuts(ce, bytes, chunks, i == nsteps - 1, cut);
+		for (int c = 0; c < n; c++, e++) {
+			/* what of this part lies within the send, the copy-out, the sum */
+			size_t off = c ? cut[c - 1] : 0, part = cut[c] - off;
+			size_t ns = s->send_bytes > off ? s->send_bytes - off : 0;
+			size_t nr = s->recv_dst && s->recv_bytes > off ? s->recv_bytes - off : 0;
+			size_t nm = sum_here && sum->bytes > off ? sum->bytes - off : 0;
+			ns = ns < part ? ns : part;
+			nr = nr < part ? nr : part;
+			nm = nm < part ? nm : part;
+			if (s->send_to >= 0 && ns &&
 			    cudaMemcpyAsync((char *)ce->stage.peers[s->send_to] +
 						    (size_t)s->send_slot * ce->slot + off,
-					    (const char *)s->send_src + off, n,
+					    (const char *)s->send_src + off, ns,
 					    cudaMemcpyDeviceToDevice, st))
 				return 1;
 			pkb_ce_barrier<<<1, PKB_CE_MAX_WORLD, 0, st>>>(ctx->dev);
-			if (!s->recv_dst)
+			if (!nr && !nm)
 				continue;
 			if (cudaEventRecord(ce->landed[e], st) ||
 			    cudaStreamWaitEvent(ce->side, ce->landed[e], 0))
 				return 1;
-			pkb_ce_local_copy((char *)s->recv_dst + off,
-					  (const char *)ce->stage.local + (size_t)s->recv_slot * ce->slot +
-						  off,
-					  n, ce->side);
+			if (nr)
+				pkb_ce_local_copy((char *)s->recv_dst + off,
+						  (const char *)ce->stage.local +
+							  (size_t)s->recv_slot * ce->slot + off,
+						  nr, ce->side);
+			if (nm && pkb_ce_sum_range(ce, ctx->world, sum, off, nm, ce->side))
+				return 1;
 		}
 	}
 	if (cudaEventRecord(ce->side_done, ce->side) || cudaStreamWaitEvent(st, ce->side_done, 0))

@@ -24,14 +24,17 @@
 PKB_SOLUTION;
 
 #ifndef CHUNKS
-#define CHUNKS 4              /* transfers per step: the last copy-out is 1/CHUNKS of a slab */
+#define CHUNKS 1              /* transfers per step, but the last */
+#endif
+#ifndef TAIL
+#define TAIL (16 << 20)       /* the last step in halves down to this many bytes (0: CHUNKS) */
 #endif
 #define SRC 0
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	/* one slot, sized from the output: the same (M, N) on every rank */
-	return pkb_ce_create(ctx, 1, ctx->out[0].bytes);
+	return pkb_ce_create(ctx, 1, ctx->out[0].bytes, TAIL);
 }
 
 extern "C" int pkb_run(pkb_ctx *ctx)
@@ -43,10 +46,10 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	struct pkb_ce_step steps[PKB_CE_MAX_WORLD];
 	for (int k = 1; k < w; k++)
 		steps[k - 1] = (struct pkb_ce_step){ me == SRC ? in + k * slab : NULL,
-						     me == SRC ? k : -1, 0,
-						     me == k ? out : NULL, 0 };
+						     me == SRC ? k : -1, 0, slab,
+						     me == k ? out : NULL, 0, slab };
 	return pkb_ce_run(ctx, (struct pkb_ce *)ctx->user, steps, w - 1, slab, CHUNKS,
-			  me == SRC ? out : NULL, in);
+			  me == SRC ? out : NULL, in, NULL);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)

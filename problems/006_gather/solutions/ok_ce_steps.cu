@@ -25,14 +25,17 @@
 PKB_SOLUTION;
 
 #ifndef CHUNKS
-#define CHUNKS 4              /* transfers per step: the last copy-out is 1/CHUNKS of a slab */
+#define CHUNKS 1              /* transfers per step, but the last */
+#endif
+#ifndef TAIL
+#define TAIL (16 << 20)       /* the last step in halves down to this many bytes (0: CHUNKS) */
 #endif
 #define DST 0
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	/* W slots, one per sender (slot 0 unused): the same size on every rank */
-	return pkb_ce_create(ctx, ctx->world, ctx->in[0].bytes);
+	return pkb_ce_create(ctx, ctx->world, ctx->in[0].bytes, TAIL);
 }
 
 extern "C" int pkb_run(pkb_ctx *ctx)
@@ -43,10 +46,10 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	char *out = (char *)ctx->out[0].data;
 	struct pkb_ce_step steps[PKB_CE_MAX_WORLD];
 	for (int k = 1; k < w; k++)
-		steps[k - 1] = (struct pkb_ce_step){ me == k ? in : NULL, me == k ? DST : -1, k,
-						     me == DST ? out + k * slab : NULL, k };
+		steps[k - 1] = (struct pkb_ce_step){ me == k ? in : NULL, me == k ? DST : -1, k, slab,
+						     me == DST ? out + k * slab : NULL, k, slab };
 	return pkb_ce_run(ctx, (struct pkb_ce *)ctx->user, steps, w - 1, slab, CHUNKS,
-			  out, in);
+			  out, in, NULL);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)

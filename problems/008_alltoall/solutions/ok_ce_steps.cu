@@ -25,12 +25,15 @@
 PKB_SOLUTION;
 
 #ifndef CHUNKS
-#define CHUNKS 4              /* transfers per step: the last copy-out is 1/CHUNKS of a slab */
+#define CHUNKS 1              /* transfers per step, but the last */
+#endif
+#ifndef TAIL
+#define TAIL (16 << 20)       /* the last step in halves down to this many bytes (0: CHUNKS) */
 #endif
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	return pkb_ce_create(ctx, ctx->world, ctx->in[0].bytes / ctx->world);
+	return pkb_ce_create(ctx, ctx->world, ctx->in[0].bytes / ctx->world, TAIL);
 }
 
 extern "C" int pkb_run(pkb_ctx *ctx)
@@ -42,10 +45,11 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	struct pkb_ce_step steps[PKB_CE_MAX_WORLD];
 	for (int k = 1; k < w; k++) {
 		int to = (me + k) % w, from = (me - k + w) % w;
-		steps[k - 1] = (struct pkb_ce_step){ in + to * slab, to, me, out + from * slab, from };
+		steps[k - 1] = (struct pkb_ce_step){ in + to * slab, to, me, slab,
+						     out + from * slab, from, slab };
 	}
 	return pkb_ce_run(ctx, (struct pkb_ce *)ctx->user, steps, w - 1, slab, CHUNKS,
-			  out + me * slab, in + me * slab);
+			  out + me * slab, in + me * slab, NULL);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
