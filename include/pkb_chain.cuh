@@ -15,9 +15,11 @@
  * block b handles as many chunks per call.
  *
  * All blocks of the grid wait on each other across ranks: the grid must fit
- * on the GPU at once (a few dozen blocks).
+ * on the GPU at once (pkb_chain_resident gives how many do).
  *
- *   host:   pkb_chain_init(ctx, &ch, blocks, slots, chunk) in pkb_init
+ *   host:   blocks = pkb_chain_resident(ctx, kernel, threads, want),
+ *           pkb_chain_init(ctx, &ch, blocks, slots, chunk) in pkb_init;
+ *           kernel<<<min(chunks, ch.blocks), threads>>> in pkb_run
  *   kernel: pkb_chain_dev c = pkb_chain_dev_of(&ch), passed by value;
  *           j = chunk number; per chunk, block-wide:
  *           pkb_chain_wait_full(comm, c, j)   before reading my slot
@@ -29,6 +31,7 @@
 #define PKB_CHAIN_CUH
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <cuda_runtime.h>
 #include "pkb.h"
 #include "pkb_device.cuh"
@@ -49,10 +52,18 @@ struct pkb_chain_dev {
 	int slots;
 };
 
-/* pkb_init (collective): staging and flags for `blocks` blocks */
+/* pkb_init (collective): staging and flags for `blocks` blocks, the least
+ * any rank offers (every rank must run the same grid) */
 static inline int pkb_chain_init(pkb_ctx *ctx, struct pkb_chain *c, int blocks, int slots,
 				 size_t chunk)
 {
+	int *all = (int *)calloc(ctx->world, sizeof *all);
+	int rc = !all || ctx->svc->host_allgather(ctx, &blocks, all, sizeof blocks);
+	for (int r = 0; !rc && r < ctx->world; r++)
+		blocks = all[r] < blocks ? all[r] : blocks;
+	free(all);
+	if (rc || blocks < 1)
+		return 1;
 	c->blocks = blocks;
 	c->slots = slots;
 	c->chunk = (chunk + 15) & ~(size_t)15;
@@ -69,6 +80,19 @@ static inline int pkb_chain_init(pkb_ctx *ctx, struct pkb_chain *c, int blocks, 
 	    cudaDeviceSynchronize() != cudaSuccess)
 		return 1;
 	return ctx->svc->host_barrier(ctx);
+}
+
+/* pkb_init: at most `want` blocks of `kernel` (`threads` each), as many as
+ * this GPU runs at once, the chain's requirement; 0 if that cannot be known
+ * (pkb_chain_init then fails) */
+template <typename K>
+static inline int pkb_chain_resident(const pkb_ctx *ctx, K kernel, int threads, int want)
+{
+	int sms = 0, per = 0;
+	if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->device) ||
+	    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, threads, 0))
+		return 0;
+	return sms * per < want ? sms * per : want;
 }
 
 static inline void pkb_chain_free(struct pkb_chain *c)

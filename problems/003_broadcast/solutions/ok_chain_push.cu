@@ -28,7 +28,7 @@ PKB_SOLUTION;
 #define THREADS 512
 #endif
 #ifndef BLOCKS
-#define BLOCKS 32             /* blocks streaming at once; all must be resident */
+#define BLOCKS 128            /* blocks streaming at once, at most (all resident) */
 #endif
 #ifndef SLOTS
 #define SLOTS 4               /* ring slots per block */
@@ -75,7 +75,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	if (!ch)
 		return 1;
 	ctx->user = ch;
-	return pkb_chain_init(ctx, ch, BLOCKS, SLOTS, CHUNK);
+	int blocks = pkb_chain_resident(ctx, broadcast_chain, THREADS, BLOCKS);
+	return pkb_chain_init(ctx, ch, blocks, SLOTS, CHUNK);
 }
 
 extern "C" int pkb_run(pkb_ctx *ctx)
@@ -87,7 +88,7 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	}
 	int64_t bytes = (int64_t)ctx->out[0].bytes;
 	int64_t chunks = (bytes + CHUNK - 1) / CHUNK;
-	int grid = chunks < BLOCKS ? (int)chunks : BLOCKS;
+	int grid = chunks < ch->blocks ? (int)chunks : ch->blocks;
 	broadcast_chain<<<grid, THREADS, 0, (cudaStream_t)ctx->stream>>>(
 		ctx->dev, pkb_chain_dev_of(ch), ctx->in[0].data, ctx->out[0].data, bytes);
 	return cudaGetLastError() == cudaSuccess ? 0 : 1;

@@ -32,7 +32,7 @@ PKB_SOLUTION;
 #define THREADS 512
 #endif
 #ifndef BLOCKS
-#define BLOCKS 32             /* blocks streaming at once; all must be resident */
+#define BLOCKS 128            /* blocks streaming at once, at most (all resident) */
 #endif
 #ifndef SLOTS
 #define SLOTS 4               /* ring slots per block */
@@ -85,7 +85,14 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	ctx->user = ch;
 	if (pkb_param_get(ctx, "dst", DST) != DST)
 		return 1;
-	return pkb_chain_init(ctx, ch, BLOCKS, SLOTS, CHUNK);
+	int blocks;
+	switch (ctx->in[0].dtype) {
+	case PKB_BF16: blocks = pkb_chain_resident(ctx, reduce_chain<__nv_bfloat16>, THREADS, BLOCKS); break;
+	case PKB_FP16: blocks = pkb_chain_resident(ctx, reduce_chain<__half>, THREADS, BLOCKS); break;
+	case PKB_FP32: blocks = pkb_chain_resident(ctx, reduce_chain<float>, THREADS, BLOCKS); break;
+	default: return 1;
+	}
+	return pkb_chain_init(ctx, ch, blocks, SLOTS, CHUNK);
 }
 
 template <typename T>
@@ -93,7 +100,7 @@ static void launch(pkb_ctx *ctx, struct pkb_chain *ch)
 {
 	int64_t elems = (int64_t)(ctx->in[0].bytes / sizeof(T));
 	int64_t chunks = ((int64_t)ctx->in[0].bytes + CHUNK - 1) / CHUNK;
-	int grid = chunks < BLOCKS ? (int)chunks : BLOCKS;
+	int grid = chunks < ch->blocks ? (int)chunks : ch->blocks;
 	reduce_chain<T><<<grid, THREADS, 0, (cudaStream_t)ctx->stream>>>(
 		ctx->dev, pkb_chain_dev_of(ch), (const T *)ctx->in[0].data, (T *)ctx->out[0].data,
 		elems);
