@@ -251,12 +251,13 @@ static inline int pkb_ce_run(pkb_ctx *ctx, struct pkb_ce *ce, const struct pkb_c
 			     const struct pkb_ce_sum *sum)
 {
 	cudaStream_t st = (cudaStream_t)ctx->stream;
-	size_t cut[PKB_CE_MAX_PARTS];
-	int parts = 0, too_long = sum && sum->bytes > bytes;
-	for (int i = 0; i < nsteps; i++) {
+	/* cut[0]: every step but the last; cut[1]: the last */
+	size_t cut[2][PKB_CE_MAX_PARTS];
+	int ncut[2] = { pkb_ce_cuts(ce, bytes, chunks, 0, cut[0]),
+			pkb_ce_cuts(ce, bytes, chunks, 1, cut[1]) };
+	int parts = (nsteps - 1) * ncut[0] + ncut[1], too_long = sum && sum->bytes > bytes;
+	for (int i = 0; i < nsteps; i++)
 		too_long |= steps[i].send_bytes > bytes || steps[i].recv_bytes > bytes;
-		parts += pkb_ce_cuts(ce, bytes, chunks, i == nsteps - 1, cut);
-	}
 	if (parts > PKB_CE_MAX_EVENTS || chunks > PKB_CE_MAX_PARTS || bytes > ce->slot ||
 	    too_long) {
 		ctx->svc->log(ctx, "pkb_ce_run: %d steps in %d parts (%d chunks), or a transfer "
@@ -271,11 +272,11 @@ static inline int pkb_ce_run(pkb_ctx *ctx, struct pkb_ce *ce, const struct pkb_c
 	int e = 0;
 	for (int i = 0; i < nsteps; i++) {
 		const struct pkb_ce_step *s = &steps[i];
-		int sum_here = sum && i == nsteps - 1;
-		int n = pkb_ce_cuts(ce, bytes, chunks, i == nsteps - 1, cut);
-		for (int c = 0; c < n; c++, e++) {
+		const int last = i == nsteps - 1, sum_here = sum && last;
+		const size_t *end = cut[last];
+		for (int c = 0; c < ncut[last]; c++, e++) {
 			/* what of this part lies within the send, the copy-out, the sum */
-			size_t off = c ? cut[c - 1] : 0, part = cut[c] - off;
+			size_t off = c ? end[c - 1] : 0, part = end[c] - off;
 			size_t ns = s->send_bytes > off ? s->send_bytes - off : 0;
 			size_t nr = s->recv_dst && s->recv_bytes > off ? s->recv_bytes - off : 0;
 			size_t nm = sum_here && sum->bytes > off ? sum->bytes - off : 0;

@@ -19,7 +19,7 @@
  *
  *   host:   blocks = pkb_chain_resident(ctx, kernel, threads, want),
  *           pkb_chain_init(ctx, &ch, blocks, slots, chunk) in pkb_init;
- *           kernel<<<min(chunks, ch.blocks), threads>>> in pkb_run
+ *           kernel<<<pkb_chain_grid(&ch, bytes), threads>>> in pkb_run
  *   kernel: pkb_chain_dev c = pkb_chain_dev_of(&ch), passed by value;
  *           j = chunk number; per chunk, block-wide:
  *           pkb_chain_wait_full(comm, c, j)   before reading my slot
@@ -93,6 +93,14 @@ static inline int pkb_chain_resident(const pkb_ctx *ctx, K kernel, int threads, 
 	    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, threads, 0))
 		return 0;
 	return sms * per < want ? sms * per : want;
+}
+
+/* pkb_run: the grid for a tensor of `bytes`, a block per chunk up to c->blocks
+ * (the same on every rank, as the chain needs) */
+static inline int pkb_chain_grid(const struct pkb_chain *c, size_t bytes)
+{
+	size_t chunks = (bytes + c->chunk - 1) / c->chunk;
+	return chunks < (size_t)c->blocks ? (int)chunks : c->blocks;
 }
 
 static inline void pkb_chain_free(struct pkb_chain *c)

@@ -87,9 +87,7 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 		return 1;
 	}
 	int64_t bytes = (int64_t)ctx->out[0].bytes;
-	int64_t chunks = (bytes + CHUNK - 1) / CHUNK;
-	int grid = chunks < ch->blocks ? (int)chunks : ch->blocks;
-	broadcast_chain<<<grid, THREADS, 0, (cudaStream_t)ctx->stream>>>(
+	broadcast_chain<<<pkb_chain_grid(ch, bytes), THREADS, 0, (cudaStream_t)ctx->stream>>>(
 		ctx->dev, pkb_chain_dev_of(ch), ctx->in[0].data, ctx->out[0].data, bytes);
 	return cudaGetLastError() == cudaSuccess ? 0 : 1;
 }

@@ -99,8 +99,7 @@ template <typename T>
 static void launch(pkb_ctx *ctx, struct pkb_chain *ch)
 {
 	int64_t elems = (int64_t)(ctx->in[0].bytes / sizeof(T));
-	int64_t chunks = ((int64_t)ctx->in[0].bytes + CHUNK - 1) / CHUNK;
-	int grid = chunks < ch->blocks ? (int)chunks : ch->blocks;
+	int grid = pkb_chain_grid(ch, ctx->in[0].bytes);
 	reduce_chain<T><<<grid, THREADS, 0, (cudaStream_t)ctx->stream>>>(
 		ctx->dev, pkb_chain_dev_of(ch), (const T *)ctx->in[0].data, (T *)ctx->out[0].data,
 		elems);
