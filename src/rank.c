@@ -207,7 +207,11 @@ static int symm_make(struct rank_env *E, size_t bytes, struct symm_block *b)
 {
 	memset(b, 0, sizeof *b);
 	b->bytes = bytes;
-	size_t alloc = bytes ? (bytes + 4095) / 4096 * 4096 : 4096;
+	/* whole 2 MiB pages: a peer's copy engine wrote into an IPC-mapped 1 GiB + 5 KiB
+	 * buffer at two thirds of the rate it reached into exactly 1 GiB (002
+	 * ok_ce_steps, 256 MiB a rank, 4x H200: 3550 against 2251 us) */
+	const size_t page = (size_t)2 << 20;
+	size_t alloc = bytes ? (bytes + page - 1) / page * page : page;
 	cudaError_t e;
 	if ((e = cudaMalloc(&b->local, alloc)) != cudaSuccess ||
 	    (e = cudaMemset(b->local, 0, alloc)) != cudaSuccess)

@@ -1,0 +1,95 @@
+/*
+ * 001_allreduce, known-good: one-shot push all-reduce on raw data with an
+ * "empty" value (include/pkb_lamport.cuh, TensorRT-LLM's "Lamport"
+ * protocol), for small tensors: no barrier, no flag on the wire.
+ *
+ * Thread j of the grid loads 16-byte unit j of its input (negative zeros
+ * made positive) and stores it into slot `me` of every peer's receive area:
+ * one NVLink store per peer. Each receiver spins on its W-1 slots of unit j
+ * until no element is negative zero (the areas start full of them), clears
+ * them back, adds the W contributions in rank order in fp32, rounds once.
+ * One NVLink trip per call, like ok_oneshot_ll.cu, at half its bytes: the
+ * data travels without a flag beside it.
+ *
+ * Back to back: two halves by call parity; the clear after each read and
+ * the kernel boundaries keep a half's reuse safe (pkb_lamport.cuh).
+ *
+ * Traffic: each rank sends (W-1) x M*N*e bytes.
+ * Memory: 2 halves x W sources x M*N*e bytes, rounded up to 16.
+ */
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include "pkb.h"
+#include "pkb_device.cuh"
+#include "pkb_copy.cuh"
+#include "pkb_lamport.cuh"
+
+PKB_SOLUTION;
+
+#ifndef THREADS
+#define THREADS 512
+#endif
+#ifndef MAX_BLOCKS
+#define MAX_BLOCKS 264        /* all resident: a block waits for its peers' same block */
+#endif
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+allreduce_oneshot_lamport(pkb_dev_comm comm, pkb_lp lp, const char *in, char *out, int64_t bytes)
+{
+	const int me = comm.rank, w = comm.world;
+	const size_t half = pkb_call_half(lp.calls, (size_t)lp.units * 16);
+	const int64_t units = (bytes + 15) / 16, stride = (int64_t)gridDim.x * THREADS;
+	const int64_t j0 = (int64_t)blockIdx.x * THREADS + threadIdx.x;
+	for (int64_t j = j0; j < units; j += stride) {
+		uint4 v = pkb_lp_load<T>(in, bytes, j);
+		for (int k = 1; k < w; k++) {
+			int d = (me + k) % w;
+			pkb_lp_put(pkb_lp_unit(lp, d, half, me * units, j), v);
+		}
+	}
+	for (int64_t j = j0; j < units; j += stride) {
+		float acc[16 / sizeof(T)] = {};
+		for (int s = 0; s < w; s++) {
+			uint4 v;
+			if (s == me)
+				v = pkb_lp_load<T>(in, bytes, j);
+			else if (!pkb_lp_take<T>(comm, pkb_lp_unit(lp, me, half, s * units, j), &v))
+				return;
+			pkb_lp_add<T>(acc, v);
+		}
+		pkb_lp_store(out, bytes, j, pkb_lp_pack<T>(acc));
+	}
+}
+
+extern "C" int pkb_init(pkb_ctx *ctx)
+{
+	int64_t units = (int64_t)(ctx->in[0].bytes + 15) / 16;
+	return pkb_lp_init(ctx, units * ctx->world, pkb_blocks_for(units, THREADS, MAX_BLOCKS));
+}
+
+template <typename T>
+static void launch(pkb_ctx *ctx, struct pkb_lp_state *s)
+{
+	allreduce_oneshot_lamport<T><<<s->grid, THREADS, 0, (cudaStream_t)ctx->stream>>>(
+		ctx->dev, s->lp, (const char *)ctx->in[0].data, (char *)ctx->out[0].data,
+		(int64_t)ctx->in[0].bytes);
+}
+
+extern "C" int pkb_run(pkb_ctx *ctx)
+{
+	struct pkb_lp_state *s = (struct pkb_lp_state *)ctx->user;
+	switch (ctx->in[0].dtype) {
+	case PKB_BF16: launch<__nv_bfloat16>(ctx, s); break;
+	case PKB_FP16: launch<__half>(ctx, s); break;
+	case PKB_FP32: launch<float>(ctx, s); break;
+	default: return 1;
+	}
+	return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	return pkb_lp_fini(ctx);
+}
