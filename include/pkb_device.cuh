@@ -7,8 +7,8 @@
  *     visible to a peer that sees the flag with an acquire load);
  *   - pkb_wait_ge: a bounded spin on a flag. When it gives up it sets the
  *     harness error word and returns false, so a deadlock becomes a reported
- *     timeout instead of a hung GPU (pkb_spin_expired: its give-up test, for
- *     spins on something other than a flag);
+ *     timeout instead of a hung GPU (pkb_spin_until: the same spin on any
+ *     test; pkb_spin_expired: its give-up test);
  *   - pkb_barrier_block: all ranks' copies of one thread block meet, using
  *     the harness signal pads in ctx->dev (slot = a block index). Writes made
  *     by the block before the barrier are visible to every peer's block
@@ -84,22 +84,31 @@ __device__ __forceinline__ bool pkb_spin_expired(const pkb_dev_comm &comm, uint3
 	return false;
 }
 
-/* Spin until *flag >= want (acquire, system scope). Returns false, and sets
- * PKB_DEV_ERR_TIMEOUT in the harness error word, if comm.timeout_ns passes
- * first or another wait already gave up. Compare with >= so that flags can
- * count up forever (no reset, no ABA, CUDA-graph friendly). */
+/* Spin until poll() returns true (a callable: a lambda that loads what it
+ * waits for). Returns false, and sets PKB_DEV_ERR_TIMEOUT in the harness
+ * error word, if comm.timeout_ns passes first or another wait already gave
+ * up. The clock is read only once the first poll has failed. */
+template <typename Poll>
+__device__ __forceinline__ bool pkb_spin_until(const pkb_dev_comm &comm, Poll poll)
+{
+	uint64_t t0 = 0;
+	for (uint32_t spins = 0;; spins++) {
+		if (poll())
+			return true;
+		if (spins == 0)
+			t0 = pkb_globaltimer();
+		else if (pkb_spin_expired(comm, spins, t0))
+			return false;
+	}
+}
+
+/* Spin until *flag >= want (acquire, system scope; pkb_spin_until's bound).
+ * Compare with >= so that flags can count up forever (no reset, no ABA,
+ * CUDA-graph friendly). */
 __device__ __forceinline__ bool pkb_wait_ge(const pkb_dev_comm &comm,
 					    const uint32_t *flag, uint32_t want)
 {
-	if (pkb_ld_acquire_sys(flag) >= want)
-		return true;
-	uint64_t t0 = pkb_globaltimer();
-	for (uint32_t spins = 1;; spins++) {
-		if (pkb_ld_acquire_sys(flag) >= want)
-			return true;
-		if (pkb_spin_expired(comm, spins, t0))
-			return false;
-	}
+	return pkb_spin_until(comm, [&] { return pkb_ld_acquire_sys(flag) >= want; });
 }
 
 /* Cross-rank barrier of one thread block: block `slot` on every rank meets

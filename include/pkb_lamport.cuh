@@ -1,35 +1,45 @@
 /*
  * pkb_lamport.cuh -- raw data with an "empty" value, for small transfers
  * (TensorRT-LLM's "Lamport" all-reduce): a receiver buffer starts full of
- * negative zeros, senders store the data itself (with every negative zero
- * made a positive one), and a receiver spins until no element of a 16-byte
- * unit is negative zero. Like flagged lines (pkb_ll.cuh) there is no barrier,
- * one NVLink trip per exchange, but the wire carries the data alone: half
- * the bytes of a flagged line. Include it after pkb_device.cuh.
+ * "empty" elements, senders store the data itself (with every "empty"
+ * element changed), and a receiver spins until no element of a 16-byte unit
+ * is "empty". Like flagged lines (pkb_ll.cuh) there is no barrier, one
+ * NVLink trip per exchange, but the wire carries the data alone: half the
+ * bytes of a flagged line. Include it after pkb_device.cuh.
+ *
+ * The "empty" value is the NaN with every bit set (0xffff in bf16 and fp16,
+ * 0xffffffff in fp32), so a buffer is emptied by a memset of 0xff. A sender
+ * clears its sign bit (pkb_lp_scrub): it arrives as another NaN, equal in
+ * class, and every other value, negative zeros and infinities included,
+ * arrives bit for bit. (TensorRT-LLM uses negative zero, which arrives as a
+ * positive zero: harmless in a sum, a changed bit in a copy.)
  *
  * Why a unit can be read element by element: an aligned element (2 or 4
- * bytes) is written whole, so an element that is not negative zero holds its
- * final value; a unit with no negative zero left has landed, whatever order
- * its bytes travelled in. The price of the "empty" value: a negative zero
- * arrives as a positive zero (equal in value; only the sign of a zero sum
- * can differ).
+ * bytes) is written whole, so an element that is not "empty" holds its final
+ * value; a unit with no "empty" element left has landed, whatever order its
+ * bytes travelled in.
  *
  * Reuse. A reader stores "empty" back into every unit as it takes it, in the
  * same kernel. Buffers come in two halves, by call parity (pkb_call_half):
  * a sender writes the half of call e again in call e+2, which starts after
  * its call e+1 ended, which read our data of call e+1, which we sent after
  * our call e ended: so the clear of call e is done first. That needs only
- * the kernel boundaries between calls on each rank's stream.
+ * the kernel boundaries between calls on each rank's stream, and that every
+ * rank receives from every rank that sends to it, in every call.
  *
  *   - pkb_lp_load<T>(buf, bytes, i): bytes [16i, 16i+16) of a buffer of any
- *     size and alignment, zero past its end, negative zeros made positive;
- *   - pkb_lp_scrub<T>(v): negative zeros made positive (before a put of
- *     computed data: a sum can round to negative zero);
+ *     size and alignment, zero past its end, "empty" elements changed;
+ *   - pkb_lp_scrub<T>(v): "empty" elements changed (before a put of
+ *     computed data);
  *   - pkb_lp_store(buf, bytes, i, v): store what lies before the end;
  *   - pkb_lp_put(dst, v): one 16-byte store, to a peer;
  *   - pkb_lp_take<T>(comm, slot, &v): spin until the unit has landed
  *     (bounded, as pkb_wait_ge: false and the harness error word set when
- *     it gives up), then clear it;
+ *     it gives up), then empty it;
+ *   - pkb_lp_take_all<T, N>(comm, slot, stride, wait, v): the same for the
+ *     units of up to N ranks at once, every load in flight together (one
+ *     after another, each waits out the last one's memory latency);
+ *     pkb_lp_peers(comm): the `wait` of every rank but this one;
  *   - pkb_lp_add<T>(acc, v) / pkb_lp_pack<T>(acc): a unit's elements into
  *     fp32 accumulators, and back;
  *   - struct pkb_lp, pkb_lp_init / pkb_lp_fini (host): the symmetric buffer
@@ -46,28 +56,26 @@
 #include "pkb_device.cuh"
 #include "pkb_ll.cuh"   /* pkb_ll_load / pkb_ll_store / pkb_ll_add / pkb_ll_pack: 8-byte halves */
 
-/* "empty" as a 32-bit word: negative zero in every element */
-template <typename T>
-__host__ __device__ __forceinline__ uint32_t pkb_lp_empty(void)
-{
-	return sizeof(T) == 2 ? 0x80008000u : 0x80000000u;
-}
+/* "empty" in every element of a 32-bit word: the NaN with every bit set */
+#define PKB_LP_EMPTY 0xffffffffu
 
-__host__ __device__ __forceinline__ uint32_t pkb_lp_scrub_word(uint32_t x, uint32_t empty)
+/* a word's "empty" elements changed into the NaN without the sign bit
+ * (elements of `size` bytes) */
+__host__ __device__ __forceinline__ uint32_t pkb_lp_scrub_word(uint32_t x, int size)
 {
-	if (empty == 0x80000000u)
-		return x == empty ? 0 : x;
-	if ((x & 0xffffu) == 0x8000u)
-		x &= 0xffff0000u;
-	if ((x >> 16) == 0x8000u)
-		x &= 0xffffu;
+	if (size == 4)
+		return x == PKB_LP_EMPTY ? 0x7fffffffu : x;
+	if ((x & 0xffffu) == 0xffffu)
+		x &= 0xffff7fffu;
+	if ((x >> 16) == 0xffffu)
+		x &= 0x7fffffffu;
 	return x;
 }
 
 template <typename T>
 __host__ __device__ __forceinline__ uint4 pkb_lp_scrub(uint4 v)
 {
-	const uint32_t e = pkb_lp_empty<T>();
+	const int e = (int)sizeof(T);
 	return make_uint4(pkb_lp_scrub_word(v.x, e), pkb_lp_scrub_word(v.y, e),
 			  pkb_lp_scrub_word(v.z, e), pkb_lp_scrub_word(v.w, e));
 }
@@ -76,12 +84,12 @@ __host__ __device__ __forceinline__ uint4 pkb_lp_scrub(uint4 v)
 template <typename T>
 __host__ __device__ __forceinline__ bool pkb_lp_landed(uint4 v)
 {
-	const uint32_t e = pkb_lp_empty<T>();
 	if (sizeof(T) == 4)
-		return v.x != e && v.y != e && v.z != e && v.w != e;
+		return v.x != PKB_LP_EMPTY && v.y != PKB_LP_EMPTY && v.z != PKB_LP_EMPTY &&
+		       v.w != PKB_LP_EMPTY;
 	uint32_t w[4] = { v.x, v.y, v.z, v.w };
 	for (int k = 0; k < 4; k++)
-		if ((w[k] & 0xffffu) == 0x8000u || (w[k] >> 16) == 0x8000u)
+		if ((w[k] & 0xffffu) == 0xffffu || (w[k] >> 16) == 0xffffu)
 			return false;
 	return true;
 }
@@ -128,20 +136,50 @@ __device__ __forceinline__ uint4 pkb_lp_peek(const uint4 *src)
 template <typename T>
 __device__ __forceinline__ bool pkb_lp_take(const pkb_dev_comm &comm, uint4 *slot, uint4 *out)
 {
-	uint64_t t0 = 0;
-	for (uint32_t spins = 0;; spins++) {
-		uint4 v = pkb_lp_peek(slot);
-		if (pkb_lp_landed<T>(v)) {
-			const uint32_t e = pkb_lp_empty<T>();
-			pkb_lp_put(slot, make_uint4(e, e, e, e));
-			*out = v;
-			return true;
-		}
-		if (spins == 0)
-			t0 = pkb_globaltimer();
-		else if (pkb_spin_expired(comm, spins, t0))
-			return false;
-	}
+	if (!pkb_spin_until(comm, [&] { *out = pkb_lp_peek(slot); return pkb_lp_landed<T>(*out); }))
+		return false;
+	pkb_lp_put(slot, make_uint4(PKB_LP_EMPTY, PKB_LP_EMPTY, PKB_LP_EMPTY, PKB_LP_EMPTY));
+	return true;
+}
+
+/* every rank but this one, as a pkb_lp_take_all `wait` */
+__device__ __forceinline__ uint32_t pkb_lp_peers(const pkb_dev_comm &comm)
+{
+	return ((1u << comm.world) - 1) & ~(1u << comm.rank);
+}
+
+/* Spin until the unit slot + r * stride has landed for every rank r whose
+ * bit is set in `wait` (r < N), then empty those units; v[r] gets
+ * rank r's unit (the other entries are left as they are). Each pass issues
+ * the loads of every unit still missing before it tests any. False when the
+ * wait gave up (bounded as pkb_lp_take). v is an array of N the caller
+ * indexes by constants (unrolled loops), so that it stays in registers: N
+ * is the world size rounded up (a kernel templated on it), not a fixed
+ * maximum, since every entry takes four registers. */
+template <typename T, int N>
+__device__ __forceinline__ bool pkb_lp_take_all(const pkb_dev_comm &comm, uint4 *slot,
+						int64_t stride, uint32_t wait, uint4 *v)
+{
+	const uint32_t all = wait;
+	bool ok = pkb_spin_until(comm, [&] {
+#pragma unroll
+		for (int r = 0; r < N; r++)
+			if (wait >> r & 1)
+				v[r] = pkb_lp_peek(slot + r * stride);
+#pragma unroll
+		for (int r = 0; r < N; r++)
+			if ((wait >> r & 1) && pkb_lp_landed<T>(v[r]))
+				wait &= ~(1u << r);
+		return wait == 0;
+	});
+	if (!ok)
+		return false;
+#pragma unroll
+	for (int r = 0; r < N; r++)
+		if (all >> r & 1)
+			pkb_lp_put(slot + r * stride, make_uint4(PKB_LP_EMPTY, PKB_LP_EMPTY,
+								 PKB_LP_EMPTY, PKB_LP_EMPTY));
+	return true;
 }
 
 template <typename T>
@@ -179,15 +217,8 @@ __device__ __forceinline__ uint4 *pkb_lp_unit(const pkb_lp &lp, int rank, size_t
 	return (uint4 *)((char *)lp.peers[rank] + half) + at + i;
 }
 
-__global__ void pkb_lp_fill(uint32_t *p, int64_t n, uint32_t v)
-{
-	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * blockDim.x)
-		p[i] = v;
-}
-
 /* In pkb_init: ctx->user = a struct pkb_lp_state with `units` units a half,
- * every one "empty" for the input's dtype, and a launch of `grid` blocks.
+ * every one "empty", and a launch of `grid` blocks.
  * Returns 0 on success; pkb_lp_fini frees what it made. */
 static inline int pkb_lp_init(pkb_ctx *ctx, int64_t units, int grid)
 {
@@ -197,16 +228,14 @@ static inline int pkb_lp_init(pkb_ctx *ctx, int64_t units, int grid)
 	ctx->user = s;
 	s->grid = grid;
 	s->lp.units = units;
-	uint32_t empty = pkb_dtype_size(ctx->in[0].dtype) == 2 ? pkb_lp_empty<__half>()
-							       : pkb_lp_empty<float>();
 	if (cudaMalloc(&s->lp.calls, grid * sizeof(uint32_t)) != cudaSuccess ||
 	    cudaMemset(s->lp.calls, 0, grid * sizeof(uint32_t)) != cudaSuccess ||
 	    ctx->svc->symm_alloc(ctx, 2 * (size_t)units * 16, &s->symm))
 		return 1;
 	s->lp.peers = s->symm.peers_dev;
-	pkb_lp_fill<<<264, 512>>>((uint32_t *)s->symm.local, 8 * units, empty);
 	/* every rank's buffer is "empty" before any rank sends */
-	if (cudaDeviceSynchronize() != cudaSuccess)
+	if (cudaMemset(s->symm.local, 0xff, 2 * (size_t)units * 16) != cudaSuccess ||
+	    cudaDeviceSynchronize() != cudaSuccess)
 		return 1;
 	return ctx->svc->host_barrier(ctx);
 }

@@ -80,20 +80,13 @@ __device__ __forceinline__ void pkb_ll_put(uint64_t *line, uint64_t data, uint32
 __device__ __forceinline__ bool pkb_ll_get(const pkb_dev_comm &comm, const uint64_t *line,
 					   uint32_t epoch, uint64_t *data)
 {
-	uint64_t t0 = 0;
-	for (uint32_t spins = 0;; spins++) {
+	return pkb_spin_until(comm, [&] {
 		uint64_t lo, hi;
 		asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
 			     : "=l"(lo), "=l"(hi) : "l"(line) : "memory");
-		if ((uint32_t)(lo >> 32) == epoch && (uint32_t)(hi >> 32) == epoch) {
-			*data = hi << 32 | (uint32_t)lo;
-			return true;
-		}
-		if (spins == 0)
-			t0 = pkb_globaltimer();
-		else if (pkb_spin_expired(comm, spins, t0))
-			return false;
-	}
+		*data = hi << 32 | (uint32_t)lo;
+		return (uint32_t)(lo >> 32) == epoch && (uint32_t)(hi >> 32) == epoch;
+	});
 }
 
 /* bytes [8i, 8i+8) of a buffer of `bytes` bytes, zero past its end */

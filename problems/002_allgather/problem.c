@@ -15,7 +15,7 @@
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
 	pkb_io_input(io, "tensor", d->dtype, PKB_NORMAL(0, 1), PKB_SHAPE(d->m, d->n));
-	/* a copy: every bit must arrive */
+	/* a copy: every element equal, as a number (docs/TOLERANCE.md) */
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_EXACT, PKB_SHAPE(d->world, d->m, d->n));
 	return 0;
 }
