@@ -40,8 +40,12 @@
  *     units of up to N ranks at once, every load in flight together (one
  *     after another, each waits out the last one's memory latency);
  *     pkb_lp_peers(comm): the `wait` of every rank but this one;
+ *   - pkb_lp_sum_all<T, N>(comm, slot, stride, wait, own, &sum): the same,
+ *     then their sum with this rank's unit in rank order (fp32, one rounding);
  *   - pkb_lp_add<T>(acc, v) / pkb_lp_pack<T>(acc): a unit's elements into
  *     fp32 accumulators, and back;
+ *   - pkb_lp_ack / pkb_lp_take_acks<N>: acknowledgements, for a root that
+ *     only sends or only receives;
  *   - struct pkb_lp, pkb_lp_init / pkb_lp_fini (host): the symmetric buffer
  *     (two halves of `units` 16-byte units, all "empty"), and the per-block
  *     call counters; pkb_lp_unit: where a unit goes.
@@ -133,15 +137,6 @@ __device__ __forceinline__ uint4 pkb_lp_peek(const uint4 *src)
 	return v;
 }
 
-template <typename T>
-__device__ __forceinline__ bool pkb_lp_take(const pkb_dev_comm &comm, uint4 *slot, uint4 *out)
-{
-	if (!pkb_spin_until(comm, [&] { *out = pkb_lp_peek(slot); return pkb_lp_landed<T>(*out); }))
-		return false;
-	pkb_lp_put(slot, make_uint4(PKB_LP_EMPTY, PKB_LP_EMPTY, PKB_LP_EMPTY, PKB_LP_EMPTY));
-	return true;
-}
-
 /* every rank but this one, as a pkb_lp_take_all `wait` */
 __device__ __forceinline__ uint32_t pkb_lp_peers(const pkb_dev_comm &comm)
 {
@@ -182,6 +177,13 @@ __device__ __forceinline__ bool pkb_lp_take_all(const pkb_dev_comm &comm, uint4 
 	return true;
 }
 
+/* pkb_lp_take_all of one unit */
+template <typename T>
+__device__ __forceinline__ bool pkb_lp_take(const pkb_dev_comm &comm, uint4 *slot, uint4 *out)
+{
+	return pkb_lp_take_all<T, 1>(comm, slot, 0, 1u, out);
+}
+
 template <typename T>
 __device__ __forceinline__ void pkb_lp_add(float *acc, uint4 v)
 {
@@ -194,6 +196,31 @@ __device__ __forceinline__ uint4 pkb_lp_pack(const float *acc)
 {
 	uint64_t lo = pkb_ll_pack<T>(acc), hi = pkb_ll_pack<T>(acc + 8 / sizeof(T));
 	return make_uint4((uint32_t)lo, (uint32_t)(lo >> 32), (uint32_t)hi, (uint32_t)(hi >> 32));
+}
+
+/* pkb_lp_take_all of the units of the ranks in `wait`, then their sum with
+ * `own` (this rank's unit) in rank order, the same order on every rank, in
+ * fp32 rounded once, into *sum. False when the wait gave up. */
+template <typename T, int N>
+__device__ __forceinline__ bool pkb_lp_sum_all(const pkb_dev_comm &comm, uint4 *slot,
+					       int64_t stride, uint32_t wait, uint4 own,
+					       uint4 *sum)
+{
+	uint4 v[N];
+#pragma unroll
+	for (int r = 0; r < N; r++)
+		if (r == comm.rank)
+			v[r] = own;
+	if (!pkb_lp_take_all<T, N>(comm, slot, stride, wait, v))
+		return false;
+	const uint32_t terms = wait | 1u << comm.rank;
+	float acc[16 / sizeof(T)] = {};
+#pragma unroll
+	for (int r = 0; r < N; r++)
+		if (terms >> r & 1)
+			pkb_lp_add<T>(acc, v[r]);
+	*sum = pkb_lp_pack<T>(acc);
+	return true;
 }
 
 /* A kernel's view of its buffers: per rank, two halves of `units` units */
@@ -215,6 +242,34 @@ __device__ __forceinline__ uint4 *pkb_lp_unit(const pkb_lp &lp, int rank, size_t
 					      int64_t at, int64_t i)
 {
 	return (uint4 *)((char *)lp.peers[rank] + half) + at + i;
+}
+
+/* Acknowledgements, for rooted exchanges. The reuse rule above needs every
+ * rank to receive from every rank that sends to it; a root that only sends
+ * (or only receives) hears nothing back. So each rank that only receives
+ * puts one unit into its senders' ack area as its block starts a call
+ * (pkb_lp_ack: the block's last call, and its clears, ended before), and a
+ * sender's block takes it before the call ends (pkb_lp_take_acks): its
+ * next call, which writes the other half, then starts after the receivers
+ * began this one, and the call after it, which writes this half again,
+ * after they read it. The ack area is `grid` x `world` units of each half at
+ * unit `at`: slot [block][sender of the ack]. One thread of the block each. */
+__device__ __forceinline__ void pkb_lp_ack(const pkb_dev_comm &comm, const pkb_lp &lp,
+					   size_t half, int64_t at, int to)
+{
+	pkb_lp_put(pkb_lp_unit(lp, to, half, at + (int64_t)blockIdx.x * comm.world, comm.rank),
+		   make_uint4(0, 0, 0, 0));
+}
+
+/* take the acks of this block from the ranks in `from` (pkb_lp_take_all) */
+template <int N>
+__device__ __forceinline__ bool pkb_lp_take_acks(const pkb_dev_comm &comm, const pkb_lp &lp,
+						 size_t half, int64_t at, uint32_t from)
+{
+	uint4 v[N];
+	return pkb_lp_take_all<uint32_t, N>(
+		comm, pkb_lp_unit(lp, comm.rank, half, at + (int64_t)blockIdx.x * comm.world, 0),
+		1, from, v);
 }
 
 /* In pkb_init: ctx->user = a struct pkb_lp_state with `units` units a half,

@@ -51,21 +51,11 @@ allreduce_oneshot_lamport(pkb_dev_comm comm, pkb_lp lp, const char *in, char *ou
 		}
 	}
 	for (int64_t j = j0; j < units; j += stride) {
-		uint4 v[N];
-		const uint4 own = pkb_lp_load<T>(in, bytes, j);
-#pragma unroll
-		for (int r = 0; r < N; r++)
-			if (r == me)
-				v[r] = own;
-		if (!pkb_lp_take_all<T, N>(comm, pkb_lp_unit(lp, me, half, 0, j), units,
-					   pkb_lp_peers(comm), v))
+		uint4 sum;
+		if (!pkb_lp_sum_all<T, N>(comm, pkb_lp_unit(lp, me, half, 0, j), units,
+					  pkb_lp_peers(comm), pkb_lp_load<T>(in, bytes, j), &sum))
 			return;
-		float acc[16 / sizeof(T)] = {};
-#pragma unroll
-		for (int r = 0; r < N; r++)   /* in rank order: the same sum on every rank */
-			if (r < w)
-				pkb_lp_add<T>(acc, v[r]);
-		pkb_lp_store(out, bytes, j, pkb_lp_pack<T>(acc));
+		pkb_lp_store(out, bytes, j, sum);
 	}
 }
 
