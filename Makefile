@@ -4,7 +4,9 @@
 #   make test       everything that needs no GPU (unit, sanitizers, CLI, nvcc of every solution)
 #   make test-gpu   the GPU suite; P=001,002 filters problems, W="2 4" picks world sizes,
 #                   S="3x1001" adds base shapes, J=2 launches share each GPU set,
-#                   T=450 starts no case after 450 s (the rest count as not run)
+#                   T=450 starts no case after 450 s (the rest count as not run),
+#                   R=build/gpu-results.jsonl keeps the cases an earlier run recorded
+#                   (results go to build/gpu-results.jsonl) and runs the rest
 #   make bench      the expert collectives against NCCL across sizes (a table under bench/results)
 # Problems are found by glob: problems/NNN_name/problem.c.
 
@@ -125,7 +127,7 @@ bench: $(BUILD)/pkb
 
 test-gpu: deps
 	@$(MAKE) --no-print-directory all
-	@tools/test-gpu $(if $(P),-p $(P)) $(if $(W),-w "$(W)") $(if $(S),-s "$(S)") $(if $(J),-j $(J)) $(if $(T),-t $(T))
+	@tools/test-gpu $(if $(P),-p $(P)) $(if $(W),-w "$(W)") $(if $(S),-s "$(S)") $(if $(J),-j $(J)) $(if $(T),-t $(T)) $(if $(R),-r $(R))
 
 run: deps
 	@$(MAKE) --no-print-directory all

@@ -39,6 +39,33 @@ want=$((1 + n_ok + n_bad))
 [ "$n" = $want ] && ok || not_ok "expected $want recorded cases under -t, got $n"
 expect_grep '"not_run":true' "$TMP/t.jsonl"
 expect_grep '^FAIL 005_scatter W=2 .* not run: the 1 s budget \(-t\) was spent' "$TMP/out"
+# -r: another call goes on from there; the cases that ran are kept (counted,
+# their lines copied with "kept_from"), the ones not run run now, none twice
+ran=$(grep -vc '"not_run":true' "$TMP/t.jsonl")
+cp "$TMP/t.jsonl" "$TMP/t0.jsonl"
+expect_exit 1 tools/test-gpu -p 005 -w 2 -j 1 -r "$TMP/t.jsonl" -o "$TMP/t.jsonl"
+n=$(wc -l < "$TMP/t.jsonl")
+[ "$n" = $want ] && ok || not_ok "expected $want recorded cases after -r, got $n"
+grep -q '"not_run":true' "$TMP/t.jsonl" && not_ok "a case was left not run after -r" || ok
+k=$(grep -c '"kept_from"' "$TMP/t.jsonl")
+[ "$k" = "$ran" ] && ok || not_ok "expected $ran kept cases, got $k"
+[ "$(grep -c ' kept (-r)$' "$TMP/out")" = "$ran" ] && ok || not_ok "expected $ran kept log lines"
+expect_grep "^$((want - n_gpu_bad)) passed, $n_gpu_bad failed\$" "$TMP/out"
+d=$(python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; k=[(x["world"],x["shape"],x["solution"]) for x in r]; print(len(k)-len(set(k)))' "$TMP/t.jsonl")
+[ "$d" = 0 ] && ok || not_ok "$d cases recorded twice after -r"
+# a kept case is not run again: its line is the earlier one
+same=$(python3 -c '
+import json, sys
+def runs(f, key):
+    return {(r["solution"], r["seconds"]) for r in map(json.loads, open(f)) if key(r)}
+print(runs(sys.argv[1], lambda r: not r.get("not_run")) == runs(sys.argv[2], lambda r: r.get("kept_from")))
+' "$TMP/t0.jsonl" "$TMP/t.jsonl")
+[ "$same" = True ] && ok || not_ok "the kept lines are not the earlier run's"
+expect_exit 2 tools/test-gpu -p 005 -w 2 -r "$TMP/none.jsonl" -o "$TMP/x.jsonl"
+expect_grep '^test-gpu: -r .*none.jsonl: no such file$' "$TMP/err"
+echo '{"not json' > "$TMP/bad.jsonl"
+expect_exit 2 tools/test-gpu -p 005 -w 2 -r "$TMP/bad.jsonl" -o "$TMP/x.jsonl"
+expect_grep 'not a test-gpu results file$' "$TMP/err"
 # eight GPUs (the original's setting): W = 8 on all eight, W = 2 in four lanes
 PKB_TEST_GPUS=8 expect_exit 1 tools/test-gpu -p 005 -w "2 8" -o "$TMP/g8.jsonl"
 expect_grep '"world":8,.*"gpus":"0,1,2,3,4,5,6,7"' "$TMP/g8.jsonl"
