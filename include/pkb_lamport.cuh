@@ -46,9 +46,10 @@
  *     fp32 accumulators, and back;
  *   - pkb_lp_ack / pkb_lp_take_acks<N>: acknowledgements, for a root that
  *     only sends or only receives;
- *   - struct pkb_lp, pkb_lp_init / pkb_lp_fini (host): the symmetric buffer
- *     (two halves of `units` 16-byte units, all "empty"), and the per-block
- *     call counters; pkb_lp_unit: where a unit goes.
+ *   - struct pkb_lp, pkb_lp_init / pkb_lp_fini (host): the grid, the
+ *     symmetric buffer (two halves of areas of 16-byte units, and an ack
+ *     area if asked, all "empty"), and the per-block call counters;
+ *     pkb_lp_half: this call's half; pkb_lp_unit: where a unit goes.
  */
 #ifndef PKB_LAMPORT_CUH
 #define PKB_LAMPORT_CUH
@@ -236,8 +237,14 @@ struct pkb_lp_state {
 	int grid;
 };
 
-/* unit i of area `at` (in units) of rank `rank`'s half `half` (pkb_call_half
- * of lp.units * 16) */
+/* this call's half (pkb_call_half of lp.units units): every thread of the
+ * block must call it, once per call */
+__device__ __forceinline__ size_t pkb_lp_half(const pkb_lp &lp)
+{
+	return pkb_call_half(lp.calls, (size_t)lp.units * 16);
+}
+
+/* unit i of area `at` (in units) of rank `rank`'s half `half` (pkb_lp_half) */
 __device__ __forceinline__ uint4 *pkb_lp_unit(const pkb_lp &lp, int rank, size_t half,
 					      int64_t at, int64_t i)
 {
@@ -272,16 +279,22 @@ __device__ __forceinline__ bool pkb_lp_take_acks(const pkb_dev_comm &comm, const
 		1, from, v);
 }
 
-/* In pkb_init: ctx->user = a struct pkb_lp_state with `units` units a half,
- * every one "empty", and a launch of `grid` blocks.
+/* In pkb_init: ctx->user = a struct pkb_lp_state for a launch of as many
+ * blocks of `threads` as `units` units take (at most max_blocks: keep them
+ * all resident), and halves of `areas` areas of `units` units each, then,
+ * when `acks`, an ack area of grid x world units (pkb_lp_ack: its unit
+ * offset is areas * units); every unit "empty".
  * Returns 0 on success; pkb_lp_fini frees what it made. */
-static inline int pkb_lp_init(pkb_ctx *ctx, int64_t units, int grid)
+static inline int pkb_lp_init(pkb_ctx *ctx, int64_t units, int areas, bool acks, int threads,
+			      int max_blocks)
 {
 	struct pkb_lp_state *s = (struct pkb_lp_state *)calloc(1, sizeof *s);
 	if (!s)
 		return 1;
 	ctx->user = s;
+	const int grid = pkb_blocks_for(units, threads, max_blocks);
 	s->grid = grid;
+	units = units * areas + (acks ? (int64_t)grid * ctx->world : 0);
 	s->lp.units = units;
 	if (cudaMalloc(&s->lp.calls, grid * sizeof(uint32_t)) != cudaSuccess ||
 	    cudaMemset(s->lp.calls, 0, grid * sizeof(uint32_t)) != cudaSuccess ||

@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(THREADS, 2)   /* two blocks an SM: MAX_BLOCKS 
 allreduce_oneshot_lamport(pkb_dev_comm comm, pkb_lp lp, const char *in, char *out, int64_t bytes)
 {
 	const int me = comm.rank, w = comm.world;
-	const size_t half = pkb_call_half(lp.calls, (size_t)lp.units * 16);
+	const size_t half = pkb_lp_half(lp);
 	const int64_t units = (bytes + 15) / 16, stride = (int64_t)gridDim.x * THREADS;
 	const int64_t j0 = (int64_t)blockIdx.x * THREADS + threadIdx.x;
 	for (int64_t j = j0; j < units; j += stride) {
@@ -63,8 +63,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	if (ctx->world > 8)   /* a unit of every rank in registers: built for W <= 8 */
 		return 1;
-	int64_t units = (int64_t)(ctx->in[0].bytes + 15) / 16;
-	return pkb_lp_init(ctx, units * ctx->world, pkb_blocks_for(units, THREADS, MAX_BLOCKS));
+	return pkb_lp_init(ctx, (int64_t)(ctx->in[0].bytes + 15) / 16, ctx->world, false, THREADS,
+			   MAX_BLOCKS);
 }
 
 template <typename T>

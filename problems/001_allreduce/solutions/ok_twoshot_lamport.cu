@@ -60,7 +60,7 @@ allreduce_twoshot_lamport(pkb_dev_comm comm, pkb_lp lp, const char *in, char *ou
 	const int64_t j0 = (int64_t)blockIdx.x * THREADS + threadIdx.x;
 	/* the first unit of our own chunk in flight while the block reads its call count */
 	const uint4 first = pkb_lp_load<T>(in, bytes, me * c + j0);
-	const size_t half = pkb_call_half(lp.calls, (size_t)lp.units * 16);
+	const size_t half = pkb_lp_half(lp);
 	/* reduce-scatter: unit j of chunk d to rank d, first area (slots 0 .. W-1) */
 	for (int64_t j = j0; j < c; j += stride)
 		for (int k = 1; k < w; k++) {
@@ -96,8 +96,7 @@ allreduce_twoshot_lamport(pkb_dev_comm comm, pkb_lp lp, const char *in, char *ou
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	int64_t c = chunk_units(ctx);
-	return pkb_lp_init(ctx, 2 * ctx->world * c, pkb_blocks_for(c, THREADS, MAX_BLOCKS));
+	return pkb_lp_init(ctx, chunk_units(ctx), 2 * ctx->world, false, THREADS, MAX_BLOCKS);
 }
 
 template <typename T>

@@ -56,7 +56,7 @@ broadcast_lamport(pkb_dev_comm comm, pkb_lp lp, const char *in, char *out, int64
 		  bool relay)
 {
 	const int me = comm.rank, w = comm.world;
-	const size_t half = pkb_call_half(lp.calls, (size_t)lp.units * 16);
+	const size_t half = pkb_lp_half(lp);
 	const int64_t units = (bytes + 15) / 16, stride = (int64_t)gridDim.x * THREADS;
 	const int64_t j0 = (int64_t)blockIdx.x * THREADS + threadIdx.x;
 	const int via = 1 + (int)(blockIdx.x % (w - 1));   /* this block's relay */
@@ -89,9 +89,7 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	if (ctx->world > 8)   /* acknowledgements of every rank in registers: W <= 8 */
 		return 1;
-	int64_t units = (int64_t)(ctx->in[0].bytes + 15) / 16;
-	int grid = pkb_blocks_for(units, THREADS, MAX_BLOCKS);
-	return pkb_lp_init(ctx, units + (int64_t)grid * ctx->world, grid);
+	return pkb_lp_init(ctx, (int64_t)(ctx->in[0].bytes + 15) / 16, 1, true, THREADS, MAX_BLOCKS);
 }
 
 template <typename T>

@@ -58,7 +58,7 @@ reduce_lamport(pkb_dev_comm comm, pkb_lp lp, int root, const char *in, char *out
 	       int64_t bytes, bool relay)
 {
 	const int me = comm.rank, w = comm.world;
-	const size_t half = pkb_call_half(lp.calls, (size_t)lp.units * 16);
+	const size_t half = pkb_lp_half(lp);
 	const int64_t units = (bytes + 15) / 16, stride = (int64_t)gridDim.x * THREADS;
 	const int64_t j0 = (int64_t)blockIdx.x * THREADS + threadIdx.x, acks = w * units;
 	const int via = (root + 1 + (int)(blockIdx.x % (w - 1))) % w;   /* this block's relay */
@@ -95,9 +95,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	if (ctx->world > 8)   /* a unit of every rank in registers: built for W <= 8 */
 		return 1;
-	int64_t units = (int64_t)(ctx->in[0].bytes + 15) / 16;
-	int grid = pkb_blocks_for(units, THREADS, MAX_BLOCKS);
-	return pkb_lp_init(ctx, (units + grid) * ctx->world, grid);
+	return pkb_lp_init(ctx, (int64_t)(ctx->in[0].bytes + 15) / 16, ctx->world, true, THREADS,
+			   MAX_BLOCKS);
 }
 
 template <typename T>

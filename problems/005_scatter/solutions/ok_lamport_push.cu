@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(THREADS, 2)   /* two blocks an SM: MAX_BLOCKS 
 scatter_lamport(pkb_dev_comm comm, pkb_lp lp, const char *in, char *out, int64_t chunk)
 {
 	const int me = comm.rank, w = comm.world;
-	const size_t half = pkb_call_half(lp.calls, (size_t)lp.units * 16);
+	const size_t half = pkb_lp_half(lp);
 	const int64_t units = (chunk + 15) / 16, stride = (int64_t)gridDim.x * THREADS;
 	const int64_t j0 = (int64_t)blockIdx.x * THREADS + threadIdx.x;
 	if (me != ROOT && threadIdx.x == 0)
@@ -71,9 +71,7 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	if (ctx->world > 8)   /* acknowledgements of every rank in registers: W <= 8 */
 		return 1;
-	int64_t units = (int64_t)(ctx->out[0].bytes + 15) / 16;
-	int grid = pkb_blocks_for(units, THREADS, MAX_BLOCKS);
-	return pkb_lp_init(ctx, units + (int64_t)grid * ctx->world, grid);
+	return pkb_lp_init(ctx, (int64_t)(ctx->out[0].bytes + 15) / 16, 1, true, THREADS, MAX_BLOCKS);
 }
 
 template <typename T>
