@@ -3,11 +3,13 @@
 #   make run        build, then evaluate the bundled known-good candidates on this machine's GPUs
 #   make test       everything that needs no GPU (unit, sanitizers, CLI, nvcc of every solution)
 #   make test-gpu   the GPU suite; P=001,002 filters problems, W="2 4" picks world sizes,
-#                   S="3x1001" adds base shapes, J=2 launches share each GPU set,
+#                   S="3x1001" adds base shapes, J=2 launches share each GPU set (default
+#                   2, 1 at W = 8),
 #                   T=450 starts no case after 450 s (the rest count as not run),
 #                   R=build/gpu-results.jsonl keeps the cases an earlier run recorded
 #                   (results go to build/gpu-results.jsonl) and runs the rest
-#   make bench      the expert collectives against NCCL across sizes (a table under bench/results)
+#   make bench      the expert collectives against NCCL across sizes (a table under bench/results;
+#                   C='ok_*lamport*' only the candidates these name)
 # Problems are found by glob: problems/NNN_name/problem.c.
 
 CUDA_HOME ?= /usr/local/cuda
@@ -121,9 +123,10 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@tools/run-tests all
 
-# the collectives' performance table (issue 3's targets); P=, W=, S= as for test-gpu
+# the collectives' performance table (issue 3's targets); P=, W=, S= as for test-gpu;
+# C='ok_ce_*,ok_*lamport*' only the candidates these patterns name
 bench: $(BUILD)/pkb
-	@tools/bench-collectives $(if $(P),-p $(P)) $(if $(W),-w $(W)) $(if $(S),-s "$(S)")
+	@tools/bench-collectives $(if $(P),-p $(P)) $(if $(W),-w $(W)) $(if $(S),-s "$(S)") $(if $(C),-c '$(C)')
 
 test-gpu: deps
 	@$(MAKE) --no-print-directory all

@@ -12,6 +12,47 @@ gpu_count() {
 	echo "${PKB_TEST_GPUS:-$(ls /proc/driver/nvidia/gpus 2>/dev/null | wc -l)}"
 }
 
+# in_filter FILTER ID [NAME]: FILTER (-p's comma-separated problem ids, with
+# or without leading zeros, or folder names) is empty or names this problem
+in_filter() {
+	[ -z "$1" ] || printf ',%s,' "$1" | grep -q ",$2,\|,$((10#$2)),${3:+\\|,$3,}"
+}
+
+# gpu_hold: `pkb hold` in the background for as long as the calling tool
+# runs (it ends when its parent does; gpu_release ends it sooner): launches
+# start faster while another process has a context on every GPU
+# (src/cmd_hold.c has the figures). Its pid is $gpu_holder, which a tool
+# that waits for its own jobs must leave out. Not on pretend GPUs, nor with
+# PKB_NO_HOLD=1; PKB_HOLD_CMD replaces it (the tools' tests).
+gpu_holder=""
+gpu_hold() {
+	[ "${PKB_NO_HOLD:-0}" = 1 ] && return 0
+	if [ -n "${PKB_HOLD_CMD:-}" ]; then
+		$PKB_HOLD_CMD > /dev/null 2>&1 &
+	elif [ -z "${PKB_TEST_GPUS:-}" ]; then
+		build/pkb hold > /dev/null 2>&1 &
+	else
+		return 0
+	fi
+	gpu_holder=$!
+}
+gpu_release() {
+	[ -n "$gpu_holder" ] && kill "$gpu_holder" 2>/dev/null
+	gpu_holder=""
+}
+
+# warm_cache LIST TOOL: compile every "BACKEND FILE" line of LIST into the
+# compile cache, all at once (`pkb build`), so that no launch waits for nvcc
+# (~2 s a file); a file that does not compile is left for its eval to
+# report. Prints one line: TOOL: how many files, how long.
+warm_cache() {
+	local t0
+	t0=$(date +%s.%N)
+	sort -u "$1" | xargs -P "$(nproc)" -L 1 sh -c '"$0" build -q --backend "$1" "$2" > /dev/null 2>&1' build/pkb
+	echo "$2: $(sort -u "$1" | wc -l) files compiled or found in the compile cache in" \
+		"$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s"
+}
+
 # never NVLink multicast: on shared machines it can take GPUs out of service,
 # and no pkb kernel needs it
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

@@ -1,5 +1,6 @@
 # eval's verdicts that need no GPU: bad input (1), compile_error (4) with the
-# compiler's message, load_refused (5) naming the symbol, and no GPU (9)
+# compiler's message, load_refused (5) naming the symbol, and no GPU (9),
+# for eval, doctor and hold
 . "$(dirname "$0")/lib.sh"
 P=$ROOT/problems/001_allreduce/solutions
 expect_exit 1 "$PKB" eval 999 "$P/ok_oneshot_pull.cu"
@@ -19,5 +20,7 @@ if [ "$(ls /proc/driver/nvidia/gpus 2>/dev/null | wc -l)" = 0 ]; then
 	expect_grep '"outcome": "env_error"' "$TMP/g.json"
 	expect_exit 9 "$PKB" doctor
 	expect_grep "not ready" "$TMP/out"
+	expect_exit 9 "$PKB" hold --for 5
+	expect_grep "^error: no CUDA device to hold" "$TMP/err"
 fi
 done_testing

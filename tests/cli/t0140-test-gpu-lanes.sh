@@ -18,6 +18,13 @@ want=$((2 * (1 + 2 * n_ok) + n_bad))
 n=$(wc -l < "$TMP/r.jsonl")
 [ "$n" = $want ] && ok || not_ok "expected $want recorded cases, got $n"
 expect_grep "^$((want - n_gpu_bad)) passed, $n_gpu_bad failed\$" "$TMP/out"
+# every file compiled once, first (the reference, every candidate): each
+# candidate that compiles is in the cache, with the key eval uses
+expect_grep "^test-gpu: $((1 + n_ok + n_bad)) files compiled or found in the compile cache in " "$TMP/out"
+for f in $S/ok_*.cu; do
+	"$PKB" build "$f" --backend "$(sed -nE 's/.*pkb-backend: *([a-z-]+).*/\1/p' "$f" | head -1 | grep . || echo cuda)" > "$TMP/b.out" 2>&1
+	grep -q "(cached " "$TMP/b.out" && ok || not_ok "$f: not in the compile cache after test-gpu: $(cat "$TMP/b.out")"
+done
 grep -q '"world":4,.*bad_' "$TMP/r.jsonl" && not_ok "a bad_ candidate ran at W = 4 without -a" || ok
 # W = 2 ran on both pairs; W = 4 on all four
 expect_grep '"world":2,.*"gpus":"0,1"' "$TMP/r.jsonl"
@@ -75,4 +82,12 @@ done
 n=$(wc -l < "$TMP/g8.jsonl")
 want=$((2 * (1 + n_ok) + n_bad))
 [ "$n" = $want ] && ok || not_ok "expected $want recorded cases on 8 GPUs, got $n"
+# the GPU holder (PKB_HOLD_CMD stands in for `pkb hold`): started, not
+# waited for (test-gpu waits for its lanes only), and gone when it ends
+printf '#!/bin/sh\necho $$ > %s/holder.pid\nexec sleep 613\n' "$TMP" > "$TMP/holder"
+chmod +x "$TMP/holder"
+PKB_TEST_GPUS=2 PKB_HOLD_CMD=$TMP/holder expect_exit 1 timeout 120 tools/test-gpu -p 005 -w 2 -o "$TMP/h.jsonl"
+[ -s "$TMP/holder.pid" ] && ok || not_ok "the holder was not started"
+sleep 0.2
+kill -0 "$(cat "$TMP/holder.pid" 2>/dev/null || echo 999999999)" 2>/dev/null && not_ok "the holder outlived test-gpu" || ok
 done_testing

@@ -37,6 +37,14 @@ expect_grep '^W = 4$' "$TMP/out"
 expect_grep '^W = 8 ' "$TMP/out"
 k=$(grep -c '^| 0' "$TMP/out")
 [ "$k" = 2 ] && ok || not_ok "expected a row for 001 at W = 4 and one for 008 at W = 8, got $k rows"
+# -c: only the candidates named by a pattern, and every one of them
+expect_exit 0 tools/bench-collectives -p 001,003 -s 8K -c 'ok_*lamport*,ok_chain_push.cu' -o "$TMP/c"
+want=$(ls problems/001_allreduce/solutions/ok_*lamport*.cu problems/003_broadcast/solutions/ok_*lamport*.cu \
+	problems/003_broadcast/solutions/ok_chain_push.cu | xargs -n1 basename | sort)
+got=$(python3 -c 'import json,sys; [print(json.loads(l)["bench_candidate"]) for l in open(sys.argv[1])]' "$TMP/c.jsonl" | sort)
+[ -n "$got" ] && [ "$got" = "$want" ] && ok || not_ok "-c ran [$got], expected [$want]"
+# compiled first: the two references and the candidates -c picks
+expect_grep "^bench-collectives: $((2 + $(echo "$want" | wc -l))) files compiled or found in the compile cache in " "$TMP/out"
 PKB_TEST_GPUS=4 expect_exit 9 tools/bench-collectives -p 008 -s 8K -w 8 -o "$TMP/w8b"
 expect_grep 'needs 8 NVIDIA GPUs, found 4' "$TMP/out"
 done_testing

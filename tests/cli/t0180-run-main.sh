@@ -10,6 +10,8 @@ c=$(ls problems/003_broadcast/solutions/ok_*.cu | wc -l)
 expect_exit 0 tools/run-main -p 3
 expect_grep '^003_broadcast +ok_oneshot_push\.cu +pass +10\.00 +5\.00 +2\.00x$' "$TMP/out"
 expect_grep "^$c of $c candidates passed$" "$TMP/out"
+# compiled first: 003's reference and its candidates
+expect_grep "^run: $((c + 1)) files compiled or found in the compile cache in " "$TMP/out"
 n=$(grep -c '^00[0-9]_' "$TMP/out")
 [ "$n" = "$c" ] && ok || not_ok "expected $c rows, got $n"
 c2=$(ls problems/002_allgather/solutions/ok_*.cu | wc -l)
