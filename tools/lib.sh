@@ -46,10 +46,12 @@ gpu_release() {
 # (~2 s a file); a file that does not compile is left for its eval to
 # report. Prints one line: TOOL: how many files, how long.
 warm_cache() {
-	local t0
+	local t0 files
 	t0=$(date +%s.%N)
-	sort -u "$1" | xargs -P "$(nproc)" -L 1 sh -c '"$0" build -q --backend "$1" "$2" > /dev/null 2>&1' build/pkb
-	echo "$2: $(sort -u "$1" | wc -l) files compiled or found in the compile cache in" \
+	files=$(sort -u "$1")
+	[ -n "$files" ] && xargs -P "$(nproc)" -L 1 sh -c '"$0" build -q --backend "$1" "$2" > /dev/null 2>&1' \
+		build/pkb <<< "$files"
+	echo "$2: $(grep -c . <<< "$files") files compiled or found in the compile cache in" \
 		"$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s"
 }
 

@@ -22,7 +22,8 @@ expect_grep "^$((want - n_gpu_bad)) passed, $n_gpu_bad failed\$" "$TMP/out"
 # candidate that compiles is in the cache, with the key eval uses
 expect_grep "^test-gpu: $((1 + n_ok + n_bad)) files compiled or found in the compile cache in " "$TMP/out"
 for f in $S/ok_*.cu; do
-	"$PKB" build "$f" --backend "$(sed -nE 's/.*pkb-backend: *([a-z-]+).*/\1/p' "$f" | head -1 | grep . || echo cuda)" > "$TMP/b.out" 2>&1
+	b=$(. tools/lib.sh; header "$f" pkb-backend)
+	"$PKB" build "$f" --backend "${b:-cuda}" > "$TMP/b.out" 2>&1
 	grep -q "(cached " "$TMP/b.out" && ok || not_ok "$f: not in the compile cache after test-gpu: $(cat "$TMP/b.out")"
 done
 grep -q '"world":4,.*bad_' "$TMP/r.jsonl" && not_ok "a bad_ candidate ran at W = 4 without -a" || ok

@@ -45,6 +45,10 @@ got=$(python3 -c 'import json,sys; [print(json.loads(l)["bench_candidate"]) for 
 [ -n "$got" ] && [ "$got" = "$want" ] && ok || not_ok "-c ran [$got], expected [$want]"
 # compiled first: the two references and the candidates -c picks
 expect_grep "^bench-collectives: $((2 + $(echo "$want" | wc -l))) files compiled or found in the compile cache in " "$TMP/out"
+# a pattern is matched against candidates' names only, never globbed here
+expect_exit 0 tools/bench-collectives -p 001 -s 8K -c '*' -o "$TMP/g"
+n=$(wc -l < "$TMP/g.jsonl")
+[ "$n" = "$c" ] && ok || not_ok "-c '*' ran $n evals, expected $c (every candidate of 001)"
 PKB_TEST_GPUS=4 expect_exit 9 tools/bench-collectives -p 008 -s 8K -w 8 -o "$TMP/w8b"
 expect_grep 'needs 8 NVIDIA GPUs, found 4' "$TMP/out"
 done_testing
