@@ -12,14 +12,14 @@
  * element is "empty", and emptying them behind) and adds them and its own in
  * rank order, in fp32, rounded once. The root receives (W-1) x M*N*e bytes.
  *
- * Two hops (from RELAY_MIN bytes up): block b's units are summed first on
- * one rank other than the root, their relay (the (b mod (W-1))-th rank after
- * the root): the other non-roots store their units into the relay's area,
- * the relay adds them and its own as they arrive (rank order, rounded once)
- * and stores the partial sum into the root's area, and the root adds it to
- * its own (rounded again: two roundings, within PKB_TOL_SUM(W)). Every link
- * then carries at most M*N*e bytes, for one more NVLink trip: NCCL's chain
- * spends W-1 of them.
+ * Two hops (from RELAY_MIN bytes up): the units go in runs of RUN (unit j
+ * in run r = j / RUN), each summed first on one rank other than the root,
+ * its relay (the (r mod (W-1))-th rank after the root): the other non-roots
+ * store their units into the relay's area, the relay adds them and its own
+ * as they arrive (rank order, rounded once) and stores the partial sum into
+ * the root's area, and the root adds it to its own (rounded again: two
+ * roundings, within PKB_TOL_SUM(W)). Every link then carries at most M*N*e
+ * bytes, for one more NVLink trip: NCCL's chain spends W-1 of them.
  *
  * The root only receives, so its block acknowledges (one unit into every
  * other rank's ack area, pkb_lp_ack) as it starts a call, and every other
@@ -51,6 +51,9 @@ PKB_SOLUTION;
 #ifndef RELAY_MIN
 #define RELAY_MIN (512 << 10) /* bytes: two hops from here up */
 #endif
+#ifndef RUN
+#define RUN 1024              /* units (16 KiB): 81 against 86 us at 16 MiB with one block's 256, W = 4 */
+#endif
 
 template <typename T, int N>
 __global__ void __launch_bounds__(THREADS, 2)   /* two blocks an SM: MAX_BLOCKS resident */
@@ -61,11 +64,11 @@ reduce_lamport(pkb_dev_comm comm, pkb_lp lp, int root, const char *in, char *out
 	const size_t half = pkb_lp_half(lp);
 	const int64_t units = (bytes + 15) / 16, stride = (int64_t)gridDim.x * THREADS;
 	const int64_t j0 = (int64_t)blockIdx.x * THREADS + threadIdx.x, acks = w * units;
-	const int via = (root + 1 + (int)(blockIdx.x % (w - 1))) % w;   /* this block's relay */
 	const uint32_t others = pkb_lp_peers(comm) & ~(1u << root);    /* non-roots but me */
 	if (me == root && (int)threadIdx.x < w - 1)
 		pkb_lp_ack(comm, lp, half, acks, (root + 1 + threadIdx.x) % w);
 	for (int64_t j = j0; j < units; j += stride) {
+		const int via = (root + 1 + (int)((j / RUN) % (w - 1))) % w;   /* this unit's relay */
 		const uint4 own = pkb_lp_load<T>(in, bytes, j);
 		uint4 sum;
 		if (me == root) {
