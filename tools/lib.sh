@@ -12,6 +12,20 @@ gpu_count() {
 	echo "${PKB_TEST_GPUS:-$(ls /proc/driver/nvidia/gpus 2>/dev/null | wc -l)}"
 }
 
+# backend_of FILE: the backend FILE is built and run under: its pkb-backend
+# header line, else `reference` for a problem's reference.cu, else cuda
+backend_of() {
+	local b
+	b=$(header "$1" pkb-backend)
+	if [ -n "$b" ]; then
+		echo "$b"
+	elif [ "$(basename "$1")" = reference.cu ]; then
+		echo reference
+	else
+		echo cuda
+	fi
+}
+
 # in_filter FILTER ID [NAME]: FILTER (-p's comma-separated problem ids, with
 # or without leading zeros, or folder names) is empty or names this problem
 in_filter() {
