@@ -176,6 +176,18 @@ static inline void pkb_ce_sum_typed(void *dst, const struct pkb_ce_srcs *s, size
 	}
 }
 
+/* The three kinds of work pkb_ce_run puts on a stream besides copies and
+ * events: a barrier of every rank, a local copy, a sum. tests/unit/
+ * hosttest_ce_sim.cu defines PKB_CE_SIM and versions of its own that record
+ * each operation (and renames the CUDA calls below by macro), to replay the
+ * candidates' calls on the host at any world size. */
+#ifndef PKB_CE_SIM
+/* every rank's barrier kernel meets every other's, on stream st */
+static inline void pkb_ce_meet(const pkb_dev_comm &comm, cudaStream_t st)
+{
+	pkb_ce_barrier<<<1, PKB_CE_MAX_WORLD, 0, st>>>(comm);
+}
+
 /* bytes [off, off+n) of sum->dst <- the sum of that range of sum->own and of
  * every slot of the local staging buffer but sum->skip, on stream st */
 static inline int pkb_ce_sum_range(const struct pkb_ce *ce, int world,
@@ -214,6 +226,7 @@ static inline void pkb_ce_local_copy(void *dst, const void *src, size_t bytes, c
 	default: pkb_ce_copy<char><<<grid, PKB_CE_THREADS, 0, st>>>((char *)dst, (const char *)src, n); break;
 	}
 }
+#endif /* PKB_CE_SIM */
 
 /* pkb_init: ctx->user = a struct pkb_ce with a staging buffer of `slots`
  * slots of `bytes` each (collective); tail: 0 or the last step's last part
@@ -306,7 +319,7 @@ static inline int pkb_ce_run(pkb_ctx *ctx, struct pkb_ce *ce, const struct pkb_c
 	if (cudaEventRecord(ce->go, st) || cudaStreamWaitEvent(ce->side, ce->go, 0))
 		return 1;
 	pkb_ce_local_copy(own_dst, own_src, own_dst ? bytes : 0, ce->side);
-	pkb_ce_barrier<<<1, PKB_CE_MAX_WORLD, 0, st>>>(ctx->dev);
+	pkb_ce_meet(ctx->dev, st);
 	const int pull = sum && sum->gather, me = ctx->rank, w = ctx->world;
 	/* part c of the last step's cuts of every peer's chunk, from its slot */
 	auto pull_part = [&](int c) {
@@ -346,7 +359,7 @@ static inline int pkb_ce_run(pkb_ctx *ctx, struct pkb_ce *ce, const struct pkb_c
 			/* pulls: this barrier also says that every rank summed part c-1 */
 			if (pull && last && c && cudaStreamWaitEvent(st, ce->summed[c - 1], 0))
 				return 1;
-			pkb_ce_barrier<<<1, PKB_CE_MAX_WORLD, 0, st>>>(ctx->dev);
+			pkb_ce_meet(ctx->dev, st);
 			if (nr || nm) {
 				if (cudaEventRecord(ce->landed[e], st) ||
 				    cudaStreamWaitEvent(ce->side, ce->landed[e], 0))
@@ -372,7 +385,7 @@ static inline int pkb_ce_run(pkb_ctx *ctx, struct pkb_ce *ce, const struct pkb_c
 	if (pull && nsteps) {   /* the last part */
 		if (cudaStreamWaitEvent(st, ce->summed[ncut[1] - 1], 0))
 			return 1;
-		pkb_ce_barrier<<<1, PKB_CE_MAX_WORLD, 0, st>>>(ctx->dev);
+		pkb_ce_meet(ctx->dev, st);
 		if (pull_part(ncut[1] - 1))
 			return 1;
 	}
