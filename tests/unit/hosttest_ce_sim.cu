@@ -66,57 +66,32 @@ static int sim_chunks;
 #define TAIL sim_tail
 #define CHUNKS sim_chunks
 
-/* each candidate's entry points under names of its own */
-#define pkb_abi_version sim_abi_001
-#define pkb_init sim_init_001
-#define pkb_run sim_run_001
-#define pkb_fini sim_fini_001
+/* each candidate's entry points under names of its own: sim_init_001, ... (the
+ * renames expand where the candidate uses them, with SIM_ID as it is then) */
+#define SIM_PASTE(a, b) a##b
+#define SIM_NAME(a, b) SIM_PASTE(a, b)
+#define pkb_abi_version SIM_NAME(sim_abi_, SIM_ID)
+#define pkb_init SIM_NAME(sim_init_, SIM_ID)
+#define pkb_run SIM_NAME(sim_run_, SIM_ID)
+#define pkb_fini SIM_NAME(sim_fini_, SIM_ID)
+#define SIM_ID 001
 #include "problems/001_allreduce/solutions/ok_ce_twoshot.cu"
-#undef pkb_abi_version
-#undef pkb_init
-#undef pkb_run
-#undef pkb_fini
-#define pkb_abi_version sim_abi_002
-#define pkb_init sim_init_002
-#define pkb_run sim_run_002
-#define pkb_fini sim_fini_002
+#undef SIM_ID
+#define SIM_ID 002
 #include "problems/002_allgather/solutions/ok_ce_steps.cu"
-#undef pkb_abi_version
-#undef pkb_init
-#undef pkb_run
-#undef pkb_fini
-#define pkb_abi_version sim_abi_005
-#define pkb_init sim_init_005
-#define pkb_run sim_run_005
-#define pkb_fini sim_fini_005
+#undef SIM_ID
+#define SIM_ID 005
 #include "problems/005_scatter/solutions/ok_ce_steps.cu"
-#undef pkb_abi_version
-#undef pkb_init
-#undef pkb_run
-#undef pkb_fini
-#define pkb_abi_version sim_abi_006
-#define pkb_init sim_init_006
-#define pkb_run sim_run_006
-#define pkb_fini sim_fini_006
+#undef SIM_ID
+#define SIM_ID 006
 #include "problems/006_gather/solutions/ok_ce_steps.cu"
-#undef pkb_abi_version
-#undef pkb_init
-#undef pkb_run
-#undef pkb_fini
-#define pkb_abi_version sim_abi_007
-#define pkb_init sim_init_007
-#define pkb_run sim_run_007
-#define pkb_fini sim_fini_007
+#undef SIM_ID
+#define SIM_ID 007
 #include "problems/007_reducescatter/solutions/ok_ce_steps.cu"
-#undef pkb_abi_version
-#undef pkb_init
-#undef pkb_run
-#undef pkb_fini
-#define pkb_abi_version sim_abi_008
-#define pkb_init sim_init_008
-#define pkb_run sim_run_008
-#define pkb_fini sim_fini_008
+#undef SIM_ID
+#define SIM_ID 008
 #include "problems/008_alltoall/solutions/ok_ce_steps.cu"
+#undef SIM_ID
 #undef pkb_abi_version
 #undef pkb_init
 #undef pkb_run
@@ -135,7 +110,7 @@ struct access {
 };
 
 struct op {
-	int kind, rank, call, stream;
+	int kind, rank, call;
 	const char *what;
 	char *dst;                      /* OP_COPY, OP_SUM */
 	std::vector<const char *> src;  /* OP_COPY: one; OP_SUM: the terms */
@@ -161,8 +136,7 @@ static struct {
 	std::vector<int> meets;         /* per barrier n: its OP_MEET */
 	int barriers[8];                /* per rank: barriers so far */
 	std::vector<buffer> bufs;
-	std::vector<std::vector<char *>> symm;   /* per symm_alloc: every rank's buffer */
-	std::vector<std::vector<void *>> symm_peers;
+	std::vector<std::vector<void *>> symm;   /* per symm_alloc: every rank's buffer */
 	std::vector<size_t> symm_bytes;
 	int nsymm[8];
 	const char *trouble;            /* the first thing a recorder could not accept */
@@ -200,7 +174,6 @@ static int add_op(int kind, int stream, const char *what)
 	o.kind = kind;
 	o.rank = S.rank;
 	o.call = S.call;
-	o.stream = stream;
 	o.what = what;
 	S.ops.push_back(o);
 	int i = (int)S.ops.size() - 1;
@@ -334,19 +307,16 @@ static int fake_symm_alloc(pkb_ctx *ctx, size_t bytes, pkb_symm *out)
 	int k = S.nsymm[ctx->rank]++;
 	if ((int)S.symm.size() <= k) {
 		S.symm.emplace_back();
-		S.symm_peers.emplace_back();
 		S.symm_bytes.push_back(bytes);
-		for (int r = 0; r < ctx->world; r++) {
+		for (int r = 0; r < ctx->world; r++)
 			S.symm[k].push_back(new_buffer(bytes, r, "symmetric buffer"));
-			S.symm_peers[k].push_back(S.symm[k][r]);
-		}
 	} else if (S.symm_bytes[k] != bytes) {
 		S.trouble = "symm_alloc of different sizes on different ranks";
 		return 1;
 	}
 	out->local = S.symm[k][ctx->rank];
-	out->peers = S.symm_peers[k].data();
-	out->peers_dev = S.symm_peers[k].data();
+	out->peers = S.symm[k].data();
+	out->peers_dev = S.symm[k].data();
 	out->bytes = bytes;
 	return 0;
 }
@@ -424,6 +394,76 @@ static float expected(int id, int r, int w, int c, int64_t n, int64_t i)
 /* ------------------------------------------------------------------------ */
 /* one case */
 
+/* A hang: a barrier not every rank reaches, or operations waiting on each
+ * other in a cycle. Else `order` gets an order of the operations that
+ * respects every edge. */
+static bool hangs(const char *tag, int w, std::vector<int> &order)
+{
+	for (size_t b = 0; b < S.meets.size(); b++)
+		if (S.ops[S.meets[b]].arrivals != w) {
+			fail("%s: barrier %zu is reached by %d of %d ranks: the GPUs would hang", tag,
+			     b, S.ops[S.meets[b]].arrivals, w);
+			return true;
+		}
+	const int nops = (int)S.ops.size();
+	std::vector<int> npred(nops);
+	for (int i = 0; i < nops; i++)
+		if (!(npred[i] = S.ops[i].npred))
+			order.push_back(i);
+	for (size_t k = 0; k < order.size(); k++)
+		for (int s : S.ops[order[k]].succ)
+			if (!--npred[s])
+				order.push_back(s);
+	if ((int)order.size() != nops) {
+		fail("%s: the operations wait on each other in a cycle: the GPUs would hang", tag);
+		return true;
+	}
+	return false;
+}
+
+/* A race: two operations on one byte, one writing, that no stream, event or
+ * barrier orders (`order`: from hangs) */
+static bool races(const char *tag, const std::vector<int> &order)
+{
+	/* before[i]: the operations that complete before operation i starts */
+	const int nops = (int)S.ops.size(), words = (nops + 63) / 64;
+	std::vector<uint64_t> before((size_t)nops * words, 0);
+	for (int v : order)
+		for (int s : S.ops[v].succ) {
+			uint64_t *d = &before[(size_t)s * words];
+			const uint64_t *a = &before[(size_t)v * words];
+			for (int k = 0; k < words; k++)
+				d[k] |= a[k];
+			d[v / 64] |= 1ull << (v % 64);
+		}
+	auto ordered = [&](int a, int b) {
+		return (before[(size_t)b * words + a / 64] >> (a % 64) & 1) ||
+		       (before[(size_t)a * words + b / 64] >> (b % 64) & 1);
+	};
+	/* the accesses to each buffer, pair by pair */
+	std::vector<std::vector<int>> by_buffer(S.bufs.size());
+	for (size_t k = 0; k < S.acc.size(); k++)
+		by_buffer[buffer_of(S.acc[k].lo, S.acc[k].n)].push_back((int)k);
+	for (size_t b = 0; b < by_buffer.size(); b++)
+		for (size_t x = 0; x < by_buffer[b].size(); x++)
+			for (size_t y = x + 1; y < by_buffer[b].size(); y++) {
+				const access &p = S.acc[by_buffer[b][x]], &q = S.acc[by_buffer[b][y]];
+				if (p.op == q.op || !(p.write || q.write) || p.lo >= q.lo + q.n ||
+				    q.lo >= p.lo + p.n || ordered(p.op, q.op))
+					continue;
+				const op &o = S.ops[p.op], &u = S.ops[q.op];
+				fail("%s: a race on rank %d's %s (bytes %td-%td): %s of rank %d, call "
+				     "%d, and %s of rank %d, call %d", tag, S.bufs[b].rank,
+				     S.bufs[b].what, (p.lo > q.lo ? p.lo : q.lo) - S.bufs[b].base,
+				     (p.lo + p.n < q.lo + q.n ? p.lo + p.n : q.lo + q.n) -
+					     S.bufs[b].base,
+				     o.what, o.rank, o.call, u.what, u.rank, u.call);
+				return true;
+			}
+	return false;
+}
+
+
 #define CALLS 3
 
 static void run_case(const candidate &cand, int w, int64_t n, size_t tail, int chunks)
@@ -441,7 +481,6 @@ static void run_case(const candidate &cand, int w, int64_t n, size_t tail, int c
 	S.meets.clear();
 	S.bufs.clear();
 	S.symm.clear();
-	S.symm_peers.clear();
 	S.symm_bytes.clear();
 	memset(S.barriers, 0, sizeof S.barriers);
 	memset(S.nsymm, 0, sizeof S.nsymm);
@@ -510,62 +549,9 @@ static void run_case(const candidate &cand, int w, int64_t n, size_t tail, int c
 	for (int r = 0; r < w; r++)
 		cand.fini(&ctx[r]);
 
-	/* every barrier met by every rank */
-	for (size_t b = 0; b < S.meets.size(); b++)
-		if (S.ops[S.meets[b]].arrivals != w) {
-			fail("%s: barrier %zu is reached by %d of %d ranks: the GPUs would hang", tag,
-			     b, S.ops[S.meets[b]].arrivals, w);
-			return;
-		}
-	/* an order that respects every edge; none means a cycle, a hang */
-	const int nops = (int)S.ops.size();
-	std::vector<int> order, npred(nops);
-	for (int i = 0; i < nops; i++)
-		if (!(npred[i] = S.ops[i].npred))
-			order.push_back(i);
-	for (size_t k = 0; k < order.size(); k++)
-		for (int s : S.ops[order[k]].succ)
-			if (!--npred[s])
-				order.push_back(s);
-	if ((int)order.size() != nops) {
-		fail("%s: the operations wait on each other in a cycle: the GPUs would hang", tag);
+	std::vector<int> order;
+	if (hangs(tag, w, order) || races(tag, order))
 		return;
-	}
-	/* before[i]: the operations that complete before operation i starts */
-	const int words = (nops + 63) / 64;
-	std::vector<uint64_t> before((size_t)nops * words, 0);
-	for (int v : order)
-		for (int s : S.ops[v].succ) {
-			uint64_t *d = &before[(size_t)s * words];
-			const uint64_t *a = &before[(size_t)v * words];
-			for (int k = 0; k < words; k++)
-				d[k] |= a[k];
-			d[v / 64] |= 1ull << (v % 64);
-		}
-	auto ordered = [&](int a, int b) {
-		return (before[(size_t)b * words + a / 64] >> (a % 64) & 1) ||
-		       (before[(size_t)a * words + b / 64] >> (b % 64) & 1);
-	};
-	/* races: accesses to one buffer, by buffer */
-	std::vector<std::vector<int>> by_buffer(S.bufs.size());
-	for (size_t k = 0; k < S.acc.size(); k++)
-		by_buffer[buffer_of(S.acc[k].lo, S.acc[k].n)].push_back((int)k);
-	for (size_t b = 0; b < by_buffer.size(); b++)
-		for (size_t x = 0; x < by_buffer[b].size(); x++)
-			for (size_t y = x + 1; y < by_buffer[b].size(); y++) {
-				const access &p = S.acc[by_buffer[b][x]], &q = S.acc[by_buffer[b][y]];
-				if (p.op == q.op || !(p.write || q.write) || p.lo >= q.lo + q.n ||
-				    q.lo >= p.lo + p.n || ordered(p.op, q.op))
-					continue;
-				const op &o = S.ops[p.op], &u = S.ops[q.op];
-				fail("%s: a race on rank %d's %s (bytes %td-%td): %s of rank %d, call "
-				     "%d, and %s of rank %d, call %d", tag, S.bufs[b].rank,
-				     S.bufs[b].what, (p.lo > q.lo ? p.lo : q.lo) - S.bufs[b].base,
-				     (p.lo + p.n < q.lo + q.n ? p.lo + p.n : q.lo + q.n) -
-					     S.bufs[b].base,
-				     o.what, o.rank, o.call, u.what, u.rank, u.call);
-				return;
-			}
 	/* the data, in that order */
 	for (int v : order) {
 		const op &o = S.ops[v];
