@@ -17,100 +17,46 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdint.h>
-#include <cuda_runtime.h>
-#include <cublas_v2.h>
-#include <nccl.h>
-#include "pkb.h"
+#include "pkb_ref.cuh"
 
 PKB_SOLUTION;
 
-#define WORKSPACE_BYTES (32u << 20)   /* cuBLAS's recommendation for Hopper */
-
-#define CK_CUDA(ctx, call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-	return 1; } } while (0)
-#define CK_NCCL(ctx, call) do { ncclResult_t e_ = (call); if (e_ != ncclSuccess) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, ncclGetErrorString(e_)); \
-	return 1; } } while (0)
-#define CK_BLAS(ctx, call) do { cublasStatus_t e_ = (call); if (e_ != CUBLAS_STATUS_SUCCESS) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, cublasGetStatusString(e_)); \
-	return 1; } } while (0)
-
-struct state {
-	cublasHandle_t blas;
-	cudaStream_t bound;     /* the stream the handle is bound to */
-	int is_bound;
-	void *workspace;
-};
-
-static ncclDataType_t nccl_type(pkb_dtype t)
-{
-	return t == PKB_BF16 ? ncclBfloat16 : t == PKB_FP16 ? ncclFloat16 : ncclFloat32;
-}
-
-static cudaDataType blas_type(pkb_dtype t)
-{
-	return t == PKB_BF16 ? CUDA_R_16BF : t == PKB_FP16 ? CUDA_R_16F : CUDA_R_32F;
-}
-
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	pkb_dtype t = ctx->in[0].dtype;
-	if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32) {
-		ctx->svc->log(ctx, "013 reference: unsupported dtype %d", t);
+	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
+	struct pkb_ref_blas *b = (struct pkb_ref_blas *)calloc(1, sizeof *b);
+	if (!b)
 		return 1;
-	}
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
-	CK_BLAS(ctx, cublasCreate(&s->blas));
-	/* fp32 reductions inside cuBLAS (split-K), as the fp32 accumulation the
-	 * tolerance assumes; no TF32 (CUBLAS_COMPUTE_32F below, torch's default) */
-	CK_BLAS(ctx, cublasSetMathMode(s->blas, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
-		CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-	CK_CUDA(ctx, cudaMalloc(&s->workspace, WORKSPACE_BYTES));
-	return 0;
+	ctx->user = b;
+	return pkb_ref_blas_init(ctx, b);
 }
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
+	struct pkb_ref_blas *b = (struct pkb_ref_blas *)ctx->user;
 	cudaStream_t st = (cudaStream_t)ctx->stream;
-	const pkb_tensor *a = &ctx->in[0], *b = &ctx->in[1];
+	const pkb_tensor *a = &ctx->in[0], *w = &ctx->in[1];
 	pkb_tensor *c = &ctx->out[0];
 	pkb_dtype t = a->dtype;
-	int64_t m = a->shape[0], k = a->shape[1], n = b->shape[1];
+	int64_t m = a->shape[0], k = a->shape[1], n = w->shape[1];
+	ncclDataType_t nt;
 
-	if (!s->is_bound || s->bound != st) {
-		/* cublasSetStream drops the user workspace: set it again after */
-		CK_BLAS(ctx, cublasSetStream(s->blas, st));
-		CK_BLAS(ctx, cublasSetWorkspace(s->blas, s->workspace, WORKSPACE_BYTES));
-		s->bound = st;
-		s->is_bound = 1;
-	}
-
-	const float one = 1.0f, zero = 0.0f;
-	CK_BLAS(ctx, cublasGemmEx(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k,
-				  &one, b->data, blas_type(t), (int)n,
-				  a->data, blas_type(t), (int)k,
-				  &zero, c->data, blas_type(t), (int)n,
-				  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-	CK_NCCL(ctx, ncclAllReduce(c->data, c->data, (size_t)c->numel, nccl_type(t), ncclSum,
-				   (ncclComm_t)ctx->nccl_comm, st));
+	PKB_CK(pkb_ref_nccl_type(ctx, t, &nt));
+	PKB_CK(pkb_ref_blas_bind(ctx, b, st));
+	PKB_CK(pkb_ref_gemm_rm(ctx, b->h, 0, 0, m, n, k, 1.0, a->data, k, w->data, n,
+			       0.0, c->data, n, t));
+	PKB_CK_NCCL(ctx, ncclAllReduce(c->data, c->data, (size_t)c->numel, nt, ncclSum,
+				       (ncclComm_t)ctx->nccl_comm, st));
 	return 0;
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (!s)
+	struct pkb_ref_blas *b = (struct pkb_ref_blas *)ctx->user;
+	if (!b)
 		return 0;
-	if (s->blas)
-		cublasDestroy(s->blas);
-	cudaFree(s->workspace);
-	free(s);
+	pkb_ref_blas_fini(b);
+	free(b);
 	ctx->user = NULL;
 	return 0;
 }
