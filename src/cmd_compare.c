@@ -82,7 +82,7 @@ static int inspect(const char *dir)
 			int64_t n = (int64_t)(t->bytes / pkb_dtype_size(t->dtype));
 			double mean_abs, amax;
 			int64_t bad;
-			dtype_stats(t->dtype, t->data, dtype_is_complex(t->dtype) ? n / 2 : n,
+			dtype_stats(t->dtype, t->data, n,
 				    &mean_abs, &amax, &bad);
 			char shape[128];
 			size_t off = (size_t)snprintf(shape, sizeof shape, "(");
@@ -202,9 +202,8 @@ int cmd_compare(int argc, char **argv)
 			if (rtol >= 0)
 				tol.rtol = rtol, tol.exact = 0;
 			struct cmp_result r;
+			/* elements: a complex64 one is 8 bytes, compared as 2 reals */
 			int64_t n = (int64_t)(a->bytes / pkb_dtype_size(a->dtype));
-			if (dtype_is_complex(a->dtype))
-				n /= 2;
 			int ok = compare_buffers(a->dtype, a->data, b->data, n, tol, &r);
 			printf("rank %d %-20s %s", ra[i], a->name, ok ? "match" : "MISMATCH");
 			if (!ok) {

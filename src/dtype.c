@@ -124,20 +124,33 @@ float fp8e5m2_to_float(uint8_t b)
 	return s ? -v : v;
 }
 
+/* One element, loaded through memcpy: a safetensors file whose header is
+ * not padded to 8 bytes puts its data at any address (a memcpy of a fixed
+ * size compiles to one plain load). */
+#define DEFINE_LOAD(name, type) \
+	static inline type name(const void *buf, int64_t i) \
+	{ type v; memcpy(&v, (const char *)buf + i * (int64_t)sizeof v, sizeof v); return v; }
+DEFINE_LOAD(load_u8, uint8_t)
+DEFINE_LOAD(load_i8, int8_t)
+DEFINE_LOAD(load_u16, uint16_t)
+DEFINE_LOAD(load_i32, int32_t)
+DEFINE_LOAD(load_i64, int64_t)
+DEFINE_LOAD(load_f32, float)
+DEFINE_LOAD(load_f64, double)
+
 double dtype_load(pkb_dtype t, const void *buf, int64_t i)
 {
 	switch (t) {
-	case PKB_BF16: return bf16_to_float(((const uint16_t *)buf)[i]);
-	case PKB_FP16: return fp16_to_float(((const uint16_t *)buf)[i]);
-	case PKB_FP32: return ((const float *)buf)[i];
-	case PKB_C64: return ((const float *)buf)[i];
-	case PKB_FP64: return ((const double *)buf)[i];
-	case PKB_I8: return ((const int8_t *)buf)[i];
-	case PKB_U8: case PKB_BOOL: return ((const uint8_t *)buf)[i];
-	case PKB_I32: return ((const int32_t *)buf)[i];
-	case PKB_I64: return (double)((const int64_t *)buf)[i];
-	case PKB_FP8_E4M3: return fp8e4m3_to_float(((const uint8_t *)buf)[i]);
-	case PKB_FP8_E5M2: return fp8e5m2_to_float(((const uint8_t *)buf)[i]);
+	case PKB_BF16: return bf16_to_float(load_u16(buf, i));
+	case PKB_FP16: return fp16_to_float(load_u16(buf, i));
+	case PKB_FP32: case PKB_C64: return load_f32(buf, i);
+	case PKB_FP64: return load_f64(buf, i);
+	case PKB_I8: return load_i8(buf, i);
+	case PKB_U8: case PKB_BOOL: return load_u8(buf, i);
+	case PKB_I32: return load_i32(buf, i);
+	case PKB_I64: return (double)load_i64(buf, i);
+	case PKB_FP8_E4M3: return fp8e4m3_to_float(load_u8(buf, i));
+	case PKB_FP8_E5M2: return fp8e5m2_to_float(load_u8(buf, i));
 	default: return NAN;
 	}
 }

@@ -123,20 +123,25 @@ int st_read(const char *path, struct st_file *f, char *err, size_t errlen)
 		s->name = xstrdup(key);
 		s->dtype = (pkb_dtype)t;
 		s->ndim = (int)json_array_size(shape);
-		int64_t numel = 1;
+		/* every dimension a JSON integer >= 0, and the byte size of the
+		 * whole tensor representable: [2^62, 4] must not wrap to 0 bytes */
+		uint64_t want = pkb_dtype_size(s->dtype);
 		for (int d = 0; d < s->ndim; d++) {
-			s->shape[d] = json_integer_value(json_array_get(shape, (size_t)d));
-			if (s->shape[d] < 0) {
+			json_t *dim = json_array_get(shape, (size_t)d);
+			s->shape[d] = json_is_integer(dim) ? json_integer_value(dim) : -1;
+			const char *why = s->shape[d] < 0 ? "a dimension is not an integer >= 0"
+				: __builtin_mul_overflow(want, (uint64_t)s->shape[d], &want)
+				? "tensor size overflows" : NULL;
+			if (why) {
 				json_decref(h);
 				st_free(f);
-				return fail(err, errlen, path, "negative dimension");
+				return fail(err, errlen, path, why);
 			}
-			numel *= s->shape[d];
 		}
-		json_int_t a = json_integer_value(json_array_get(offs, 0));
-		json_int_t b = json_integer_value(json_array_get(offs, 1));
-		size_t want = (size_t)numel * pkb_dtype_size(s->dtype);
-		if (a < 0 || b < a || (size_t)b > data_len || (size_t)(b - a) != want) {
+		json_t *ja = json_array_get(offs, 0), *jb = json_array_get(offs, 1);
+		json_int_t a = json_is_integer(ja) ? json_integer_value(ja) : -1;
+		json_int_t b = json_is_integer(jb) ? json_integer_value(jb) : -1;
+		if (a < 0 || b < a || (uint64_t)b > data_len || (uint64_t)(b - a) != want) {
 			json_decref(h);
 			st_free(f);
 			return fail(err, errlen, path, "tensor data out of bounds or of the wrong size");

@@ -15,4 +15,13 @@ expect_exit 1 "$PKB" compare --inspect "$TMP/empty"
 printf 'garbage' > "$TMP/empty/rank_0_outputs.safetensors"
 expect_exit 1 "$PKB" compare --inspect "$TMP/empty"
 expect_exit 2 "$PKB" compare "$TMP/a"
+# complex64: both halves of every element are compared (a change in the last
+# imaginary part only is a mismatch, with --exact too)
+"$W" write "$TMP/za" c64same && "$W" write "$TMP/zb" c64same && "$W" write "$TMP/zc" c64differ && ok || not_ok "writing complex fixtures"
+expect_exit 0 "$PKB" compare --exact "$TMP/za" "$TMP/zb"
+expect_exit 3 "$PKB" compare "$TMP/za" "$TMP/zc"
+expect_grep "rank 0 out +MISMATCH: 1 of 8 wrong; worst at 7" "$TMP/out"
+expect_exit 3 "$PKB" compare --exact "$TMP/za" "$TMP/zc"
+expect_exit 0 "$PKB" compare --inspect "$TMP/zc"
+expect_grep "out +complex64 +\(4\) +mean\|x\| 7 +max\|x\| 40 " "$TMP/out"
 done_testing

@@ -13,6 +13,37 @@
 #include <string.h>
 #include <unistd.h>
 
+/* a safetensors file of one header string (not padded) and raw data */
+static void write_raw(const char *path, const char *hdr, const void *data, size_t n)
+{
+	size_t hl = strlen(hdr);
+	char *buf = xmalloc(8 + hl + n);
+	for (int i = 0; i < 8; i++)
+		buf[i] = (char)((uint64_t)hl >> (8 * i));
+	memcpy(buf + 8, hdr, hl);
+	memcpy(buf + 8 + hl, data, n);
+	write_file_atomic(path, buf, 8 + hl + n);
+	free(buf);
+}
+
+/* a complex64 output of 4 elements; `differ`: only the imaginary part of the
+ * last element changes (the half that a halved count never reads) */
+static int write_c64_run(const char *dir, int differ)
+{
+	mkdir_p(dir);
+	float out[8] = { 1, -1, 2, -2, 3, -3, 4, -4 };
+	if (differ)
+		out[7] = 40;
+	struct st_tensor t = { .name = "out", .dtype = PKB_C64, .ndim = 1, .shape = { 4 },
+			       .data = out, .bytes = sizeof out };
+	const char *k[] = { "pkb_problem", "world", "rank", "m", "n", "dtype" };
+	const char *v[] = { "59", "2", "0", "2", "2", "fp32" };
+	char *path = xstrfmt("%s/rank_0_outputs.safetensors", dir);
+	int r = st_write(path, &t, 1, k, v, 6);
+	free(path);
+	return r < 0;
+}
+
 static int write_fake_run(const char *dir, int differ)
 {
 	mkdir_p(dir);
@@ -38,6 +69,8 @@ static int write_fake_run(const char *dir, int differ)
 
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "write") && !strncmp(argv[3], "c64", 3))
+		return write_c64_run(argv[2], !strcmp(argv[3], "c64differ"));
 	if (argc == 4 && !strcmp(argv[1], "write"))
 		return write_fake_run(argv[2], !strcmp(argv[3], "differ"));
 
@@ -89,6 +122,39 @@ int main(int argc, char **argv)
 		free(p);
 	}
 	CHECK(st_read("/nonexistent/x.safetensors", &f, err, sizeof err) < 0);
+
+	/* shapes: a byte size that overflows (2^62 x 4 fp32 wraps to 0 bytes,
+	 * which offsets [0, 0] would match), a float and a string dimension */
+	static const char *const bad_shapes[] = {
+		"{\"x\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904,4],\"data_offsets\":[0,0]}}",
+		"{\"x\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,0]}}",
+		"{\"x\":{\"dtype\":\"F32\",\"shape\":[1e30,4],\"data_offsets\":[0,0]}}",
+		"{\"x\":{\"dtype\":\"F32\",\"shape\":[\"x\",4],\"data_offsets\":[0,0]}}",
+		"{\"x\":{\"dtype\":\"F32\",\"shape\":[0,4],\"data_offsets\":[0.0,0]}}",
+	};
+	for (size_t i = 0; i < sizeof bad_shapes / sizeof *bad_shapes; i++) {
+		char *p = xstrfmt("%s/shape%zu.safetensors", dir, i);
+		write_raw(p, bad_shapes[i], "", 0);
+		err[0] = 0;
+		CHECKF(st_read(p, &f, err, sizeof err) < 0 && err[0], "bad shape %zu accepted", i);
+		free(p);
+	}
+
+	/* a header not padded to 8 bytes: the data sits at an odd address and
+	 * every element still loads (UBSan checks the alignment here) */
+	{
+		double dv[3] = { 1.5, -2.25, 1e300 };
+		char *p = xstrfmt("%s/odd.safetensors", dir);
+		write_raw(p, "{\"d\":{\"dtype\":\"F64\",\"shape\":[3],\"data_offsets\":[0,24]}}",
+			  dv, sizeof dv);
+		CHECK(st_read(p, &f, err, sizeof err) == 0);
+		const struct st_tensor *d = st_find(&f, "d");
+		CHECK(d && ((uintptr_t)d->data & 7) != 0);
+		CHECK(d && dtype_load(PKB_FP64, d->data, 0) == 1.5 &&
+		      dtype_load(PKB_FP64, d->data, 2) == 1e300);
+		st_free(&f);
+		free(p);
+	}
 	rm_rf(dir);
 	free(path);
 	return t_done("test_safetensors");
