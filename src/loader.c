@@ -26,8 +26,16 @@ struct backend {
 	const char *const *forbid_sym;
 	const char *const *forbid_lib;
 };
+/* NCCL, NVSHMEM, and every way to reach a library or a driver entry point
+ * without naming it at link time: the dynamic loader's lookups (glibc's
+ * internal __libc_dl* too), the walks that find where a library is mapped
+ * (dl_iterate_phdr, dladdr: from there its symbol table), and the CUDA
+ * driver's and runtime's lookups of driver functions by name */
 static const char *const forbid_loader[] = {
-	"nccl*", "pnccl*", "dlopen", "dlmopen", "dlsym", "dlvsym", "nvshmem*", NULL,
+	"nccl*", "pnccl*", "nvshmem*",
+	"dlopen", "dlmopen", "dlsym", "dlvsym", "dlinfo", "dladdr", "dladdr1",
+	"dl_iterate_phdr", "__libc_dl*", "_dl_*",
+	"cuGetProcAddress*", "cudaGetDriverEntryPoint*", NULL,
 };
 static const char *const allow_nccl_device[] = {
 	"ncclMemAlloc", "ncclMemFree", "ncclCommWindowRegister", "ncclCommWindowDeregister",

@@ -46,6 +46,31 @@ int main(void)
 		      "{ (void)c; return dlsym(RTLD_DEFAULT, \"x\") != 0; }", "-ldl");
 	CHECK(loader_scan(dl, "cuda", why, sizeof why) == 1 && strstr(why, "dlsym"));
 
+	/* the other ways to a library or a driver function by name (issue 30):
+	 * each declared as the C library / CUDA declare it, called once */
+	static const char *const lookups[][2] = {
+		{ "__libc_dlopen_mode", "void *__libc_dlopen_mode(const char *, int); "
+		  "int pkb_run(struct pkb_ctx *c) { (void)c; return __libc_dlopen_mode(\"x\", 2) != 0; }" },
+		{ "dl_iterate_phdr", "#define _GNU_SOURCE\n#include <link.h>\n"
+		  "static int cb(struct dl_phdr_info *i, size_t n, void *d) { (void)i; (void)n; (void)d; return 0; }\n"
+		  "int pkb_run(struct pkb_ctx *c) { (void)c; return dl_iterate_phdr(cb, 0); }" },
+		{ "dladdr", "#define _GNU_SOURCE\n#include <dlfcn.h>\n"
+		  "int pkb_run(struct pkb_ctx *c) { Dl_info i; return dladdr((void *)c, &i); }" },
+		{ "cuGetProcAddress", "int cuGetProcAddress_v2(const char *, void **, int, unsigned long long, void *);\n"
+		  "int pkb_run(struct pkb_ctx *c) { void *f; (void)c; return cuGetProcAddress_v2(\"cuMulticastCreate\", &f, 12000, 0, 0); }" },
+		{ "cudaGetDriverEntryPoint", "int cudaGetDriverEntryPointByVersion(const char *, void **, unsigned, unsigned long long, void *);\n"
+		  "int pkb_run(struct pkb_ctx *c) { void *f; (void)c; return cudaGetDriverEntryPointByVersion(\"cuMulticastCreate\", &f, 12000, 0, 0); }" },
+	};
+	for (size_t i = 0; i < sizeof lookups / sizeof *lookups; i++) {
+		char *lk = so(lookups[i][0], lookups[i][1], "-ldl");
+		CHECKF(lk && loader_scan(lk, "cuda", why, sizeof why) == 1 && strstr(why, lookups[i][0]),
+		       "%s: %s", lookups[i][0], why);
+		CHECKF(lk && loader_scan(lk, "nccl-device", why, sizeof why) == 1,
+		       "%s under nccl-device: %s", lookups[i][0], why);
+		CHECK(lk && loader_scan(lk, "reference", why, sizeof why) == 0);
+		free(lk);
+	}
+
 	char *nolib = so("nolib", "int pkb_run(struct pkb_ctx *c) { (void)c; return 0; }",
 			 "-Wl,--no-as-needed -L/usr/local/cuda/lib64 -L/usr/lib/x86_64-linux-gnu -lnccl");
 	int r = loader_scan(nolib, "cuda", why, sizeof why);
