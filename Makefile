@@ -35,7 +35,7 @@ PROB_OBJ  := $(patsubst problems/%/problem.c,$(BUILD)/problems/%.o,$(PROB_SRC))
 HOST_OBJ  := $(patsubst src/%.c,$(BUILD)/%.o,$(HOST_SRC))
 CU_OBJ    := $(BUILD)/kernels.o $(BUILD)/calibrate.o
 
-.PHONY: all run test test-gpu unit sanitize cli nvcc-check deps clean bench
+.PHONY: all run test test-gpu unit sanitize cli nvcc-check fuzz deps clean bench
 all: $(BUILD)/pkb
 
 $(BUILD)/%.o: src/%.c $(wildcard src/*.h include/*.h) | $(BUILD)
@@ -103,6 +103,21 @@ $(BUILD)/san/%: tests/unit/%.c $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.
 $(BUILD)/tests/fake_rank: tests/unit/fake_rank.c src/proto.c src/util.c src/exitcode.c
 	@mkdir -p $(dir $@)
 	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(UNIT_LIBS)
+
+# fuzz targets (clang's libFuzzer, with ASan and UBSan): the readers of
+# untrusted files; `make fuzz` runs each for FUZZ_S seconds from the committed
+# corpus (tests/fuzz/corpus/NAME), new inputs going to a temporary folder
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_S     ?= 10
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.c
+	@mkdir -p $(dir $@)
+	@echo "  CLANG   $<"
+	@clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -o $@ $< $(UNIT_DEPS) $(PROB_SRC) \
+		$(BUILD)/problems_table.c $(UNIT_LIBS)
+
+fuzz: $(FUZZ_TARGETS)
+	@tools/run-fuzz $(FUZZ_S) $(FUZZ_TARGETS)
 
 deps:
 	@sh tools/deps.sh

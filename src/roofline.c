@@ -114,6 +114,14 @@ int hw_load_file(const char *path, struct hw_spec *h, char *err, size_t n)
 		json_decref(o);
 		return -1;
 	}
+	/* counts: whole numbers of a sane size (1e300 GPUs would not fit an int) */
+	bad = gpus != floor(gpus) || gpus > 1 << 20 ? "gpus"
+	      : sms != floor(sms) || sms > 1 << 20 ? "sm_count" : NULL;
+	if (bad) {
+		snprintf(err, n, "%s: '%s' is not a whole number up to 2^20", h->path, bad);
+		json_decref(o);
+		return -1;
+	}
 	h->gpus = (int)gpus;
 	h->sm_count = (int)sms;
 	const char *s = json_string_value(json_object_get(o, "name"));

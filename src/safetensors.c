@@ -70,6 +70,13 @@ int st_read(const char *path, struct st_file *f, char *err, size_t errlen)
 	char *buf = read_file(path, &len);
 	if (!buf)
 		return fail(err, errlen, path, strerror(errno));
+	return st_parse(buf, len, path, f, err, errlen);
+}
+
+int st_parse(char *buf, size_t len, const char *path, struct st_file *f, char *err,
+	     size_t errlen)
+{
+	memset(f, 0, sizeof *f);
 	f->buf = buf;
 	if (len < 8) {
 		st_free(f);

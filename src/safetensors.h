@@ -32,6 +32,10 @@ int st_write(const char *path, const struct st_tensor *t, int n,
 	     const char *const *meta_keys, const char *const *meta_vals, int n_meta);
 /* 0, or -1 with err set (a malformed file is an error, never a crash) */
 int st_read(const char *path, struct st_file *f, char *err, size_t errlen);
+/* the same for a file already in memory: `buf` (from malloc) is owned by f
+ * from here on, freed by st_free or on error; `label` names it in messages */
+int st_parse(char *buf, size_t len, const char *label, struct st_file *f, char *err,
+	     size_t errlen);
 const struct st_tensor *st_find(const struct st_file *f, const char *name);
 const char *st_meta(const struct st_file *f, const char *key);
 void st_free(struct st_file *f);
