@@ -24,29 +24,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *kind_names[PH_KIND_COUNT] = {
-	[PH_START] = "start", [PH_CUDA_INIT] = "cuda_init", [PH_NCCL_INIT] = "nccl_init",
-	[PH_LOAD] = "load", [PH_INIT] = "init", [PH_TRIAL] = "trial", [PH_TIMING] = "timing",
-	[PH_SAVE] = "save", [PH_FINI] = "fini",
-};
-
-/* Budgets, in seconds. Each bounds one phase of one rank, not the launch:
- * a trial includes input generation, both solutions and the host compare
- * (0.5 s for a 256 MB output); timing runs 2 x (500 + 100) calls. */
-static const double default_deadline[PH_KIND_COUNT] = {
-	[PH_START] = 30, [PH_CUDA_INIT] = 60, [PH_NCCL_INIT] = 60, [PH_LOAD] = 30,
-	[PH_INIT] = 60, [PH_TRIAL] = 60, [PH_TIMING] = 300, [PH_SAVE] = 120, [PH_FINI] = 30,
-};
-
-const char *phase_kind_name(enum phase_kind k)
-{
-	return (unsigned)k < PH_KIND_COUNT ? kind_names[k] : "?";
-}
+/* Budgets, in seconds, from phases.h (which says what each bounds). */
+#define PKB_PHASE_BUDGET_(id, name, secs, help) [PH_##id] = secs,
+static const double default_deadline[PH_KIND_COUNT] = { PKB_PHASES(PKB_PHASE_BUDGET_) };
+#undef PKB_PHASE_BUDGET_
 
 int phase_kind_parse(const char *s)
 {
 	for (int k = 0; k < PH_KIND_COUNT; k++)
-		if (!strcmp(s, kind_names[k]))
+		if (!strcmp(s, phase_kind_name((enum phase_kind)k)))
 			return k;
 	return -1;
 }

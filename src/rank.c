@@ -22,6 +22,7 @@
 #include "exitcode.h"  /* defines: enum pkb_outcome */
 #include "kernels.h"   /* defines: kern_fill, kern_checksum, kern_barrier, kern_l2_flush */
 #include "perfplan.h"  /* defines: perf_plan_make, perf_group, perf_out_set */
+#include "phases.h"    /* defines: enum phase_kind, phase_kind_name */
 #include "problem.h"   /* defines: problem_find, problem_describe, tensor_desc_bytes */
 #include "proto.h"     /* defines: proto_send, proto_recv */
 #include "safetensors.h"
@@ -90,12 +91,14 @@ struct rank_env {
 
 /* ---- talking to the parent ------------------------------------------------ */
 
-static void phase(struct rank_env *E, const char *kind, const char *fmt, ...)
+/* "kind|detail": the kind is an enum of phases.h, so only a phase the
+ * parent has a budget for can be announced */
+static void phase(struct rank_env *E, enum phase_kind kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static void phase(struct rank_env *E, const char *kind, const char *fmt, ...)
+static void phase(struct rank_env *E, enum phase_kind kind, const char *fmt, ...)
 {
 	char buf[256];
-	int off = snprintf(buf, sizeof buf, "%s|", kind);
+	int off = snprintf(buf, sizeof buf, "%s|", phase_kind_name(kind));
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(buf + off, sizeof buf - (size_t)off, fmt, ap);
@@ -353,7 +356,7 @@ static void load_solution(struct rank_env *E, struct solution *s, const char *ro
 	memset(s, 0, sizeof *s);
 	s->env = E;
 	s->role = role;
-	phase(E, "load", "loading the %s", role);
+	phase(E, PH_LOAD, "loading the %s", role);
 	/* RTLD_LOCAL: a solution's symbols cannot interpose on the harness's */
 	s->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
 	if (!s->dl)
@@ -426,7 +429,7 @@ static void refresh_ctx(struct rank_env *E, struct solution *s, void *const *in_
 
 static void sol_init(struct rank_env *E, struct solution *s)
 {
-	phase(E, "init", "pkb_init of the %s", s->role);
+	phase(E, PH_INIT, "pkb_init of the %s", s->role);
 	refresh_ctx(E, s, NULL, NULL);
 	s->in_setup = 1;
 	int rc = s->init(&s->ctx);
@@ -439,7 +442,7 @@ static void sol_init(struct rank_env *E, struct solution *s)
 
 static void sol_fini(struct rank_env *E, struct solution *s)
 {
-	phase(E, "fini", "pkb_fini of the %s", s->role);
+	phase(E, PH_FINI, "pkb_fini of the %s", s->role);
 	refresh_ctx(E, s, NULL, NULL);
 	s->in_setup = 1;
 	int rc = s->fini(&s->ctx);
@@ -609,7 +612,7 @@ static void alloc_io(struct rank_env *E)
 static void checked_call(struct rank_env *E, struct solution *s, int trial, void **host)
 {
 	uint64_t before[PKB_MAX_TENSORS], after[PKB_MAX_TENSORS];
-	phase(E, "trial", "trial %d: %s", trial, s->role);
+	phase(E, PH_TRIAL, "trial %d: %s", trial, s->role);
 	gen_inputs(E, trial, E->in_dev);
 	checksum_inputs(E, E->in_dev, before);
 	poison_outputs(E, E->out_dev);
@@ -702,7 +705,7 @@ static void do_run(struct rank_env *E, struct solution *s)
 	send_result(E, json_pack("{s:s,s:i,s:o}", "kind", "run", "rank", E->rank, "outputs", outs));
 	const char *dir = json_string_value(json_object_get(E->job, "save_dir"));
 	if (dir) {
-		phase(E, "save", "saving inputs and outputs");
+		phase(E, PH_SAVE, "saving inputs and outputs");
 		void *h_in[PKB_MAX_TENSORS];
 		for (int i = 0; i < E->io.n_in; i++) {
 			size_t b = tensor_desc_bytes(&E->io.in[i]);
@@ -1025,7 +1028,7 @@ static void do_perf(struct rank_env *E)
 	int mode = perf_mode_parse(json_string_value(json_object_get(perf, "mode")));
 	if (mode < 0)
 		mode = PERF_WARM;
-	phase(E, "timing", "preparing %d+%d %s calls per solution", warmup, iters,
+	phase(E, PH_TIMING, "preparing %d+%d %s calls per solution", warmup, iters,
 	      perf_mode_name((enum perf_mode)mode));
 	struct perf_set ps;
 	memset(&ps, 0, sizeof ps);
@@ -1053,12 +1056,12 @@ static void do_perf(struct rank_env *E)
 	}
 	/* warmup, then timed blocks interleaved ABBA so that drift of clocks or
 	 * temperature hits every solution alike */
-	phase(E, "timing", "warmup");
+	phase(E, PH_TIMING, "warmup");
 	for (int done = 0; done < warmup; done += block)
 		for (int s = 0; s < E->n_sol; s++)
 			perf_block(E, &ps, &pr[s], warmup - done < block ? warmup - done : block, 0,
 				   align, ev, base);
-	phase(E, "timing", "timed calls");
+	phase(E, PH_TIMING, "timed calls");
 	if (kern_barrier(align, (struct CUstream_st *)E->stream))
 		rank_fail(E, OUT_RUNTIME_ERROR, "alignment barrier launch failed");
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventRecord(base, E->stream));
@@ -1075,7 +1078,7 @@ static void do_perf(struct rank_env *E)
 		rank_fail(E, OUT_TIMEOUT, "the harness's alignment barrier gave up (a rank stalled)");
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemcpy(&modified, ps.modified, 4, cudaMemcpyDeviceToHost));
 
-	phase(E, "timing", "re-checking the outputs of timed calls");
+	phase(E, PH_TIMING, "re-checking the outputs of timed calls");
 	for (int s = 0; s < E->n_sol; s++) {
 		struct solution *sol = &E->sol[s];
 		check_dev_err(E, sol);
@@ -1145,7 +1148,7 @@ static void setup(struct rank_env *E)
 			t->rtol = json_number_value(rtol);
 	}
 
-	phase(E, "cuda_init", "creating the CUDA context on device %d", E->local_rank);
+	phase(E, PH_CUDA_INIT, "creating the CUDA context on device %d", E->local_rank);
 	int ndev = 0;
 	cudaError_t e = cudaGetDeviceCount(&ndev);
 	if (e != cudaSuccess || ndev == 0)
@@ -1161,7 +1164,7 @@ static void setup(struct rank_env *E)
 
 static void nccl_setup(struct rank_env *E)
 {
-	phase(E, "nccl_init", "creating the NCCL communicator");
+	phase(E, PH_NCCL_INIT, "creating the NCCL communicator");
 	ncclUniqueId id, *all = xcalloc((size_t)E->world, sizeof id);
 	memset(&id, 0, sizeof id);
 	if (E->rank == 0)
@@ -1225,7 +1228,7 @@ int rank_main(void)
 
 	for (int i = E->n_sol - 1; i >= 0; i--)
 		sol_fini(E, &E->sol[i]);
-	phase(E, "fini", "tearing down");
+	phase(E, PH_FINI, "tearing down");
 	if (E->nccl)
 		ncclCommDestroy(E->nccl);
 	proto_send(E->fd, MSG_DONE, NULL, 0);

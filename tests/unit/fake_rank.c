@@ -18,6 +18,7 @@
  *   modify    a timed call modified its inputs
  */
 #define _GNU_SOURCE
+#include "phases.h"
 #include "proto.h"
 #include "util.h"
 
@@ -33,6 +34,14 @@ static int fd;
 static void say(enum msg_type t, const char *s)
 {
 	proto_send(fd, t, s, s ? strlen(s) : 0);
+}
+
+/* "kind|detail" as the rank sends it, the kind from phases.h's table */
+static void phase(enum phase_kind k, const char *detail)
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s|%s", phase_kind_name(k), detail);
+	say(MSG_PHASE, buf);
 }
 
 int main(void)
@@ -51,9 +60,9 @@ int main(void)
 	const char *only = getenv("PKB_FAKE_RANK_ONLY");
 	if (only && atoi(only) != rank)
 		mode = "ok";
-	say(MSG_PHASE, "cuda_init|pretending");
-	say(MSG_PHASE, "init|pkb_init of the candidate");
-	say(MSG_PHASE, "trial|trial 0: candidate");
+	phase(PH_CUDA_INIT, "pretending");
+	phase(PH_INIT, "pkb_init of the candidate");
+	phase(PH_TRIAL, "trial 0: candidate");
 	if (!strcmp(mode, "hang"))
 		for (;;)
 			pause();
@@ -92,7 +101,7 @@ int main(void)
 	}
 	json_t *perf = json_object_get(job, "perf");
 	if (perf) {
-		say(MSG_PHASE, "timing|timed calls");
+		phase(PH_TIMING, "timed calls");
 		int iters = (int)json_integer_value(json_object_get(perf, "iters"));
 		size_t i;
 		json_t *sol;
@@ -127,7 +136,7 @@ int main(void)
 			json_decref(rec);
 		}
 	}
-	say(MSG_PHASE, "fini|tearing down");
+	phase(PH_FINI, "tearing down");
 	say(MSG_DONE, NULL);
 	json_decref(job);
 	return 0;

@@ -120,6 +120,21 @@ int main(void)
 	CHECK(r.outcome == OUT_PASS && recs == 4);
 	launch_result_free(&r);
 
+	/* the phase table: every name parses back to its kind, the names the
+	 * logs and --deadline use are the ones of before the table, and the
+	 * budgets are the documented defaults */
+	for (int k = 0; k < PH_KIND_COUNT; k++)
+		CHECKF(phase_kind_parse(phase_kind_name((enum phase_kind)k)) == k, "kind %d", k);
+	CHECK(phase_kind_parse("trials") == -1 && phase_kind_parse("") == -1);
+	CHECK(!strcmp(phase_kind_name(PH_CUDA_INIT), "cuda_init"));
+	CHECK(!strcmp(phase_kind_name(PH_FINI), "fini") && PH_KIND_COUNT == 9);
+	CHECK(!strcmp(phase_kind_name(PH_KIND_COUNT), "?"));
+	struct launch_opts lo;
+	launch_opts_init(&lo, 2);
+	CHECK(lo.deadline_s[PH_START] == 30 && lo.deadline_s[PH_TIMING] == 300 &&
+	      lo.deadline_s[PH_SAVE] == 120 && lo.deadline_s[PH_FINI] == 30);
+	CHECK(strstr(PKB_PHASES_HELP, " timing (300 s): ") != NULL);
+
 	/* a rank program that cannot be executed */
 	fake = "/nonexistent/rank";
 	r = go("ok", NULL, 2, 10, &recs);
