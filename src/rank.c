@@ -742,8 +742,7 @@ struct perf_set {
 	volatile uint32_t *gate;            /* [0] the host's release word, [1] expired */
 	volatile uint32_t *gate_dev;        /* the same words, as the device sees them */
 	uint32_t gate_gen;
-	int gate_on;                        /* off once it expired twice */
-	int gate_misses;                    /* expiries, warmup included */
+	struct perf_gate gate_state;        /* on until it expired twice (perfplan.h) */
 };
 
 /* A block's calls are enqueued behind a gate kernel and released at once, so
@@ -840,7 +839,7 @@ static void perf_prepare(struct rank_env *E, struct perf_set *ps, enum perf_mode
 	ps->gate = gate;
 	ps->gate[0] = ps->gate[1] = 0;
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaHostGetDevicePointer((void **)&ps->gate_dev, gate, 0));
-	ps->gate_on = 1;
+	perf_gate_init(&ps->gate_state);
 	ps->flush_bytes = 2 * (size_t)prop.l2CacheSize;
 	ps->flush = dev_alloc(E, ps->flush_bytes);
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemset(ps->flush, 0, ps->flush_bytes));
@@ -907,12 +906,10 @@ struct perf_run {
 	double *ms;          /* per timed iteration, this rank */
 	double *start_ms;    /* its start, from the timed phase's base event */
 	int n;
-	long call;           /* calls made so far (rotation counter) */
+	struct perf_track track; /* where its calls went (perfplan.h) */
 	double host_ms;      /* host wall of all timed blocks */
 	double span_ms;      /* block-start event to last end event, per block, summed */
 	int gate_expired;    /* timed blocks whose launch gate expired */
-	int last_group[PERF_MAX_GROUPS + 1];   /* per output set: its last call's group */
-	int last_gen[PERF_MAX_GROUPS + 1];     /* ... and that group's generation then */
 };
 
 /* `count` calls of one solution; timed ones get events. Ranks are aligned by
@@ -931,19 +928,17 @@ static void perf_block(struct rank_env *E, struct perf_set *ps, struct perf_run 
 	struct solution *sol = &E->sol[pr->s];
 	const struct perf_plan *P = &ps->plan;
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaDeviceSynchronize());
-	int gated = ps->gate_on;
+	int gated = ps->gate_state.on;
 	if (gated && kern_gate(ps->gate_dev, ++ps->gate_gen, GATE_NS, ps->gate_dev + 1,
 			       (struct CUstream_st *)E->stream))
 		rank_fail(E, OUT_RUNTIME_ERROR, "launch gate failed");
 	uint64_t t0 = now_ns();
 	if (timed)
 		cudaEventRecord(start, E->stream);
-	long c0 = pr->call;
+	long c0 = pr->track.call;
 	for (int k = 0; k < count; k++) {
-		long c = pr->call++;
-		int g = perf_group(P, c), o = perf_out_set(P, c);
-		pr->last_group[o] = g;
-		pr->last_gen[o] = ps->gen[g];
+		int g, o;
+		perf_next_call(P, &pr->track, ps->gen, &g, &o);
 		if (P->mode == PERF_COLD)
 			flush_l2(E, ps);
 		if (kern_barrier(align, (struct CUstream_st *)E->stream))
@@ -966,8 +961,7 @@ static void perf_block(struct rank_env *E, struct perf_set *ps, struct perf_run 
 	if (gated && ps->gate[1]) {
 		ps->gate[1] = 0;
 		pr->gate_expired += timed;
-		if (++ps->gate_misses >= 2)
-			ps->gate_on = 0;
+		perf_gate_expired(&ps->gate_state);
 	}
 	if (timed) {
 		pr->host_ms += (double)(now_ns() - t0) / 1e6;
@@ -982,7 +976,7 @@ static void perf_block(struct rank_env *E, struct perf_set *ps, struct perf_run 
 			pr->ms[pr->n++] = ms;
 		}
 	}
-	for (long c = c0; c < pr->call; c++)
+	for (long c = c0; c < pr->track.call; c++)
 		regen_group(E, ps, perf_group(P, c));
 	flush_l2(E, ps);
 }
@@ -998,11 +992,12 @@ static int perf_recheck(struct rank_env *E, struct perf_set *ps, struct perf_run
 	struct solution *ref = &E->sol[0];
 	json_t *one = json_array();
 	for (int o = 0; o < ps->plan.out_sets; o++) {
-		if (pr->call <= o)
+		int g, gen;
+		if (!perf_recheck_of(&ps->plan, &pr->track, o, &g, &gen))
 			continue;
 		void *in[PKB_MAX_TENSORS];
 		memcpy(in, ps->chk_in, sizeof in);
-		gen_inputs(E, perf_trial(pr->last_group[o], pr->last_gen[o]), in);
+		gen_inputs(E, perf_trial(g, gen), in);
 		poison_outputs(E, ps->chk_out);
 		host_barrier(E);
 		sol_call(E, ref, in, ps->chk_out);
@@ -1059,16 +1054,16 @@ static void do_perf(struct rank_env *E)
 	phase(E, PH_TIMING, "warmup");
 	for (int done = 0; done < warmup; done += block)
 		for (int s = 0; s < E->n_sol; s++)
-			perf_block(E, &ps, &pr[s], warmup - done < block ? warmup - done : block, 0,
+			perf_block(E, &ps, &pr[s], perf_block_calls(done, warmup, block), 0,
 				   align, ev, base);
 	phase(E, PH_TIMING, "timed calls");
 	if (kern_barrier(align, (struct CUstream_st *)E->stream))
 		rank_fail(E, OUT_RUNTIME_ERROR, "alignment barrier launch failed");
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventRecord(base, E->stream));
 	for (int b = 0, done = 0; done < iters; b++, done += block) {
-		int cnt = iters - done < block ? iters - done : block;
+		int cnt = perf_block_calls(done, iters, block);
 		for (int k = 0; k < E->n_sol; k++) {
-			int s = (b & 1) ? E->n_sol - 1 - k : k;
+			int s = perf_abba(b, k, E->n_sol);
 			perf_block(E, &ps, &pr[s], cnt, 1, align, ev, base);
 		}
 	}
