@@ -14,17 +14,18 @@
 #ifndef PKB_PHASES_H
 #define PKB_PHASES_H
 
-/* X(ID, name, default budget s, help) */
+/* X(ID, name, default budget s, help); docs/PROCESS.md has the same table
+ * (and compile's, which is the parent's: --deadline compile=S) */
 #define PKB_PHASES(X) \
-	X(START,     start,     30,  "until the rank reads its job") \
-	X(CUDA_INIT, cuda_init, 60,  "the CUDA context") \
-	X(NCCL_INIT, nccl_init, 60,  "the NCCL communicator") \
-	X(LOAD,      load,      30,  "loading a solution") \
-	X(INIT,      init,      60,  "a solution's pkb_init") \
-	X(TRIAL,     trial,     60,  "one trial: inputs, both solutions, compare") \
-	X(TIMING,    timing,    300, "each step of timing a solution") \
-	X(SAVE,      save,      120, "--save of inputs and outputs") \
-	X(FINI,      fini,      30,  "pkb_fini and teardown")
+	X(START,     start,     30,  "process start until its first message") \
+	X(CUDA_INIT, cuda_init, 60,  "CUDA context and stream") \
+	X(NCCL_INIT, nccl_init, 60,  "communicator (only when a solution uses NCCL)") \
+	X(LOAD,      load,      30,  "dlopen, ABI check, signal pads") \
+	X(INIT,      init,      60,  "each solution's pkb_init") \
+	X(TRIAL,     trial,     60,  "one trial of one solution: inputs, the call, the checks") \
+	X(TIMING,    timing,    300, "each timing step (warmup, timed blocks, re-checks)") \
+	X(SAVE,      save,      120, "run --save") \
+	X(FINI,      fini,      30,  "pkb_fini, teardown")
 
 #define PKB_PHASE_ENUM_(id, name, s, help) PH_##id,
 enum phase_kind { PKB_PHASES(PKB_PHASE_ENUM_) PH_KIND_COUNT };
