@@ -85,7 +85,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(filter-out tests/unit
 SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # unit tests link the host modules that need no GPU; test_problems links the registry
-UNIT_DEPS := src/util.c src/dtype.c src/compare.c src/stats.c src/safetensors.c src/proto.c \
+UNIT_DEPS := src/util.c src/dtype.c src/compare.c src/stats.c src/safetensors.c src/proto.c src/wire.c \
              src/launch.c src/exitcode.c src/problem.c src/report.c src/loader.c src/build.c \
              src/perfplan.c src/roofline.c
 UNIT_LIBS := -l:libjansson.so.4 -l:libelf.so.1 -lcrypto -lm
@@ -100,7 +100,7 @@ $(BUILD)/san/%: tests/unit/%.c $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.
 	@echo "  CC+SAN  $<"
 	@$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -o $@ $< $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.c $(UNIT_LIBS)
 
-$(BUILD)/tests/fake_rank: tests/unit/fake_rank.c src/proto.c src/util.c src/exitcode.c
+$(BUILD)/tests/fake_rank: tests/unit/fake_rank.c src/proto.c src/util.c src/exitcode.c src/wire.c
 	@mkdir -p $(dir $@)
 	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(UNIT_LIBS)
 

@@ -12,6 +12,7 @@
 #include "launch.h"
 #include "proto.h"   /* defines: proto_send, proto_reader */
 #include "util.h"    /* defines: xmalloc, now_ns, error */
+#include "wire.h"    /* defines: wire_job_address */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -316,11 +317,11 @@ int launch_run(const struct launch_opts *o, struct launch_result *res)
 			error("cannot start rank %d: %s", r, strerror(errno));
 			goto fail_start;
 		}
-		set_phase(&L, r, "start|starting");
+		char start[64];
+		snprintf(start, sizeof start, "%s|starting", phase_kind_name(PH_START));
+		set_phase(&L, r, start);
 		json_t *job = json_deep_copy(o->job);
-		json_object_set_new(job, "rank", json_integer(r));
-		json_object_set_new(job, "world", json_integer(W));
-		json_object_set_new(job, "local_rank", json_integer(r));
+		wire_job_address(job, r, W, r);
 		char *txt = json_dumps(job, JSON_COMPACT);
 		proto_send(L.slot[r].fd, MSG_JOB, txt, strlen(txt));
 		free(txt);

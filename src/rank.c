@@ -482,8 +482,8 @@ static void checked_call(struct rank_env *E, struct solution *s, int trial, void
  * after the first trial that fails on any rank (all ranks agree on it). */
 static void do_eval(struct rank_env *E, struct solution *ref, struct solution *cand)
 {
-	int t0 = (int)json_integer_value(json_object_get(E->job, "trial0"));
-	int trials = (int)json_integer_value(json_object_get(E->job, "trials"));
+	int t0 = E->job.trial0;
+	int trials = E->job.trials;
 	for (int t = t0; t < t0 + trials; t++) {
 		checked_call(E, ref, t, E->host_ref);
 		checked_call(E, cand, t, E->host_out);
@@ -538,7 +538,7 @@ static void save_tensors(struct rank_env *E, const char *dir, const char *what,
 /* run: one solution, one trial; report output statistics; optionally save */
 static void do_run(struct rank_env *E, struct solution *s)
 {
-	int trial = (int)json_integer_value(json_object_get(E->job, "trial0"));
+	int trial = E->job.trial0;
 	E->dims.trial = trial;
 	checked_call(E, s, trial, E->host_out);
 	json_t *outs = json_array();
@@ -552,7 +552,7 @@ static void do_run(struct rank_env *E, struct solution *s)
 						      "nonfinite", (json_int_t)nonfinite));
 	}
 	send_result(E, json_pack("{s:s,s:i,s:o}", "kind", "run", "rank", E->rank, "outputs", outs));
-	const char *dir = json_string_value(json_object_get(E->job, "save_dir"));
+	const char *dir = E->job.save_dir[0] ? E->job.save_dir : NULL;
 	if (dir) {
 		phase(E, PH_SAVE, "saving inputs and outputs");
 		void *h_in[PKB_MAX_TENSORS];
@@ -573,33 +573,32 @@ static void do_run(struct rank_env *E, struct solution *s)
 
 static void setup(struct rank_env *E)
 {
-	E->p = problem_find(json_string_value(json_object_get(E->job, "problem")));
+	E->p = problem_find(E->job.problem);
 	if (!E->p)
 		rank_fail(E, OUT_INTERNAL, "unknown problem in the job");
 	E->dims.world = E->world;
 	E->dims.rank = E->rank;
-	E->dims.m = json_integer_value(json_object_get(E->job, "m"));
-	E->dims.n = json_integer_value(json_object_get(E->job, "n"));
-	E->dims.dtype = (pkb_dtype)dtype_parse(json_string_value(json_object_get(E->job, "dtype")));
-	E->dims.trial = (int)json_integer_value(json_object_get(E->job, "trial0"));
-	E->seed = (uint64_t)json_integer_value(json_object_get(E->job, "seed"));
-	E->device_timeout_ns = (uint64_t)json_integer_value(json_object_get(E->job, "device_timeout_ms"))
-			       * 1000000ull;
+	E->dims.m = E->job.m;
+	E->dims.n = E->job.n;
+	E->dims.dtype = (pkb_dtype)dtype_parse(E->job.dtype);
+	E->dims.trial = E->job.trial0;
+	E->seed = (uint64_t)E->job.seed;
+	E->device_timeout_ns = (uint64_t)E->job.device_timeout_ms * 1000000ull;
 	if (!E->device_timeout_ns)
 		E->device_timeout_ns = 5000000000ull;
 	if (problem_describe(E->p, &E->dims, &E->io) < 0)
 		rank_fail(E, OUT_INTERNAL, "%s", E->io.err);
 	/* --atol/--rtol replace the problem's tolerances on float outputs */
-	json_t *atol = json_object_get(E->job, "atol"), *rtol = json_object_get(E->job, "rtol");
+	double atol = E->job.atol, rtol = E->job.rtol;   /* < 0: not given */
 	for (int i = 0; i < E->io.n_out; i++) {
 		struct pkb_tol *t = &E->io.out[i].tol;
-		if (!dtype_is_float(E->io.out[i].dtype) || (!atol && !rtol))
+		if (!dtype_is_float(E->io.out[i].dtype) || (atol < 0 && rtol < 0))
 			continue;
 		t->exact = 0;
-		if (atol)
-			t->atol = json_number_value(atol);
-		if (rtol)
-			t->rtol = json_number_value(rtol);
+		if (atol >= 0)
+			t->atol = atol;
+		if (rtol >= 0)
+			t->rtol = rtol;
 	}
 
 	phase(E, PH_CUDA_INIT, "creating the CUDA context on device %d", E->local_rank);
@@ -643,33 +642,33 @@ int rank_main(void)
 		return PKB_EXIT_USAGE;
 	}
 	json_error_t je;
-	E->job = json_loadb(buf, len, 0, &je);
+	char err[300];
+	json_t *job = json_loadb(buf, len, 0, &je);
 	free(buf);
-	if (!E->job)
+	if (!job)
 		rank_fail(E, OUT_INTERNAL, "bad job: %s", je.text);
-	E->rank = (int)json_integer_value(json_object_get(E->job, "rank"));
-	E->world = (int)json_integer_value(json_object_get(E->job, "world"));
-	E->local_rank = (int)json_integer_value(json_object_get(E->job, "local_rank"));
-	const char *mode = json_string_value(json_object_get(E->job, "mode"));
+	if (wire_job_unpack(job, &E->job, 1, err, sizeof err) < 0)
+		rank_fail(E, OUT_INTERNAL, "bad job: %s", err);
+	json_decref(job);
+	E->rank = E->job.rank;
+	E->world = E->job.world;
+	E->local_rank = E->job.local_rank;
+	const char *mode = E->job.mode;
 
 	setup(E);
-	json_t *sols = json_object_get(E->job, "solutions");
 	int need_nccl = 0;
-	for (size_t i = 0; i < json_array_size(sols); i++)
-		need_nccl |= json_is_true(json_object_get(json_array_get(sols, i), "nccl"));
+	for (int i = 0; i < E->job.n_sol; i++)
+		need_nccl |= E->job.sol[i].nccl;
 	if (need_nccl)
 		nccl_setup(E);
 	alloc_io(E);
 
-	E->n_sol = (int)json_array_size(sols);
+	E->n_sol = E->job.n_sol;
 	if (E->n_sol < 1 || E->n_sol > MAX_SOL)
 		rank_fail(E, OUT_INTERNAL, "a job has 1 or 2 solutions");
-	for (int i = 0; i < E->n_sol; i++) {
-		json_t *s = json_array_get(sols, (size_t)i);
-		load_solution(E, &E->sol[i], json_string_value(json_object_get(s, "role")),
-			      json_string_value(json_object_get(s, "so")),
-			      json_is_true(json_object_get(s, "nccl")));
-	}
+	for (int i = 0; i < E->n_sol; i++)
+		load_solution(E, &E->sol[i], E->job.sol[i].role, E->job.sol[i].so,
+			      E->job.sol[i].nccl);
 	for (int i = 0; i < E->n_sol; i++)
 		sol_init(E, &E->sol[i]);
 
@@ -677,7 +676,7 @@ int rank_main(void)
 		do_eval(E, &E->sol[0], &E->sol[1]);
 	else
 		do_run(E, &E->sol[0]);
-	if (json_is_object(json_object_get(E->job, "perf")))
+	if (E->job.has_perf)
 		do_perf(E);
 
 	for (int i = E->n_sol - 1; i >= 0; i--)

@@ -13,6 +13,7 @@
 #include "phases.h"    /* defines: enum phase_kind */
 #include "problem.h"   /* defines: struct pkb_problem, struct pkb_io, pkb_ctx */
 #include "util.h"      /* defines: noreturn */
+#include "wire.h"      /* defines: struct wire_job */
 
 #include <cuda_runtime_api.h>
 #include <jansson.h>
@@ -52,7 +53,7 @@ struct solution {
 
 struct rank_env {
 	int fd, rank, world, local_rank, device;
-	json_t *job;
+	struct wire_job job;          /* what the parent sent (wire.h) */
 	const struct pkb_problem *p;
 	struct pkb_dims dims;
 	struct pkb_io io;

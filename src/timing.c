@@ -313,11 +313,10 @@ static int perf_recheck(struct rank_env *E, struct perf_set *ps, struct perf_run
 
 void do_perf(struct rank_env *E)
 {
-	json_t *perf = json_object_get(E->job, "perf");
-	int warmup = (int)json_integer_value(json_object_get(perf, "warmup"));
-	int iters = (int)json_integer_value(json_object_get(perf, "iters"));
-	int block = (int)json_integer_value(json_object_get(perf, "block"));
-	int mode = perf_mode_parse(json_string_value(json_object_get(perf, "mode")));
+	int warmup = E->job.perf.warmup;
+	int iters = E->job.perf.iters;
+	int block = E->job.perf.block;
+	int mode = perf_mode_parse(E->job.perf.mode);
 	if (mode < 0)
 		mode = PERF_WARM;
 	phase(E, PH_TIMING, "preparing %d+%d %s calls per solution", warmup, iters,

@@ -21,6 +21,7 @@
 #include "phases.h"
 #include "proto.h"
 #include "util.h"
+#include "wire.h"
 
 #include <jansson.h>
 #include <signal.h>
@@ -52,10 +53,19 @@ int main(void)
 	size_t len;
 	if (proto_recv(fd, &t, &buf, &len) < 0 || t != MSG_JOB)
 		return 2;
-	json_t *job = json_loads(buf, 0, NULL);
-	int rank = (int)json_integer_value(json_object_get(job, "rank"));
-	int world = (int)json_integer_value(json_object_get(job, "world"));
-	int trials = (int)json_integer_value(json_object_get(job, "trials"));
+	/* the job as the real rank reads it (wire.h): a malformed one fails */
+	json_t *jj = json_loadb(buf, len, 0, NULL);
+	free(buf);
+	struct wire_job job;
+	char err[300] = "not JSON";
+	if (!jj || wire_job_unpack(jj, &job, 1, err, sizeof err) < 0) {
+		fprintf(stderr, "fake rank: bad job: %s\n", err);
+		return 2;
+	}
+	json_decref(jj);
+	int rank = job.rank;
+	int world = job.world;
+	int trials = job.trials;
 	const char *mode = getenv("PKB_FAKE_MODE") ? getenv("PKB_FAKE_MODE") : "ok";
 	const char *only = getenv("PKB_FAKE_RANK_ONLY");
 	if (only && atoi(only) != rank)
@@ -99,14 +109,11 @@ int main(void)
 			 ok ? "" : ",\"worst\":{\"index\":3,\"coords\":[0,3],\"ref\":1.5,\"cand\":0.0,\"bound\":0.01}");
 		say(MSG_RESULT, rec);
 	}
-	json_t *perf = json_object_get(job, "perf");
-	if (perf) {
+	if (job.has_perf) {
 		phase(PH_TIMING, "timed calls");
-		int iters = (int)json_integer_value(json_object_get(perf, "iters"));
-		size_t i;
-		json_t *sol;
-		json_array_foreach(json_object_get(job, "solutions"), i, sol) {
-			const char *role = json_string_value(json_object_get(sol, "role"));
+		int iters = job.perf.iters;
+		for (int i = 0; i < job.n_sol; i++) {
+			const char *role = job.sol[i].role;
 			int cand = !strcmp(role, "candidate");
 			json_t *times = json_array(), *starts = json_array();
 			for (int k = 0; k < iters; k++) {
@@ -120,7 +127,7 @@ int main(void)
 				"start_ms", starts, "host_ms",
 				cand && !strcmp(mode, "escape") ? 50.0 : 0.02 * iters, "span_ms",
 				0.02 * iters, "groups", 64, "block", 10, "mode",
-				json_string_value(json_object_get(perf, "mode")), "inputs_modified",
+				job.perf.mode, "inputs_modified",
 				!strcmp(mode, "modify"), "recheck_ok", !stale, "recheck");
 			const char *dev = getenv("PKB_FAKE_DEVICE");
 			json_object_set_new(rec, "device", json_string(dev ? dev : "NVIDIA H200"));
@@ -138,6 +145,5 @@ int main(void)
 	}
 	phase(PH_FINI, "tearing down");
 	say(MSG_DONE, NULL);
-	json_decref(job);
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include "t.h"
 #include "launch.h"
 #include "util.h"
+#include "wire.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,18 @@ static struct launch_result go(const char *mode, const char *only, int world, do
 	const char *argv[] = { fake, NULL };
 	o.argv = argv;
 	o.log_dir = dir;
-	o.job = json_pack("{s:i}", "trials", 2);
+	/* a whole job (wire.h): the fake rank reads it as the real one does */
+	struct wire_job job;
+	wire_job_init(&job);
+	strcpy(job.mode, "eval");
+	strcpy(job.problem, "1");
+	strcpy(job.dtype, "bf16");
+	job.m = job.n = 1024;
+	job.trials = 2;
+	job.n_sol = 1;
+	strcpy(job.sol[0].role, "candidate");
+	strcpy(job.sol[0].so, "/nonexistent/fake.so");
+	o.job = wire_job_pack(&job);
 	o.deadline_s[PH_TRIAL] = deadline;
 	o.grace_s = 0.5;
 	o.on_result = on_result;

@@ -1,0 +1,53 @@
+/*
+ * wire.h -- the parent-rank contract (issue 22): the job the parent sends
+ * each rank, as one struct with one pack and one unpack (jansson), used by
+ * job.c (writes it), launch.c (addresses it to each rank), rank.c and the
+ * fake rank of the tests (read it). Unpack refuses a message with a missing
+ * key or a wrong type and says which, where each reader once took 0 or NULL
+ * for anything absent. The keys are the ones the job always had.
+ */
+#ifndef PKB_WIRE_H
+#define PKB_WIRE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define WIRE_MAX_SOL 2
+
+struct wire_solution {
+	char role[16];            /* "reference", "candidate" */
+	char so[4096];            /* the built shared object */
+	int nccl;                 /* needs the NCCL communicator */
+};
+
+struct wire_job {
+	char mode[16];            /* "eval" or "run" */
+	char problem[16];         /* the problem's id, as digits */
+	long long m, n;           /* base shape */
+	char dtype[16];
+	long long seed;
+	int trials, trial0;
+	int device_timeout_ms;    /* 0: the rank's default (5000) */
+	char save_dir[4096];      /* run --save; "" none */
+	double atol, rtol;        /* < 0: the problem's own */
+	int n_sol;
+	struct wire_solution sol[WIRE_MAX_SOL];
+	int has_perf;             /* --measure-perf */
+	struct {
+		int warmup, iters, block;
+		char mode[16];    /* warm, cold, graph */
+	} perf;
+	int rank, world, local_rank;   /* launch.c's, per rank; -1 until then */
+};
+
+/* defaults: no save_dir, no tolerances, no perf, not yet addressed */
+void wire_job_init(struct wire_job *j);
+/* the job as sent (rank, world and local_rank only when rank >= 0) */
+json_t *wire_job_pack(const struct wire_job *j);
+/* launch.c: the copy of the job for rank r */
+void wire_job_address(json_t *job, int rank, int world, int local_rank);
+/* 0, or -1 with `err` naming the key that is missing, of the wrong type, too
+ * long or out of range; `addressed`: rank, world and local_rank required */
+int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, size_t n);
+
+#endif
