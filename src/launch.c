@@ -162,6 +162,12 @@ static void handle_msg(struct launch *L, int r, enum msg_type type, char *buf, s
 			fail_rank(L, r, OUT_INTERNAL, "rank %d sent a bad result: %s", r, jerr.text);
 			break;
 		}
+		char why[300];
+		if (wire_record_check(rec, why, sizeof why) < 0) {
+			fail_rank(L, r, OUT_INTERNAL, "rank %d sent a bad result: %s", r, why);
+			json_decref(rec);
+			break;
+		}
 		if (L->o->on_result)
 			L->o->on_result(L->o->arg, r, rec);
 		json_decref(rec);

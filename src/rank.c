@@ -489,8 +489,9 @@ static void do_eval(struct rank_env *E, struct solution *ref, struct solution *c
 		checked_call(E, cand, t, E->host_out);
 		json_t *outs = json_array();
 		int ok = compare_outputs(E, outs);
-		send_result(E, json_pack("{s:s,s:i,s:i,s:b,s:o}", "kind", "trial", "trial", t,
-					 "rank", E->rank, "ok", ok, "outputs", outs));
+		struct wire_trial wt = { .trial = t, .rank = E->rank, .ok = ok, .outputs = outs };
+		send_result(E, wire_trial_pack(&wt));
+		json_decref(outs);
 		int *oks = xcalloc((size_t)E->world, sizeof(int));
 		if (coll_allgather(E, &ok, oks, sizeof ok) < 0)
 			rank_fail(E, OUT_INTERNAL, "lost the parent");
@@ -551,7 +552,9 @@ static void do_run(struct rank_env *E, struct solution *s)
 						      "mean_abs", mean_abs, "amax", amax,
 						      "nonfinite", (json_int_t)nonfinite));
 	}
-	send_result(E, json_pack("{s:s,s:i,s:o}", "kind", "run", "rank", E->rank, "outputs", outs));
+	struct wire_run wr = { .rank = E->rank, .outputs = outs };
+	send_result(E, wire_run_pack(&wr));
+	json_decref(outs);
 	const char *dir = E->job.save_dir[0] ? E->job.save_dir : NULL;
 	if (dir) {
 		phase(E, PH_SAVE, "saving inputs and outputs");

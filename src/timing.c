@@ -377,22 +377,18 @@ void do_perf(struct rank_env *E)
 		/* the reference is not checked against itself, unless it is the
 		 * only solution (pkb run) */
 		int ok = s == 0 && E->n_sol > 1 ? 1 : perf_recheck(E, &ps, &pr[s], outs);
-		json_t *times = json_array(), *starts = json_array();
-		for (int i = 0; i < pr[s].n; i++) {
-			json_array_append_new(times, json_real(pr[s].ms[i]));
-			json_array_append_new(starts, json_real(pr[s].start_ms[i]));
-		}
-		json_t *rec = json_pack("{s:s,s:s,s:i,s:o,s:o,s:f,s:f,s:i,s:b,s:o}", "kind", "perf",
-					"solution", sol->role, "rank", E->rank, "times_ms", times,
-					"start_ms", starts, "host_ms", pr[s].host_ms, "span_ms",
-					pr[s].span_ms, "groups", ps.plan.groups, "recheck_ok", ok,
-					"recheck", outs);
-		json_object_set_new(rec, "mode", json_string(perf_mode_name(ps.plan.mode)));
-		json_object_set_new(rec, "block", json_integer(block));
-		json_object_set_new(rec, "inputs_modified", json_boolean(modified != 0));
-		json_object_set_new(rec, "device", json_string(ps.device));
-		json_object_set_new(rec, "gate_expired", json_integer(pr[s].gate_expired));
-		send_result(E, rec);
+		struct wire_perf wp = {
+			.rank = E->rank, .n = pr[s].n, .times_ms = pr[s].ms,
+			.start_ms = pr[s].start_ms, .host_ms = pr[s].host_ms,
+			.span_ms = pr[s].span_ms, .groups = ps.plan.groups, .block = block,
+			.inputs_modified = modified != 0, .recheck_ok = ok,
+			.gate_expired = pr[s].gate_expired, .recheck = outs,
+		};
+		snprintf(wp.solution, sizeof wp.solution, "%s", sol->role);
+		snprintf(wp.mode, sizeof wp.mode, "%s", perf_mode_name(ps.plan.mode));
+		snprintf(wp.device, sizeof wp.device, "%s", ps.device);
+		send_result(E, wire_perf_pack(&wp));
+		json_decref(outs);
 		free(pr[s].ms);
 		free(pr[s].start_ms);
 	}

@@ -6,6 +6,7 @@
 #include "wire.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void wire_job_init(struct wire_job *j)
@@ -190,4 +191,196 @@ int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, si
 		j->local_rank = (int)l;
 	}
 	return 0;
+}
+
+/* ---- records ---- */
+
+json_t *wire_trial_pack(const struct wire_trial *t)
+{
+	return json_pack("{s:s,s:i,s:i,s:b,s:O}", "kind", "trial", "trial", t->trial, "rank",
+			 t->rank, "ok", t->ok, "outputs", t->outputs);
+}
+
+json_t *wire_run_pack(const struct wire_run *r)
+{
+	return json_pack("{s:s,s:i,s:O}", "kind", "run", "rank", r->rank, "outputs", r->outputs);
+}
+
+json_t *wire_perf_pack(const struct wire_perf *p)
+{
+	json_t *times = json_array(), *starts = json_array();
+	for (int i = 0; i < p->n; i++) {
+		json_array_append_new(times, json_real(p->times_ms[i]));
+		json_array_append_new(starts, json_real(p->start_ms[i]));
+	}
+	json_t *rec = json_pack("{s:s,s:s,s:i,s:o,s:o,s:f,s:f,s:i,s:b,s:O}", "kind", "perf",
+				"solution", p->solution, "rank", p->rank, "times_ms", times,
+				"start_ms", starts, "host_ms", p->host_ms, "span_ms", p->span_ms,
+				"groups", p->groups, "recheck_ok", p->recheck_ok, "recheck",
+				p->recheck);
+	json_object_set_new(rec, "mode", json_string(p->mode));
+	json_object_set_new(rec, "block", json_integer(p->block));
+	json_object_set_new(rec, "inputs_modified", json_boolean(p->inputs_modified));
+	json_object_set_new(rec, "device", json_string(p->device));
+	json_object_set_new(rec, "gate_expired", json_integer(p->gate_expired));
+	return rec;
+}
+
+/* a whole int field */
+static int get_int(json_t *in, const char *where, const char *key, int *dst, int *bad, char *err,
+		   size_t n)
+{
+	json_t *v = want(in, where, key, JSON_INTEGER, 1, bad, err, n);
+	if (!v)
+		return -1;
+	if (!fits_int(json_integer_value(v))) {
+		snprintf(err, n, "%s: '%s' out of range", where, key);
+		*bad = 1;
+		return -1;
+	}
+	*dst = (int)json_integer_value(v);
+	return 0;
+}
+
+/* an array of objects (compare records) */
+static json_t *objects(json_t *in, const char *where, const char *key, int *bad, char *err,
+		       size_t n)
+{
+	json_t *a = want(in, where, key, JSON_ARRAY, 1, bad, err, n), *o;
+	size_t i;
+	json_array_foreach(a, i, o)
+		if (!json_is_object(o) || !json_is_string(json_object_get(o, "name"))) {
+			snprintf(err, n, "%s: '%s' %zu is not a record with a name", where, key, i);
+			*bad = 1;
+			return NULL;
+		}
+	return a;
+}
+
+static int kind_is(json_t *in, const char *kind, char *err, size_t n)
+{
+	const char *k = json_string_value(json_object_get(in, "kind"));
+	if (!json_is_object(in) || !k || strcmp(k, kind)) {
+		snprintf(err, n, "not a %s record", kind);
+		return 0;
+	}
+	return 1;
+}
+
+int wire_trial_unpack(json_t *in, struct wire_trial *t, char *err, size_t n)
+{
+	int bad = 0;
+	memset(t, 0, sizeof *t);
+	if (!kind_is(in, "trial", err, n))
+		return -1;
+	get_int(in, "trial record", "trial", &t->trial, &bad, err, n);
+	get_int(in, "trial record", "rank", &t->rank, &bad, err, n);
+	t->ok = json_is_true(want(in, "trial record", "ok", JSON_TRUE, 1, &bad, err, n));
+	t->outputs = objects(in, "trial record", "outputs", &bad, err, n);
+	return bad ? -1 : 0;
+}
+
+int wire_run_unpack(json_t *in, struct wire_run *r, char *err, size_t n)
+{
+	int bad = 0;
+	memset(r, 0, sizeof *r);
+	if (!kind_is(in, "run", err, n))
+		return -1;
+	get_int(in, "run record", "rank", &r->rank, &bad, err, n);
+	r->outputs = objects(in, "run record", "outputs", &bad, err, n);
+	return bad ? -1 : 0;
+}
+
+void wire_perf_free(struct wire_perf *p)
+{
+	free(p->times_ms);
+	free(p->start_ms);
+	p->times_ms = p->start_ms = NULL;
+	p->n = 0;
+}
+
+/* an array of numbers, allocated */
+static double *numbers(json_t *in, const char *key, size_t *len, int *bad, char *err, size_t n)
+{
+	json_t *a = want(in, "perf record", key, JSON_ARRAY, 1, bad, err, n), *v;
+	if (!a)
+		return NULL;
+	size_t i;
+	double *d = calloc(json_array_size(a) + 1, sizeof *d);
+	if (!d) {
+		snprintf(err, n, "perf record: out of memory");
+		*bad = 1;
+		return NULL;
+	}
+	json_array_foreach(a, i, v) {
+		if (!json_is_number(v)) {
+			snprintf(err, n, "perf record: '%s' %zu is not a number", key, i);
+			*bad = 1;
+			free(d);
+			return NULL;
+		}
+		d[i] = json_number_value(v);
+	}
+	*len = json_array_size(a);
+	return d;
+}
+
+int wire_perf_unpack(json_t *in, struct wire_perf *p, char *err, size_t n)
+{
+	int bad = 0;
+	const char *w = "perf record";
+	memset(p, 0, sizeof *p);
+	if (!kind_is(in, "perf", err, n))
+		return -1;
+	/* the strings first: a refused one returns before anything is allocated */
+	STR(in, w, "solution", p->solution, 1);
+	STR(in, w, "mode", p->mode, 1);
+	STR(in, w, "device", p->device, 1);
+	get_int(in, w, "rank", &p->rank, &bad, err, n);
+	size_t nt = 0, ns = 0;
+	if (!bad)
+		p->times_ms = numbers(in, "times_ms", &nt, &bad, err, n);
+	if (!bad)
+		p->start_ms = numbers(in, "start_ms", &ns, &bad, err, n);
+	if (!bad && nt != ns) {
+		snprintf(err, n, "perf record: %zu times_ms and %zu start_ms", nt, ns);
+		bad = 1;
+	}
+	p->n = (int)nt;
+	json_t *h = want(in, w, "host_ms", JSON_REAL, 1, &bad, err, n);
+	json_t *s = want(in, w, "span_ms", JSON_REAL, 1, &bad, err, n);
+	p->host_ms = json_number_value(h);
+	p->span_ms = json_number_value(s);
+	get_int(in, w, "groups", &p->groups, &bad, err, n);
+	get_int(in, w, "block", &p->block, &bad, err, n);
+	p->inputs_modified = json_is_true(want(in, w, "inputs_modified", JSON_TRUE, 1, &bad, err, n));
+	p->recheck_ok = json_is_true(want(in, w, "recheck_ok", JSON_TRUE, 1, &bad, err, n));
+	get_int(in, w, "gate_expired", &p->gate_expired, &bad, err, n);
+	p->recheck = objects(in, w, "recheck", &bad, err, n);
+	if (bad) {
+		wire_perf_free(p);
+		return -1;
+	}
+	return 0;
+}
+
+int wire_record_check(json_t *in, char *err, size_t n)
+{
+	const char *k = json_string_value(json_object_get(in, "kind"));
+	if (k && !strcmp(k, "trial")) {
+		struct wire_trial t;
+		return wire_trial_unpack(in, &t, err, n);
+	}
+	if (k && !strcmp(k, "run")) {
+		struct wire_run r;
+		return wire_run_unpack(in, &r, err, n);
+	}
+	if (k && !strcmp(k, "perf")) {
+		struct wire_perf p;
+		int rc = wire_perf_unpack(in, &p, err, n);
+		wire_perf_free(&p);
+		return rc;
+	}
+	snprintf(err, n, "a record of no known kind");
+	return -1;
 }

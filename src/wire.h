@@ -50,4 +50,46 @@ void wire_job_address(json_t *job, int rank, int world, int local_rank);
  * long or out of range; `addressed`: rank, world and local_rank required */
 int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, size_t n);
 
+/* ---- the records a rank sends back (MSG_RESULT), one struct per kind.
+ * The per-output compare records (name, ok, n, n_bad, l2_rel, worst, ...)
+ * stay JSON: they go to --json as they are (docs/RESULTS.md). ---- */
+
+/* "trial": one eval trial on one rank */
+struct wire_trial {
+	int trial, rank, ok;
+	json_t *outputs;          /* array of compare records; pack takes a reference */
+};
+/* "run": the output statistics of pkb run on one rank */
+struct wire_run {
+	int rank;
+	json_t *outputs;          /* array of {name, mean_abs, amax, nonfinite} */
+};
+/* "perf": one solution's timed calls on one rank (docs/TIMING.md) */
+struct wire_perf {
+	char solution[16];        /* role */
+	int rank;
+	int n;                    /* timed calls */
+	double *times_ms;         /* [n] each call's events */
+	double *start_ms;         /* [n] its start from the timed phase's base event */
+	double host_ms, span_ms;  /* host wall and event span of the timed blocks */
+	int groups, block;
+	char mode[16];
+	int inputs_modified, recheck_ok, gate_expired;
+	char device[256];
+	json_t *recheck;          /* array of compare records of failed re-checks */
+};
+
+json_t *wire_trial_pack(const struct wire_trial *t);
+json_t *wire_run_pack(const struct wire_run *r);
+json_t *wire_perf_pack(const struct wire_perf *p);
+/* 0, or -1 naming what is wrong. outputs/recheck are borrowed from `in`;
+ * wire_perf_unpack allocates the arrays: wire_perf_free */
+int wire_trial_unpack(json_t *in, struct wire_trial *t, char *err, size_t n);
+int wire_run_unpack(json_t *in, struct wire_run *r, char *err, size_t n);
+int wire_perf_unpack(json_t *in, struct wire_perf *p, char *err, size_t n);
+void wire_perf_free(struct wire_perf *p);
+/* any record: its kind known and the record whole (launch.c checks every
+ * MSG_RESULT with it before the caller sees it) */
+int wire_record_check(json_t *in, char *err, size_t n);
+
 #endif

@@ -3,7 +3,8 @@
  * unpacked is the same job (full, minimal, addressed by launch.c), its keys
  * are the ones ranks have always read, and unpack refuses every missing
  * key, wrong type, oversize string and out-of-range number with a message
- * that names it.
+ * that names it; the same for the records a rank sends back (trial, run,
+ * perf).
  */
 #include "t.h"
 #include "wire.h"
@@ -93,6 +94,82 @@ static int refused(json_t *good, const char *path, json_t *val, const char *want
 	return 1;
 }
 
+/* a perf record with one change; 1 if wire_record_check refused it naming `want` */
+static int perf_refused(json_t *good, const char *key, json_t *val, const char *want)
+{
+	json_t *j = json_deep_copy(good);
+	if (val)
+		json_object_set_new(j, key, val);
+	else
+		json_object_del(j, key);
+	char err[300] = "";
+	int rc = wire_record_check(j, err, sizeof err);
+	json_decref(j);
+	if (rc == 0 || !strstr(err, want)) {
+		fprintf(stderr, "  perf %s: rc %d, '%s'\n", key, rc, err);
+		return 0;
+	}
+	return 1;
+}
+
+static void records(void)
+{
+	char err[300];
+	/* trial */
+	json_t *outs = json_pack("[{s:s,s:b,s:i}]", "name", "out", "ok", 0, "n_bad", 7);
+	struct wire_trial t = { .trial = 4, .rank = 1, .ok = 0, .outputs = outs }, t2;
+	json_t *j = wire_trial_pack(&t);
+	CHECK(!strcmp(json_string_value(json_object_get(j, "kind")), "trial"));
+	CHECKF(wire_trial_unpack(j, &t2, err, sizeof err) == 0, "%s", err);
+	CHECK(t2.trial == 4 && t2.rank == 1 && !t2.ok && json_equal(t2.outputs, outs));
+	CHECK(wire_record_check(j, err, sizeof err) == 0);
+	json_object_set_new(j, "ok", json_integer(0));
+	CHECK(wire_record_check(j, err, sizeof err) < 0 && strstr(err, "'ok'"));
+	json_decref(j);
+	/* run */
+	struct wire_run r = { .rank = 3, .outputs = outs }, r2;
+	j = wire_run_pack(&r);
+	CHECK(wire_run_unpack(j, &r2, err, sizeof err) == 0 && r2.rank == 3);
+	CHECK(wire_trial_unpack(j, &t2, err, sizeof err) < 0 && strstr(err, "not a trial"));
+	json_array_append_new(json_object_get(j, "outputs"), json_integer(5));
+	CHECK(wire_record_check(j, err, sizeof err) < 0 && strstr(err, "outputs' 1"));
+	json_decref(j);
+	json_decref(outs);
+	/* perf */
+	double times[3] = { 0.010, 0.011, 0.0125 }, starts[3] = { 0.0, 0.02, 0.04 };
+	struct wire_perf p = { .rank = 2, .n = 3, .times_ms = times, .start_ms = starts,
+			       .host_ms = 0.06, .span_ms = 0.059, .groups = 23, .block = 10,
+			       .inputs_modified = 1, .recheck_ok = 0, .gate_expired = 2,
+			       .recheck = json_array() }, p2;
+	strcpy(p.solution, "candidate");
+	strcpy(p.mode, "graph");
+	strcpy(p.device, "NVIDIA H200");
+	j = wire_perf_pack(&p);
+	CHECKF(wire_perf_unpack(j, &p2, err, sizeof err) == 0, "%s", err);
+	CHECK(p2.rank == 2 && p2.n == 3 && p2.times_ms[2] == 0.0125 && p2.start_ms[1] == 0.02 &&
+	      p2.host_ms == 0.06 && p2.span_ms == 0.059 && p2.groups == 23 && p2.block == 10 &&
+	      p2.inputs_modified && !p2.recheck_ok && p2.gate_expired == 2 &&
+	      !strcmp(p2.solution, "candidate") && !strcmp(p2.mode, "graph") &&
+	      !strcmp(p2.device, "NVIDIA H200") && json_array_size(p2.recheck) == 0);
+	wire_perf_free(&p2);
+	const char *keys[] = { "solution", "rank", "times_ms", "start_ms", "host_ms", "span_ms",
+			       "groups", "block", "mode", "device", "inputs_modified", "recheck_ok",
+			       "gate_expired", "recheck" };
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+		CHECKF(perf_refused(j, keys[i], NULL, keys[i]), "missing %s", keys[i]);
+	CHECK(perf_refused(j, "times_ms", json_pack("[f,s,f]", 1.0, "x", 2.0), "times_ms' 1"));
+	CHECK(perf_refused(j, "start_ms", json_pack("[f]", 1.0), "3 times_ms and 1 start_ms"));
+	CHECK(perf_refused(j, "host_ms", json_string("1"), "host_ms"));
+	CHECK(perf_refused(j, "gate_expired", json_true(), "gate_expired"));
+	char dev[400];
+	memset(dev, 'd', sizeof dev - 1);
+	dev[sizeof dev - 1] = 0;
+	CHECK(perf_refused(j, "device", json_string(dev), "device"));
+	CHECK(perf_refused(j, "kind", json_string("perfs"), "no known kind"));
+	json_decref(j);
+	json_decref(p.recheck);
+}
+
 int main(void)
 {
 	struct wire_job a, b;
@@ -163,7 +240,10 @@ int main(void)
 	memset(path, 'x', sizeof path - 1);
 	path[sizeof path - 1] = 0;
 	CHECK(refused(j, "solutions.0.so", json_string(path), "so"));
-	CHECK(wire_job_unpack(json_array(), &b, 0, err, sizeof err) < 0 && strstr(err, "object"));
+	json_t *arr = json_array();
+	CHECK(wire_job_unpack(arr, &b, 0, err, sizeof err) < 0 && strstr(err, "object"));
+	json_decref(arr);
 	json_decref(j);
+	records();
 	return t_done("test_wire");
 }
