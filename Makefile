@@ -90,6 +90,9 @@ UNIT_DEPS := src/util.c src/dtype.c src/compare.c src/stats.c src/safetensors.c 
              src/perfplan.c src/roofline.c src/sandbox.c
 UNIT_LIBS := -l:libjansson.so.4 -l:libelf.so.1 -lcrypto -l:libseccomp.so.2 -lm
 
+# the parent-rank contract (wire.h): test_wire, test_launch's jobs
+UNIT_DEPS += src/wire.c
+
 $(BUILD)/tests/%: tests/unit/%.c $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.c tests/unit/t.h
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
@@ -100,7 +103,7 @@ $(BUILD)/san/%: tests/unit/%.c $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.
 	@echo "  CC+SAN  $<"
 	@$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -o $@ $< $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.c $(UNIT_LIBS)
 
-$(BUILD)/tests/fake_rank: tests/unit/fake_rank.c src/proto.c src/util.c src/exitcode.c
+$(BUILD)/tests/fake_rank: tests/unit/fake_rank.c src/proto.c src/util.c src/exitcode.c src/wire.c
 	@mkdir -p $(dir $@)
 	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(UNIT_LIBS)
 

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "job.h"
 #include "perfplan.h"   /* defines: perf_mode_parse */
+#include "wire.h"       /* defines: struct wire_job, wire_job_pack */
 #include "build.h"    /* defines: build_solution */
 #include "dtype.h"    /* defines: dtype_parse */
 #include "loader.h"   /* defines: loader_scan */
@@ -254,29 +255,44 @@ int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, 
 		free(dir);
 		return -1;
 	}
-	json_t *job = json_pack("{s:s,s:s,s:I,s:I,s:s,s:I,s:i,s:i,s:i}", "mode", mode,
-				"problem", o->p->name, "m", (json_int_t)o->m, "n", (json_int_t)o->n,
-				"dtype", o->dtype, "seed", (json_int_t)o->seed, "trials", o->trials,
-				"trial0", o->trial0, "device_timeout_ms", o->device_timeout_ms);
-	char pid[16];
-	snprintf(pid, sizeof pid, "%d", o->p->id);
-	json_object_set_new(job, "problem", json_string(pid));
+	/* the job every rank gets (wire.h); launch.c addresses a copy to each */
+	struct wire_job wj;
+	wire_job_init(&wj);
+	int bad = 0;
+	bad |= snprintf(wj.mode, sizeof wj.mode, "%s", mode) >= (int)sizeof wj.mode;
+	snprintf(wj.problem, sizeof wj.problem, "%d", o->p->id);
+	wj.m = o->m;
+	wj.n = o->n;
+	bad |= snprintf(wj.dtype, sizeof wj.dtype, "%s", o->dtype) >= (int)sizeof wj.dtype;
+	wj.seed = (long long)o->seed;
+	wj.trials = o->trials;
+	wj.trial0 = o->trial0;
+	wj.device_timeout_ms = o->device_timeout_ms;
 	if (o->save_dir)
-		json_object_set_new(job, "save_dir", json_string(o->save_dir));
-	if (o->atol >= 0)
-		json_object_set_new(job, "atol", json_real(o->atol));
-	if (o->rtol >= 0)
-		json_object_set_new(job, "rtol", json_real(o->rtol));
-	json_t *arr = json_array();
-	for (int i = 0; i < n_sol; i++)
-		json_array_append_new(arr, json_pack("{s:s,s:s,s:b}", "role", sols[i].role, "so",
-						     sols[i].build->so_path, "nccl", sols[i].nccl));
-	json_object_set_new(job, "solutions", arr);
-	if (o->measure_perf)
-		json_object_set_new(job, "perf", json_pack("{s:i,s:i,s:i,s:s}", "warmup",
-							   o->warmup + warmup_jitter(), "iters",
-							   o->iters, "block", 10, "mode",
-							   o->timing ? o->timing : "warm"));
+		bad |= snprintf(wj.save_dir, sizeof wj.save_dir, "%s", o->save_dir) >=
+		       (int)sizeof wj.save_dir;
+	wj.atol = o->atol;
+	wj.rtol = o->rtol;
+	wj.n_sol = n_sol < WIRE_MAX_SOL ? n_sol : WIRE_MAX_SOL;
+	for (int i = 0; i < wj.n_sol; i++) {
+		snprintf(wj.sol[i].role, sizeof wj.sol[i].role, "%s", sols[i].role);
+		bad |= snprintf(wj.sol[i].so, sizeof wj.sol[i].so, "%s", sols[i].build->so_path) >=
+		       (int)sizeof wj.sol[i].so;
+		wj.sol[i].nccl = sols[i].nccl;
+	}
+	if (o->measure_perf) {
+		wj.has_perf = 1;
+		wj.perf.warmup = o->warmup + warmup_jitter();
+		wj.perf.iters = o->iters;
+		wj.perf.block = 10;
+		snprintf(wj.perf.mode, sizeof wj.perf.mode, "%s", o->timing ? o->timing : "warm");
+	}
+	if (bad || n_sol > WIRE_MAX_SOL) {
+		error("the job does not fit the wire (a path over 4095 bytes?)");
+		free(dir);
+		return -1;
+	}
+	json_t *job = wire_job_pack(&wj);
 
 	struct launch_opts lo;
 	launch_opts_init(&lo, o->world);

@@ -12,6 +12,7 @@
 #include "launch.h"
 #include "proto.h"   /* defines: proto_send, proto_reader */
 #include "util.h"    /* defines: xmalloc, now_ns, error */
+#include "wire.h"    /* defines: wire_job_address */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,29 +25,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *kind_names[PH_KIND_COUNT] = {
-	[PH_START] = "start", [PH_CUDA_INIT] = "cuda_init", [PH_NCCL_INIT] = "nccl_init",
-	[PH_LOAD] = "load", [PH_INIT] = "init", [PH_TRIAL] = "trial", [PH_TIMING] = "timing",
-	[PH_SAVE] = "save", [PH_FINI] = "fini",
-};
-
-/* Budgets, in seconds. Each bounds one phase of one rank, not the launch:
- * a trial includes input generation, both solutions and the host compare
- * (0.5 s for a 256 MB output); timing runs 2 x (500 + 100) calls. */
-static const double default_deadline[PH_KIND_COUNT] = {
-	[PH_START] = 30, [PH_CUDA_INIT] = 60, [PH_NCCL_INIT] = 60, [PH_LOAD] = 30,
-	[PH_INIT] = 60, [PH_TRIAL] = 60, [PH_TIMING] = 300, [PH_SAVE] = 120, [PH_FINI] = 30,
-};
-
-const char *phase_kind_name(enum phase_kind k)
-{
-	return (unsigned)k < PH_KIND_COUNT ? kind_names[k] : "?";
-}
+/* Budgets, in seconds, from phases.h (which says what each bounds). */
+#define PKB_PHASE_BUDGET_(id, name, secs, help) [PH_##id] = secs,
+static const double default_deadline[PH_KIND_COUNT] = { PKB_PHASES(PKB_PHASE_BUDGET_) };
+#undef PKB_PHASE_BUDGET_
 
 int phase_kind_parse(const char *s)
 {
 	for (int k = 0; k < PH_KIND_COUNT; k++)
-		if (!strcmp(s, kind_names[k]))
+		if (!strcmp(s, phase_kind_name((enum phase_kind)k)))
 			return k;
 	return -1;
 }
@@ -173,6 +160,12 @@ static void handle_msg(struct launch *L, int r, enum msg_type type, char *buf, s
 		json_t *rec = json_loadb(buf, len, 0, &jerr);
 		if (!rec) {
 			fail_rank(L, r, OUT_INTERNAL, "rank %d sent a bad result: %s", r, jerr.text);
+			break;
+		}
+		char why[300];
+		if (wire_record_check(rec, why, sizeof why) < 0) {
+			fail_rank(L, r, OUT_INTERNAL, "rank %d sent a bad result: %s", r, why);
+			json_decref(rec);
 			break;
 		}
 		if (L->o->on_result)
@@ -330,11 +323,11 @@ int launch_run(const struct launch_opts *o, struct launch_result *res)
 			error("cannot start rank %d: %s", r, strerror(errno));
 			goto fail_start;
 		}
-		set_phase(&L, r, "start|starting");
+		char start[64];
+		snprintf(start, sizeof start, "%s|starting", phase_kind_name(PH_START));
+		set_phase(&L, r, start);
 		json_t *job = json_deep_copy(o->job);
-		json_object_set_new(job, "rank", json_integer(r));
-		json_object_set_new(job, "world", json_integer(W));
-		json_object_set_new(job, "local_rank", json_integer(r));
+		wire_job_address(job, r, W, r);
 		char *txt = json_dumps(job, JSON_COMPACT);
 		proto_send(L.slot[r].fd, MSG_JOB, txt, strlen(txt));
 		free(txt);

@@ -11,13 +11,10 @@
 #include <sys/types.h>
 #include <jansson.h>
 #include "exitcode.h"   /* defines: enum pkb_outcome */
+#include "phases.h"     /* defines: enum phase_kind, phase_kind_name */
 
-/* Phase kinds a rank reports ("kind|detail"), each with its own deadline. */
-enum phase_kind {
-	PH_START, PH_CUDA_INIT, PH_NCCL_INIT, PH_LOAD, PH_INIT, PH_TRIAL, PH_TIMING,
-	PH_SAVE, PH_FINI, PH_KIND_COUNT
-};
-const char *phase_kind_name(enum phase_kind k);
+/* Phase kinds a rank reports ("kind|detail"), each with its own deadline:
+ * the table of phases.h. */
 int phase_kind_parse(const char *s);   /* -1 if unknown */
 
 struct launch_opts {

@@ -38,3 +38,25 @@ void perf_plan_make(struct perf_plan *p, enum perf_mode mode, size_t least_in, s
 	p->warmup = warmup;
 	p->iters = iters;
 }
+
+void perf_next_call(const struct perf_plan *p, struct perf_track *t, const int *gen,
+		    int *group, int *out_set)
+{
+	long c = t->call++;
+	int g = perf_group(p, c), o = perf_out_set(p, c);
+	t->last_group[o] = g;
+	t->last_gen[o] = gen[g];
+	*group = g;
+	*out_set = o;
+}
+
+int perf_recheck_of(const struct perf_plan *p, const struct perf_track *t, int o, int *group,
+		    int *gen)
+{
+	/* output set o is first used by call o */
+	if (o < 0 || o >= p->out_sets || t->call <= o)
+		return 0;
+	*group = t->last_group[o];
+	*gen = t->last_gen[o];
+	return 1;
+}

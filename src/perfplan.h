@@ -39,6 +39,50 @@ const char *perf_mode_name(enum perf_mode m);
 
 static inline int perf_group(const struct perf_plan *p, long call) { return (int)(call % p->groups); }
 static inline int perf_out_set(const struct perf_plan *p, long call) { return (int)(call % p->out_sets); }
+/* ---- the bookkeeping of the timing engine (timing.c), kept here so that
+ * host tests cover it: the engine does the CUDA, these say what to do ---- */
+
+/* one solution's calls: where each went, and what each output set holds */
+struct perf_track {
+	long call;                              /* calls made so far (rotation counter) */
+	int last_group[PERF_MAX_GROUPS + 1];    /* per output set: its last call's group */
+	int last_gen[PERF_MAX_GROUPS + 1];      /* ... and that group's generation then */
+};
+
+/* The next call of a solution: its group and output set, noted as the
+ * set's content (gen[g]: the generation group g holds now). */
+void perf_next_call(const struct perf_plan *p, struct perf_track *t, const int *gen,
+		    int *group, int *out_set);
+/* After the timed calls: 1 when output set o was written, with the group
+ * and generation of its last call (the re-check draws them again), 0 when
+ * no call used it (fewer calls than output sets). */
+int perf_recheck_of(const struct perf_plan *p, const struct perf_track *t, int o, int *group,
+		    int *gen);
+
+/* The launch gate (docs/TIMING.md): on until it has expired twice, warmup
+ * included; a block run after it turned off is not gated. */
+struct perf_gate {
+	int on;
+	int misses;      /* expiries so far */
+};
+static inline void perf_gate_init(struct perf_gate *g) { g->on = 1; g->misses = 0; }
+/* a gated block whose gate expired */
+static inline void perf_gate_expired(struct perf_gate *g)
+{
+	if (++g->misses >= 2)
+		g->on = 0;
+}
+
+/* calls in the block that starts after `done` of `total`: whole blocks,
+ * then the rest */
+static inline int perf_block_calls(int done, int total, int block)
+{
+	return total - done < block ? total - done : block;
+}
+/* ABBA: the k-th solution to run in timed block b, so that drift of
+ * clocks or temperature hits every solution alike */
+static inline int perf_abba(int b, int k, int n_sol) { return (b & 1) ? n_sol - 1 - k : k; }
+
 /* the trial number whose inputs generation `gen` of group g holds: no
  * correctness trial uses these */
 static inline int perf_trial(int group, int gen) { return 1000000 + gen * PERF_MAX_GROUPS + group; }

@@ -15,15 +15,19 @@
  * reference runs on poisoned outputs and its outputs are copied to the host;
  * the inputs are redrawn, the candidate runs on poisoned outputs, its input
  * checksums must be unchanged, and each output is compared (compare.c).
+ *
+ * Symmetric memory is symm.c's and the timing engine timing.c's; the state
+ * all three share is rank_env.h's.
  */
 #define _GNU_SOURCE
 #include "compare.h"   /* defines: compare_buffers */
 #include "dtype.h"     /* defines: dtype_name */
 #include "exitcode.h"  /* defines: enum pkb_outcome */
-#include "kernels.h"   /* defines: kern_fill, kern_checksum, kern_barrier, kern_l2_flush */
-#include "perfplan.h"  /* defines: perf_plan_make, perf_group, perf_out_set */
+#include "kernels.h"   /* defines: kern_fill, kern_checksum */
+#include "phases.h"    /* defines: enum phase_kind, phase_kind_name */
 #include "problem.h"   /* defines: problem_find, problem_describe, tensor_desc_bytes */
 #include "proto.h"     /* defines: proto_send, proto_recv */
+#include "rank_env.h"  /* defines: struct rank_env, struct solution, symm_make, do_perf */
 #include "safetensors.h"
 #include "util.h"
 
@@ -38,64 +42,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_SOL 2
-#define MAX_SYMM 64
-
-struct rank_env;
-
-struct symm_block {
-	void *local;
-	void **peers;        /* host table */
-	void **peers_dev;    /* device table */
-	size_t bytes;
-};
-
-struct solution {
-	pkb_ctx ctx;                  /* handed to the solution; refreshed per call */
-	struct rank_env *env;
-	const char *role;             /* "reference" or "candidate" */
-	void *dl;
-	int (*init)(pkb_ctx *);
-	int (*run)(pkb_ctx *);
-	int (*fini)(pkb_ctx *);
-	pkb_ctx master;               /* the harness's copy of every field */
-	pkb_tensor in[PKB_MAX_TENSORS], out[PKB_MAX_TENSORS];
-	pkb_param params[PKB_MAX_PARAMS];
-	struct symm_block symm[MAX_SYMM];
-	int n_symm;
-	struct symm_block pads;
-	uint32_t *epochs, *err;
-	int in_setup;                 /* services are allowed (init/fini) */
-};
-
-struct rank_env {
-	int fd, rank, world, local_rank, device;
-	json_t *job;
-	const struct pkb_problem *p;
-	struct pkb_dims dims;
-	struct pkb_io io;
-	uint64_t seed;
-	cudaStream_t stream;
-	ncclComm_t nccl;
-	struct solution sol[MAX_SOL];
-	int n_sol;
-	void *in_dev[PKB_MAX_TENSORS], *out_dev[PKB_MAX_TENSORS];
-	void *host_ref[PKB_MAX_TENSORS], *host_out[PKB_MAX_TENSORS];
-	uint64_t *dev_sum;            /* checksum scratch */
-	struct symm_block align_pads; /* the harness's own alignment barrier */
-	uint32_t *align_epochs, *align_err;
-	uint64_t device_timeout_ns;
-	char symm_err[200];           /* why the last symmetric allocation failed */
-};
-
 /* ---- talking to the parent ------------------------------------------------ */
 
-static void phase(struct rank_env *E, const char *kind, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void phase(struct rank_env *E, const char *kind, const char *fmt, ...)
+/* "kind|detail": the kind is an enum of phases.h, so only a phase the
+ * parent has a budget for can be announced */
+void phase(struct rank_env *E, enum phase_kind kind, const char *fmt, ...)
 {
 	char buf[256];
-	int off = snprintf(buf, sizeof buf, "%s|", kind);
+	int off = snprintf(buf, sizeof buf, "%s|", phase_kind_name(kind));
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(buf + off, sizeof buf - (size_t)off, fmt, ap);
@@ -103,9 +57,7 @@ static void phase(struct rank_env *E, const char *kind, const char *fmt, ...)
 	proto_send(E->fd, MSG_PHASE, buf, strlen(buf));
 }
 
-static noreturn void rank_fail(struct rank_env *E, enum pkb_outcome cat, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static noreturn void rank_fail(struct rank_env *E, enum pkb_outcome cat, const char *fmt, ...)
+noreturn void rank_fail(struct rank_env *E, enum pkb_outcome cat, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -122,7 +74,7 @@ static noreturn void rank_fail(struct rank_env *E, enum pkb_outcome cat, const c
 	_exit(1);
 }
 
-static void send_result(struct rank_env *E, json_t *rec)
+void send_result(struct rank_env *E, json_t *rec)
 {
 	char *txt = json_dumps(rec, JSON_COMPACT);
 	proto_send(E->fd, MSG_RESULT, txt, strlen(txt));
@@ -130,7 +82,7 @@ static void send_result(struct rank_env *E, json_t *rec)
 	json_decref(rec);
 }
 
-static int coll_allgather(struct rank_env *E, const void *send, void *recv, size_t bytes)
+int coll_allgather(struct rank_env *E, const void *send, void *recv, size_t bytes)
 {
 	if (proto_send(E->fd, MSG_COLL, send, bytes) < 0)
 		return -1;
@@ -148,29 +100,15 @@ static int coll_allgather(struct rank_env *E, const void *send, void *recv, size
 	return 0;
 }
 
-static void host_barrier(struct rank_env *E)
+void host_barrier(struct rank_env *E)
 {
 	if (coll_allgather(E, NULL, NULL, 0) < 0)
 		rank_fail(E, OUT_INTERNAL, "lost the parent during a barrier");
 }
 
-#define CUDA_OR(E, cat, call) do { \
-	cudaError_t e_ = (call); \
-	if (e_ != cudaSuccess) \
-		rank_fail((E), (cat), "%s:%d: %s: %s", __FILE__, __LINE__, #call, \
-			  cudaGetErrorString(e_)); \
-} while (0)
-
-#define NCCL_OR(E, call) do { \
-	ncclResult_t r_ = (call); \
-	if (r_ != ncclSuccess) \
-		rank_fail((E), OUT_RUNTIME_ERROR, "%s:%d: %s: %s (%s)", __FILE__, __LINE__, \
-			  #call, ncclGetErrorString(r_), ncclGetLastError(NULL)); \
-} while (0)
-
 /* Wait for the stream, turning asynchronous CUDA and NCCL errors into a
  * runtime_error of `who`. A hang is the parent's to end (its deadline). */
-static void wait_stream(struct rank_env *E, const char *who)
+void wait_stream(struct rank_env *E, const char *who)
 {
 	for (unsigned spins = 0;; spins++) {
 		cudaError_t e = cudaStreamQuery(E->stream);
@@ -191,92 +129,6 @@ static void wait_stream(struct rank_env *E, const char *who)
 	cudaError_t e = cudaDeviceSynchronize();   /* errors of side streams too */
 	if (e != cudaSuccess)
 		rank_fail(E, OUT_RUNTIME_ERROR, "%s: %s", who, cudaGetErrorString(e));
-}
-
-/* ---- symmetric memory (CUDA IPC over NVLink) ------------------------------ */
-
-/* a failed step of symm_make, kept for the message of whoever called it */
-static int symm_fail(struct rank_env *E, const char *what, cudaError_t e)
-{
-	snprintf(E->symm_err, sizeof E->symm_err, "%s: %s", what,
-		 e == cudaSuccess ? "the ranks could not exchange handles" : cudaGetErrorString(e));
-	return -1;
-}
-
-static int symm_make(struct rank_env *E, size_t bytes, struct symm_block *b)
-{
-	memset(b, 0, sizeof *b);
-	b->bytes = bytes;
-	/* whole 2 MiB pages: a peer's copy engine wrote into an IPC-mapped 1 GiB + 5 KiB
-	 * buffer at two thirds of the rate it reached into exactly 1 GiB (002
-	 * ok_ce_steps, 256 MiB a rank, 4x H200: 3550 against 2251 us) */
-	const size_t page = (size_t)2 << 20;
-	size_t alloc = bytes ? (bytes + page - 1) / page * page : page;
-	cudaError_t e;
-	if ((e = cudaMalloc(&b->local, alloc)) != cudaSuccess ||
-	    (e = cudaMemset(b->local, 0, alloc)) != cudaSuccess)
-		return symm_fail(E, "cudaMalloc of a symmetric buffer", e);
-	cudaIpcMemHandle_t mine, *all = xcalloc((size_t)E->world, sizeof *all);
-	if ((e = cudaIpcGetMemHandle(&mine, b->local)) != cudaSuccess) {
-		free(all);
-		return symm_fail(E, "cudaIpcGetMemHandle", e);
-	}
-	if (coll_allgather(E, &mine, all, sizeof mine) < 0) {
-		free(all);
-		return symm_fail(E, "allgather of IPC handles", cudaSuccess);
-	}
-	b->peers = xcalloc((size_t)E->world, sizeof(void *));
-	for (int r = 0; r < E->world; r++) {
-		if (r == E->rank) {
-			b->peers[r] = b->local;
-			continue;
-		}
-		if ((e = cudaIpcOpenMemHandle(&b->peers[r], all[r],
-					      cudaIpcMemLazyEnablePeerAccess)) != cudaSuccess) {
-			free(all);
-			return symm_fail(E, "cudaIpcOpenMemHandle of a peer's buffer", e);
-		}
-	}
-	free(all);
-	if ((e = cudaMalloc((void **)&b->peers_dev, (size_t)E->world * sizeof(void *))) != cudaSuccess ||
-	    (e = cudaMemcpy(b->peers_dev, b->peers, (size_t)E->world * sizeof(void *),
-			    cudaMemcpyHostToDevice)) != cudaSuccess)
-		return symm_fail(E, "the peer table", e);
-	/* every rank has mapped every buffer before anyone uses it */
-	host_barrier(E);
-	return 0;
-}
-
-static void symm_free(struct rank_env *E, struct symm_block *b)
-{
-	if (!b->peers)
-		return;
-	for (int r = 0; r < E->world; r++)
-		if (r != E->rank && b->peers[r])
-			cudaIpcCloseMemHandle(b->peers[r]);
-	cudaFree(b->peers_dev);
-	cudaFree(b->local);
-	free(b->peers);
-	memset(b, 0, sizeof *b);
-}
-
-static int make_dev_comm(struct rank_env *E, struct symm_block *pads, uint32_t **epochs,
-			 uint32_t **err, pkb_dev_comm *c)
-{
-	size_t pad_bytes = (size_t)PKB_SIGNAL_SLOTS * (size_t)E->world * sizeof(uint32_t);
-	if (symm_make(E, pad_bytes, pads) < 0 ||
-	    cudaMalloc((void **)epochs, PKB_SIGNAL_SLOTS * sizeof(uint32_t)) != cudaSuccess ||
-	    cudaMemset(*epochs, 0, PKB_SIGNAL_SLOTS * sizeof(uint32_t)) != cudaSuccess ||
-	    cudaMalloc((void **)err, sizeof(uint32_t)) != cudaSuccess ||
-	    cudaMemset(*err, 0, sizeof(uint32_t)) != cudaSuccess)
-		return -1;
-	c->rank = E->rank;
-	c->world = E->world;
-	c->pads = (uint32_t *const *)pads->peers_dev;
-	c->epochs = *epochs;
-	c->err = *err;
-	c->timeout_ns = E->device_timeout_ns;
-	return 0;
 }
 
 /* ---- services handed to solutions ----------------------------------------- */
@@ -353,7 +205,7 @@ static void load_solution(struct rank_env *E, struct solution *s, const char *ro
 	memset(s, 0, sizeof *s);
 	s->env = E;
 	s->role = role;
-	phase(E, "load", "loading the %s", role);
+	phase(E, PH_LOAD, "loading the %s", role);
 	/* RTLD_LOCAL: a solution's symbols cannot interpose on the harness's */
 	s->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
 	if (!s->dl)
@@ -410,7 +262,7 @@ static void fill_tensor(pkb_tensor *t, const struct pkb_tensor_desc *d, void *da
 
 /* Refresh everything the solution can see from the harness's copy, so that
  * a solution that scribbles on its context changes nothing for the next call. */
-static void refresh_ctx(struct rank_env *E, struct solution *s, void *const *in_data,
+void refresh_ctx(struct rank_env *E, struct solution *s, void *const *in_data,
 			void *const *out_data)
 {
 	void *user = s->ctx.user;
@@ -426,7 +278,7 @@ static void refresh_ctx(struct rank_env *E, struct solution *s, void *const *in_
 
 static void sol_init(struct rank_env *E, struct solution *s)
 {
-	phase(E, "init", "pkb_init of the %s", s->role);
+	phase(E, PH_INIT, "pkb_init of the %s", s->role);
 	refresh_ctx(E, s, NULL, NULL);
 	s->in_setup = 1;
 	int rc = s->init(&s->ctx);
@@ -439,7 +291,7 @@ static void sol_init(struct rank_env *E, struct solution *s)
 
 static void sol_fini(struct rank_env *E, struct solution *s)
 {
-	phase(E, "fini", "pkb_fini of the %s", s->role);
+	phase(E, PH_FINI, "pkb_fini of the %s", s->role);
 	refresh_ctx(E, s, NULL, NULL);
 	s->in_setup = 1;
 	int rc = s->fini(&s->ctx);
@@ -456,7 +308,7 @@ static void sol_fini(struct rank_env *E, struct solution *s)
 }
 
 /* One call: refresh the context, call pkb_run. Does not wait. */
-static void sol_call(struct rank_env *E, struct solution *s, void *const *in, void *const *out)
+void sol_call(struct rank_env *E, struct solution *s, void *const *in, void *const *out)
 {
 	refresh_ctx(E, s, in, out);
 	int rc = s->run(&s->ctx);
@@ -464,7 +316,7 @@ static void sol_call(struct rank_env *E, struct solution *s, void *const *in, vo
 		rank_fail(E, OUT_RUNTIME_ERROR, "pkb_run of the %s returned %d", s->role, rc);
 }
 
-static void check_dev_err(struct rank_env *E, struct solution *s)
+void check_dev_err(struct rank_env *E, struct solution *s)
 {
 	uint32_t err = 0;
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemcpy(&err, s->err, 4, cudaMemcpyDeviceToHost));
@@ -485,7 +337,7 @@ static uint64_t input_key(struct rank_env *E, int trial, int tensor, int same)
 	return mix64(k ^ (uint64_t)tensor);
 }
 
-static void gen_inputs(struct rank_env *E, int trial, void *const *bufs)
+void gen_inputs(struct rank_env *E, int trial, void *const *bufs)
 {
 	struct pkb_dims d = E->dims;
 	d.trial = trial;
@@ -521,14 +373,14 @@ static void checksum_inputs(struct rank_env *E, void *const *bufs, uint64_t *sum
 }
 
 /* 0xFF bytes: NaN in every float format, -1 in integers */
-static void poison_outputs(struct rank_env *E, void *const *bufs)
+void poison_outputs(struct rank_env *E, void *const *bufs)
 {
 	for (int i = 0; i < E->io.n_out; i++)
 		CUDA_OR(E, OUT_RUNTIME_ERROR,
 			cudaMemsetAsync(bufs[i], 0xff, tensor_desc_bytes(&E->io.out[i]), E->stream));
 }
 
-static void copy_outputs(struct rank_env *E, void *const *dev, void **host)
+void copy_outputs(struct rank_env *E, void *const *dev, void **host)
 {
 	for (int i = 0; i < E->io.n_out; i++)
 		CUDA_OR(E, OUT_RUNTIME_ERROR,
@@ -559,7 +411,7 @@ static json_t *num_or_str(double v)
 }
 
 /* Compare every output; returns 1 if all pass. Appends records to `outs`. */
-static int compare_outputs(struct rank_env *E, json_t *outs)
+int compare_outputs(struct rank_env *E, json_t *outs)
 {
 	int all_ok = 1;
 	for (int i = 0; i < E->io.n_out; i++) {
@@ -609,7 +461,7 @@ static void alloc_io(struct rank_env *E)
 static void checked_call(struct rank_env *E, struct solution *s, int trial, void **host)
 {
 	uint64_t before[PKB_MAX_TENSORS], after[PKB_MAX_TENSORS];
-	phase(E, "trial", "trial %d: %s", trial, s->role);
+	phase(E, PH_TRIAL, "trial %d: %s", trial, s->role);
 	gen_inputs(E, trial, E->in_dev);
 	checksum_inputs(E, E->in_dev, before);
 	poison_outputs(E, E->out_dev);
@@ -630,15 +482,16 @@ static void checked_call(struct rank_env *E, struct solution *s, int trial, void
  * after the first trial that fails on any rank (all ranks agree on it). */
 static void do_eval(struct rank_env *E, struct solution *ref, struct solution *cand)
 {
-	int t0 = (int)json_integer_value(json_object_get(E->job, "trial0"));
-	int trials = (int)json_integer_value(json_object_get(E->job, "trials"));
+	int t0 = E->job.trial0;
+	int trials = E->job.trials;
 	for (int t = t0; t < t0 + trials; t++) {
 		checked_call(E, ref, t, E->host_ref);
 		checked_call(E, cand, t, E->host_out);
 		json_t *outs = json_array();
 		int ok = compare_outputs(E, outs);
-		send_result(E, json_pack("{s:s,s:i,s:i,s:b,s:o}", "kind", "trial", "trial", t,
-					 "rank", E->rank, "ok", ok, "outputs", outs));
+		struct wire_trial wt = { .trial = t, .rank = E->rank, .ok = ok, .outputs = outs };
+		send_result(E, wire_trial_pack(&wt));
+		json_decref(outs);
 		int *oks = xcalloc((size_t)E->world, sizeof(int));
 		if (coll_allgather(E, &ok, oks, sizeof ok) < 0)
 			rank_fail(E, OUT_INTERNAL, "lost the parent");
@@ -686,7 +539,7 @@ static void save_tensors(struct rank_env *E, const char *dir, const char *what,
 /* run: one solution, one trial; report output statistics; optionally save */
 static void do_run(struct rank_env *E, struct solution *s)
 {
-	int trial = (int)json_integer_value(json_object_get(E->job, "trial0"));
+	int trial = E->job.trial0;
 	E->dims.trial = trial;
 	checked_call(E, s, trial, E->host_out);
 	json_t *outs = json_array();
@@ -699,10 +552,12 @@ static void do_run(struct rank_env *E, struct solution *s)
 						      "mean_abs", mean_abs, "amax", amax,
 						      "nonfinite", (json_int_t)nonfinite));
 	}
-	send_result(E, json_pack("{s:s,s:i,s:o}", "kind", "run", "rank", E->rank, "outputs", outs));
-	const char *dir = json_string_value(json_object_get(E->job, "save_dir"));
+	struct wire_run wr = { .rank = E->rank, .outputs = outs };
+	send_result(E, wire_run_pack(&wr));
+	json_decref(outs);
+	const char *dir = E->job.save_dir[0] ? E->job.save_dir : NULL;
 	if (dir) {
-		phase(E, "save", "saving inputs and outputs");
+		phase(E, PH_SAVE, "saving inputs and outputs");
 		void *h_in[PKB_MAX_TENSORS];
 		for (int i = 0; i < E->io.n_in; i++) {
 			size_t b = tensor_desc_bytes(&E->io.in[i]);
@@ -717,435 +572,39 @@ static void do_run(struct rank_env *E, struct solution *s)
 	}
 }
 
-/* ---- timing (docs/TIMING.md) ---------------------------------------------- */
-
-struct perf_set {
-	struct perf_plan plan;
-	void **in[PERF_MAX_GROUPS];         /* [group][tensor] */
-	int gen[PERF_MAX_GROUPS];           /* the content generation each group holds */
-	uint64_t *sums;                     /* device: [group][tensor] checksum of that content */
-	uint64_t *now_sum;                  /* device: checksum scratch */
-	uint32_t *modified;                 /* device: set when a group's content changed */
-	void **out[MAX_SOL][PERF_MAX_GROUPS + 1]; /* [solution][set][tensor]: each solution
-						  * has its own, so that the re-check reads
-						  * what that solution wrote */
-	void *chk_in[PKB_MAX_TENSORS];      /* the re-check's inputs and reference outputs */
-	void *chk_out[PKB_MAX_TENSORS];
-	void *flush;                        /* 2 x L2, read to leave L2 clean */
-	size_t flush_bytes;
-	cudaGraphExec_t graph[MAX_SOL][PERF_MAX_GROUPS];
-	char device[256];                   /* the GPU's name, for the roofline */
-	/* the launch gate: host memory mapped for the device */
-	volatile uint32_t *gate;            /* [0] the host's release word, [1] expired */
-	volatile uint32_t *gate_dev;        /* the same words, as the device sees them */
-	uint32_t gate_gen;
-	int gate_on;                        /* off once it expired twice */
-	int gate_misses;                    /* expiries, warmup included */
-};
-
-/* A block's calls are enqueued behind a gate kernel and released at once, so
- * the GPU runs them back to back and no call's events include the host's
- * enqueue time (docs/TIMING.md). A solution that synchronises inside its
- * run cannot be gated: the gate expires after GATE_NS and the block runs
- * as enqueued; after two expiries the gate is left off. */
-#define GATE_NS 200000000ull
-
-static void *dev_alloc(struct rank_env *E, size_t bytes)
-{
-	void *p = NULL;
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMalloc(&p, bytes + 16));
-	return p;
-}
-
-/* checksums of group g's tensors, as generated, into ps->sums */
-static void sum_group(struct rank_env *E, struct perf_set *ps, int g, uint64_t *dst)
-{
-	for (int i = 0; i < E->io.n_in; i++)
-		if (kern_checksum(ps->in[g][i], tensor_desc_bytes(&E->io.in[i]), dst + i,
-				  (struct CUstream_st *)E->stream))
-			rank_fail(E, OUT_RUNTIME_ERROR, "input checksum failed");
-}
-
-/* Group g gets content no call has seen: the next generation. Its current
- * content is checked first: a call that wrote into its inputs is caught. */
-static void regen_group(struct rank_env *E, struct perf_set *ps, int g)
-{
-	uint64_t *want = ps->sums + (size_t)g * PKB_MAX_TENSORS;
-	sum_group(E, ps, g, ps->now_sum);
-	for (int i = 0; i < E->io.n_in; i++)
-		if (kern_flag_if_differ(ps->now_sum + i, want + i, ps->modified,
-					(struct CUstream_st *)E->stream))
-			rank_fail(E, OUT_RUNTIME_ERROR, "input check failed");
-	ps->gen[g]++;
-	gen_inputs(E, perf_trial(g, ps->gen[g]), ps->in[g]);
-	sum_group(E, ps, g, want);
-}
-
-static void flush_l2(struct rank_env *E, struct perf_set *ps)
-{
-	if (kern_l2_flush(ps->flush, ps->flush_bytes, (struct CUstream_st *)E->stream))
-		rank_fail(E, OUT_RUNTIME_ERROR, "L2 flush launch failed");
-}
-
-static void perf_prepare(struct rank_env *E, struct perf_set *ps, enum perf_mode mode,
-			 int warmup, int iters, int block)
-{
-	struct cudaDeviceProp prop;
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaGetDeviceProperties(&prop, E->device));
-	size_t in_bytes = 0;
-	for (int i = 0; i < E->io.n_in; i++)
-		in_bytes += tensor_desc_bytes(&E->io.in[i]);
-	/* ranks may hold inputs of different sizes (a scatter's root holds W
-	 * slabs): the plan must be the same everywhere, so it is made from the
-	 * least and the most any rank holds */
-	size_t *all = xcalloc((size_t)E->world, sizeof *all);
-	if (coll_allgather(E, &in_bytes, all, sizeof in_bytes) < 0)
-		rank_fail(E, OUT_INTERNAL, "the ranks could not agree on input groups");
-	size_t least = in_bytes, most = in_bytes;
-	for (int r = 0; r < E->world; r++) {
-		least = all[r] < least ? all[r] : least;
-		most = all[r] > most ? all[r] : most;
-	}
-	free(all);
-	perf_plan_make(&ps->plan, mode, least, most, (size_t)prop.l2CacheSize, warmup, iters, block);
-	snprintf(ps->device, sizeof ps->device, "%s", prop.name);
-
-	int G = ps->plan.groups;
-	ps->sums = dev_alloc(E, (size_t)G * PKB_MAX_TENSORS * sizeof(uint64_t));
-	ps->now_sum = dev_alloc(E, PKB_MAX_TENSORS * sizeof(uint64_t));
-	ps->modified = dev_alloc(E, sizeof(uint32_t));
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemset(ps->modified, 0, sizeof(uint32_t)));
-	for (int g = 0; g < G; g++) {
-		ps->in[g] = xcalloc(PKB_MAX_TENSORS, sizeof(void *));
-		for (int i = 0; i < E->io.n_in; i++)
-			ps->in[g][i] = dev_alloc(E, tensor_desc_bytes(&E->io.in[i]));
-		gen_inputs(E, perf_trial(g, 0), ps->in[g]);
-		sum_group(E, ps, g, ps->sums + (size_t)g * PKB_MAX_TENSORS);
-	}
-	for (int s = 0; s < E->n_sol; s++)
-		for (int k = 0; k < ps->plan.out_sets; k++) {
-			ps->out[s][k] = xcalloc(PKB_MAX_TENSORS, sizeof(void *));
-			for (int i = 0; i < E->io.n_out; i++)
-				ps->out[s][k][i] = dev_alloc(E, tensor_desc_bytes(&E->io.out[i]));
-		}
-	for (int i = 0; i < E->io.n_in; i++)
-		ps->chk_in[i] = dev_alloc(E, tensor_desc_bytes(&E->io.in[i]));
-	for (int i = 0; i < E->io.n_out; i++)
-		ps->chk_out[i] = dev_alloc(E, tensor_desc_bytes(&E->io.out[i]));
-	void *gate = NULL;
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaHostAlloc(&gate, 2 * sizeof(uint32_t), cudaHostAllocMapped));
-	ps->gate = gate;
-	ps->gate[0] = ps->gate[1] = 0;
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaHostGetDevicePointer((void **)&ps->gate_dev, gate, 0));
-	ps->gate_on = 1;
-	ps->flush_bytes = 2 * (size_t)prop.l2CacheSize;
-	ps->flush = dev_alloc(E, ps->flush_bytes);
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemset(ps->flush, 0, ps->flush_bytes));
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamSynchronize(E->stream));
-}
-
-static void perf_release(struct rank_env *E, struct perf_set *ps)
-{
-	for (int g = 0; g < ps->plan.groups; g++) {
-		for (int s = 0; s < MAX_SOL; s++)
-			if (ps->graph[s][g])
-				cudaGraphExecDestroy(ps->graph[s][g]);
-		for (int i = 0; i < E->io.n_in; i++)
-			cudaFree(ps->in[g][i]);
-		free(ps->in[g]);
-	}
-	for (int s = 0; s < E->n_sol; s++)
-		for (int k = 0; k < ps->plan.out_sets; k++) {
-			for (int i = 0; i < E->io.n_out; i++)
-				cudaFree(ps->out[s][k][i]);
-			free(ps->out[s][k]);
-		}
-	for (int i = 0; i < E->io.n_in; i++)
-		cudaFree(ps->chk_in[i]);
-	for (int i = 0; i < E->io.n_out; i++)
-		cudaFree(ps->chk_out[i]);
-	cudaFree(ps->sums);
-	cudaFree(ps->now_sum);
-	cudaFree(ps->modified);
-	cudaFree(ps->flush);
-	cudaFreeHost((void *)ps->gate);
-}
-
-/* graph mode: one graph per group, each a capture of one call on that
- * group's inputs and output set (output set = group in this mode) */
-static void perf_capture(struct rank_env *E, struct perf_set *ps, int s)
-{
-	struct solution *sol = &E->sol[s];
-	for (int g = 0; g < ps->plan.groups; g++) {
-		cudaGraph_t graph = NULL;
-		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamSynchronize(E->stream));
-		CUDA_OR(E, OUT_RUNTIME_ERROR,
-			cudaStreamBeginCapture(E->stream, cudaStreamCaptureModeThreadLocal));
-		refresh_ctx(E, sol, ps->in[g], ps->out[s][g]);
-		int rc = sol->run(&sol->ctx);
-		cudaError_t e = cudaStreamEndCapture(E->stream, &graph);
-		if (rc != 0 || e != cudaSuccess || !graph) {
-			cudaGetLastError();
-			rank_fail(E, OUT_RUNTIME_ERROR, "graph mode: the %s cannot be captured in a "
-				  "CUDA graph (%s): work outside ctx->stream, a synchronisation, or "
-				  "pkb_run returned %d", sol->role,
-				  e != cudaSuccess ? cudaGetErrorString(e) : "no graph", rc);
-		}
-		e = cudaGraphInstantiate(&ps->graph[s][g], graph, 0);
-		cudaGraphDestroy(graph);
-		if (e != cudaSuccess)
-			rank_fail(E, OUT_RUNTIME_ERROR, "graph mode: cannot instantiate the %s's "
-				  "graph: %s", sol->role, cudaGetErrorString(e));
-	}
-}
-
-struct perf_run {
-	int s;               /* index into E->sol */
-	double *ms;          /* per timed iteration, this rank */
-	double *start_ms;    /* its start, from the timed phase's base event */
-	int n;
-	long call;           /* calls made so far (rotation counter) */
-	double host_ms;      /* host wall of all timed blocks */
-	double span_ms;      /* block-start event to last end event, per block, summed */
-	int gate_expired;    /* timed blocks whose launch gate expired */
-	int last_group[PERF_MAX_GROUPS + 1];   /* per output set: its last call's group */
-	int last_gen[PERF_MAX_GROUPS + 1];     /* ... and that group's generation then */
-};
-
-/* `count` calls of one solution; timed ones get events. Ranks are aligned by
- * a device barrier before every call, outside the events. ev[2 * block]
- * marks where this rank's stream starts the block (past the launch gate):
- * the escape check compares the host clock with the span from there, so
- * that waiting at the first barrier for a rank that released its gate later
- * (an input group to regenerate that is larger on some ranks) is on both
- * clocks, not only the host's. Afterwards the
- * groups it used get fresh content and L2 is left clean, so every block
- * starts from the same state. */
-static void perf_block(struct rank_env *E, struct perf_set *ps, struct perf_run *pr, int count,
-		       int timed, pkb_dev_comm align, cudaEvent_t *ev, cudaEvent_t base)
-{
-	cudaEvent_t start = ev[2 * ps->plan.block];
-	struct solution *sol = &E->sol[pr->s];
-	const struct perf_plan *P = &ps->plan;
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaDeviceSynchronize());
-	int gated = ps->gate_on;
-	if (gated && kern_gate(ps->gate_dev, ++ps->gate_gen, GATE_NS, ps->gate_dev + 1,
-			       (struct CUstream_st *)E->stream))
-		rank_fail(E, OUT_RUNTIME_ERROR, "launch gate failed");
-	uint64_t t0 = now_ns();
-	if (timed)
-		cudaEventRecord(start, E->stream);
-	long c0 = pr->call;
-	for (int k = 0; k < count; k++) {
-		long c = pr->call++;
-		int g = perf_group(P, c), o = perf_out_set(P, c);
-		pr->last_group[o] = g;
-		pr->last_gen[o] = ps->gen[g];
-		if (P->mode == PERF_COLD)
-			flush_l2(E, ps);
-		if (kern_barrier(align, (struct CUstream_st *)E->stream))
-			rank_fail(E, OUT_RUNTIME_ERROR, "alignment barrier launch failed");
-		if (timed)
-			cudaEventRecord(ev[2 * k], E->stream);
-		if (P->mode == PERF_GRAPH)
-			CUDA_OR(E, OUT_RUNTIME_ERROR, cudaGraphLaunch(ps->graph[pr->s][g], E->stream));
-		else
-			sol_call(E, sol, ps->in[g], ps->out[pr->s][o]);
-		if (timed)
-			cudaEventRecord(ev[2 * k + 1], E->stream);
-	}
-	if (gated) {
-		/* the host clock starts at the release: it sees what the GPU ran */
-		__atomic_store_n(&ps->gate[0], ps->gate_gen, __ATOMIC_RELEASE);
-		t0 = now_ns();
-	}
-	wait_stream(E, sol->role);
-	if (gated && ps->gate[1]) {
-		ps->gate[1] = 0;
-		pr->gate_expired += timed;
-		if (++ps->gate_misses >= 2)
-			ps->gate_on = 0;
-	}
-	if (timed) {
-		pr->host_ms += (double)(now_ns() - t0) / 1e6;
-		float span;
-		cudaEventElapsedTime(&span, start, ev[2 * count - 1]);
-		pr->span_ms += span;
-		for (int k = 0; k < count; k++) {
-			float ms, at;
-			CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventElapsedTime(&ms, ev[2 * k], ev[2 * k + 1]));
-			CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventElapsedTime(&at, base, ev[2 * k]));
-			pr->start_ms[pr->n] = at;
-			pr->ms[pr->n++] = ms;
-		}
-	}
-	for (long c = c0; c < pr->call; c++)
-		regen_group(E, ps, perf_group(P, c));
-	flush_l2(E, ps);
-}
-
-/* After timing: each output set holds the result of its last call, whose
- * group and generation are known. The inputs of that call are drawn again,
- * the reference computes their output, and the two must match. Every rank
- * makes the same reference calls in the same order (they are collective). */
-static int perf_recheck(struct rank_env *E, struct perf_set *ps, struct perf_run *pr,
-			json_t *outs)
-{
-	int ok = 1;
-	struct solution *ref = &E->sol[0];
-	json_t *one = json_array();
-	for (int o = 0; o < ps->plan.out_sets; o++) {
-		if (pr->call <= o)
-			continue;
-		void *in[PKB_MAX_TENSORS];
-		memcpy(in, ps->chk_in, sizeof in);
-		gen_inputs(E, perf_trial(pr->last_group[o], pr->last_gen[o]), in);
-		poison_outputs(E, ps->chk_out);
-		host_barrier(E);
-		sol_call(E, ref, in, ps->chk_out);
-		wait_stream(E, ref->role);
-		copy_outputs(E, ps->chk_out, E->host_ref);
-		copy_outputs(E, ps->out[pr->s][o], E->host_out);
-		json_array_clear(one);
-		if (!compare_outputs(E, one) && ok) {
-			ok = 0;
-			json_array_extend(outs, one);
-		}
-	}
-	json_decref(one);
-	return ok;
-}
-
-static void do_perf(struct rank_env *E)
-{
-	json_t *perf = json_object_get(E->job, "perf");
-	int warmup = (int)json_integer_value(json_object_get(perf, "warmup"));
-	int iters = (int)json_integer_value(json_object_get(perf, "iters"));
-	int block = (int)json_integer_value(json_object_get(perf, "block"));
-	int mode = perf_mode_parse(json_string_value(json_object_get(perf, "mode")));
-	if (mode < 0)
-		mode = PERF_WARM;
-	phase(E, "timing", "preparing %d+%d %s calls per solution", warmup, iters,
-	      perf_mode_name((enum perf_mode)mode));
-	struct perf_set ps;
-	memset(&ps, 0, sizeof ps);
-	perf_prepare(E, &ps, (enum perf_mode)mode, warmup, iters, block);
-	block = ps.plan.block;
-	if (mode == PERF_GRAPH)
-		for (int s = 0; s < E->n_sol; s++)
-			perf_capture(E, &ps, s);
-
-	pkb_dev_comm align;
-	if (make_dev_comm(E, &E->align_pads, &E->align_epochs, &E->align_err, &align) < 0)
-		rank_fail(E, OUT_RUNTIME_ERROR, "cannot allocate the alignment barrier: %s",
-			  E->symm_err);
-	cudaEvent_t *ev = xcalloc((size_t)(2 * block + 1), sizeof *ev), base;
-	for (int k = 0; k <= 2 * block; k++)
-		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventCreate(&ev[k]));
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventCreate(&base));
-
-	struct perf_run pr[MAX_SOL];
-	memset(pr, 0, sizeof pr);
-	for (int s = 0; s < E->n_sol; s++) {
-		pr[s].s = s;
-		pr[s].ms = xcalloc((size_t)iters + (size_t)block, sizeof(double));
-		pr[s].start_ms = xcalloc((size_t)iters + (size_t)block, sizeof(double));
-	}
-	/* warmup, then timed blocks interleaved ABBA so that drift of clocks or
-	 * temperature hits every solution alike */
-	phase(E, "timing", "warmup");
-	for (int done = 0; done < warmup; done += block)
-		for (int s = 0; s < E->n_sol; s++)
-			perf_block(E, &ps, &pr[s], warmup - done < block ? warmup - done : block, 0,
-				   align, ev, base);
-	phase(E, "timing", "timed calls");
-	if (kern_barrier(align, (struct CUstream_st *)E->stream))
-		rank_fail(E, OUT_RUNTIME_ERROR, "alignment barrier launch failed");
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventRecord(base, E->stream));
-	for (int b = 0, done = 0; done < iters; b++, done += block) {
-		int cnt = iters - done < block ? iters - done : block;
-		for (int k = 0; k < E->n_sol; k++) {
-			int s = (b & 1) ? E->n_sol - 1 - k : k;
-			perf_block(E, &ps, &pr[s], cnt, 1, align, ev, base);
-		}
-	}
-	uint32_t aerr = 0, modified = 0;
-	cudaMemcpy(&aerr, E->align_err, 4, cudaMemcpyDeviceToHost);
-	if (aerr)
-		rank_fail(E, OUT_TIMEOUT, "the harness's alignment barrier gave up (a rank stalled)");
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemcpy(&modified, ps.modified, 4, cudaMemcpyDeviceToHost));
-
-	phase(E, "timing", "re-checking the outputs of timed calls");
-	for (int s = 0; s < E->n_sol; s++) {
-		struct solution *sol = &E->sol[s];
-		check_dev_err(E, sol);
-		json_t *outs = json_array();
-		/* the reference is not checked against itself, unless it is the
-		 * only solution (pkb run) */
-		int ok = s == 0 && E->n_sol > 1 ? 1 : perf_recheck(E, &ps, &pr[s], outs);
-		json_t *times = json_array(), *starts = json_array();
-		for (int i = 0; i < pr[s].n; i++) {
-			json_array_append_new(times, json_real(pr[s].ms[i]));
-			json_array_append_new(starts, json_real(pr[s].start_ms[i]));
-		}
-		json_t *rec = json_pack("{s:s,s:s,s:i,s:o,s:o,s:f,s:f,s:i,s:b,s:o}", "kind", "perf",
-					"solution", sol->role, "rank", E->rank, "times_ms", times,
-					"start_ms", starts, "host_ms", pr[s].host_ms, "span_ms",
-					pr[s].span_ms, "groups", ps.plan.groups, "recheck_ok", ok,
-					"recheck", outs);
-		json_object_set_new(rec, "mode", json_string(perf_mode_name(ps.plan.mode)));
-		json_object_set_new(rec, "block", json_integer(block));
-		json_object_set_new(rec, "inputs_modified", json_boolean(modified != 0));
-		json_object_set_new(rec, "device", json_string(ps.device));
-		json_object_set_new(rec, "gate_expired", json_integer(pr[s].gate_expired));
-		send_result(E, rec);
-		free(pr[s].ms);
-		free(pr[s].start_ms);
-	}
-	for (int k = 0; k <= 2 * block; k++)
-		cudaEventDestroy(ev[k]);
-	cudaEventDestroy(base);
-	free(ev);
-	perf_release(E, &ps);
-	symm_free(E, &E->align_pads);
-	cudaFree(E->align_epochs);
-	cudaFree(E->align_err);
-}
-
 /* ---- main ----------------------------------------------------------------- */
 
 static void setup(struct rank_env *E)
 {
-	E->p = problem_find(json_string_value(json_object_get(E->job, "problem")));
+	E->p = problem_find(E->job.problem);
 	if (!E->p)
 		rank_fail(E, OUT_INTERNAL, "unknown problem in the job");
 	E->dims.world = E->world;
 	E->dims.rank = E->rank;
-	E->dims.m = json_integer_value(json_object_get(E->job, "m"));
-	E->dims.n = json_integer_value(json_object_get(E->job, "n"));
-	E->dims.dtype = (pkb_dtype)dtype_parse(json_string_value(json_object_get(E->job, "dtype")));
-	E->dims.trial = (int)json_integer_value(json_object_get(E->job, "trial0"));
-	E->seed = (uint64_t)json_integer_value(json_object_get(E->job, "seed"));
-	E->device_timeout_ns = (uint64_t)json_integer_value(json_object_get(E->job, "device_timeout_ms"))
-			       * 1000000ull;
+	E->dims.m = E->job.m;
+	E->dims.n = E->job.n;
+	E->dims.dtype = (pkb_dtype)dtype_parse(E->job.dtype);
+	E->dims.trial = E->job.trial0;
+	E->seed = (uint64_t)E->job.seed;
+	E->device_timeout_ns = (uint64_t)E->job.device_timeout_ms * 1000000ull;
 	if (!E->device_timeout_ns)
 		E->device_timeout_ns = 5000000000ull;
 	if (problem_describe(E->p, &E->dims, &E->io) < 0)
 		rank_fail(E, OUT_INTERNAL, "%s", E->io.err);
 	/* --atol/--rtol replace the problem's tolerances on float outputs */
-	json_t *atol = json_object_get(E->job, "atol"), *rtol = json_object_get(E->job, "rtol");
+	double atol = E->job.atol, rtol = E->job.rtol;   /* < 0: not given */
 	for (int i = 0; i < E->io.n_out; i++) {
 		struct pkb_tol *t = &E->io.out[i].tol;
-		if (!dtype_is_float(E->io.out[i].dtype) || (!atol && !rtol))
+		if (!dtype_is_float(E->io.out[i].dtype) || (atol < 0 && rtol < 0))
 			continue;
 		t->exact = 0;
-		if (atol)
-			t->atol = json_number_value(atol);
-		if (rtol)
-			t->rtol = json_number_value(rtol);
+		if (atol >= 0)
+			t->atol = atol;
+		if (rtol >= 0)
+			t->rtol = rtol;
 	}
 
-	phase(E, "cuda_init", "creating the CUDA context on device %d", E->local_rank);
+	phase(E, PH_CUDA_INIT, "creating the CUDA context on device %d", E->local_rank);
 	int ndev = 0;
 	cudaError_t e = cudaGetDeviceCount(&ndev);
 	if (e != cudaSuccess || ndev == 0)
@@ -1161,7 +620,7 @@ static void setup(struct rank_env *E)
 
 static void nccl_setup(struct rank_env *E)
 {
-	phase(E, "nccl_init", "creating the NCCL communicator");
+	phase(E, PH_NCCL_INIT, "creating the NCCL communicator");
 	ncclUniqueId id, *all = xcalloc((size_t)E->world, sizeof id);
 	memset(&id, 0, sizeof id);
 	if (E->rank == 0)
@@ -1186,33 +645,33 @@ int rank_main(void)
 		return PKB_EXIT_USAGE;
 	}
 	json_error_t je;
-	E->job = json_loadb(buf, len, 0, &je);
+	char err[300];
+	json_t *job = json_loadb(buf, len, 0, &je);
 	free(buf);
-	if (!E->job)
+	if (!job)
 		rank_fail(E, OUT_INTERNAL, "bad job: %s", je.text);
-	E->rank = (int)json_integer_value(json_object_get(E->job, "rank"));
-	E->world = (int)json_integer_value(json_object_get(E->job, "world"));
-	E->local_rank = (int)json_integer_value(json_object_get(E->job, "local_rank"));
-	const char *mode = json_string_value(json_object_get(E->job, "mode"));
+	if (wire_job_unpack(job, &E->job, 1, err, sizeof err) < 0)
+		rank_fail(E, OUT_INTERNAL, "bad job: %s", err);
+	json_decref(job);
+	E->rank = E->job.rank;
+	E->world = E->job.world;
+	E->local_rank = E->job.local_rank;
+	const char *mode = E->job.mode;
 
 	setup(E);
-	json_t *sols = json_object_get(E->job, "solutions");
 	int need_nccl = 0;
-	for (size_t i = 0; i < json_array_size(sols); i++)
-		need_nccl |= json_is_true(json_object_get(json_array_get(sols, i), "nccl"));
+	for (int i = 0; i < E->job.n_sol; i++)
+		need_nccl |= E->job.sol[i].nccl;
 	if (need_nccl)
 		nccl_setup(E);
 	alloc_io(E);
 
-	E->n_sol = (int)json_array_size(sols);
+	E->n_sol = E->job.n_sol;
 	if (E->n_sol < 1 || E->n_sol > MAX_SOL)
 		rank_fail(E, OUT_INTERNAL, "a job has 1 or 2 solutions");
-	for (int i = 0; i < E->n_sol; i++) {
-		json_t *s = json_array_get(sols, (size_t)i);
-		load_solution(E, &E->sol[i], json_string_value(json_object_get(s, "role")),
-			      json_string_value(json_object_get(s, "so")),
-			      json_is_true(json_object_get(s, "nccl")));
-	}
+	for (int i = 0; i < E->n_sol; i++)
+		load_solution(E, &E->sol[i], E->job.sol[i].role, E->job.sol[i].so,
+			      E->job.sol[i].nccl);
 	for (int i = 0; i < E->n_sol; i++)
 		sol_init(E, &E->sol[i]);
 
@@ -1220,12 +679,12 @@ int rank_main(void)
 		do_eval(E, &E->sol[0], &E->sol[1]);
 	else
 		do_run(E, &E->sol[0]);
-	if (json_is_object(json_object_get(E->job, "perf")))
+	if (E->job.has_perf)
 		do_perf(E);
 
 	for (int i = E->n_sol - 1; i >= 0; i--)
 		sol_fini(E, &E->sol[i]);
-	phase(E, "fini", "tearing down");
+	phase(E, PH_FINI, "tearing down");
 	if (E->nccl)
 		ncclCommDestroy(E->nccl);
 	proto_send(E->fd, MSG_DONE, NULL, 0);

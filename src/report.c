@@ -3,6 +3,7 @@
  */
 #include "report.h"
 #include "util.h"
+#include "wire.h"   /* defines: struct wire_perf, wire_perf_unpack */
 
 #include <math.h>
 #include <stdio.h>
@@ -95,31 +96,37 @@ void report_perf(json_t *perf, const char *role, int world, int iters, struct pe
 {
 	memset(ps, 0, sizeof *ps);
 	ps->recheck_ok = 1;
-	json_t **by_rank = xcalloc((size_t)world, sizeof *by_rank);
+	/* each rank's record of this solution, unpacked (wire.h; launch.c has
+	 * checked every record, so one that does not unpack is not used) */
+	struct wire_perf *by_rank = xcalloc((size_t)world, sizeof *by_rank);
+	int *have = xcalloc((size_t)world, sizeof *have);
 	size_t i;
 	json_t *p;
 	json_array_foreach(perf, i, p) {
-		const char *r = json_string_value(json_object_get(p, "solution"));
-		int rk = (int)json_integer_value(json_object_get(p, "rank"));
-		if (r && !strcmp(r, role) && rk >= 0 && rk < world)
-			by_rank[rk] = p;
+		struct wire_perf w;
+		char err[300];
+		if (wire_perf_unpack(p, &w, err, sizeof err) < 0)
+			continue;
+		if (!strcmp(w.solution, role) && w.rank >= 0 && w.rank < world) {
+			wire_perf_free(&by_rank[w.rank]);
+			by_rank[w.rank] = w;
+			have[w.rank] = 1;
+		} else {
+			wire_perf_free(&w);
+		}
 	}
 	int n = iters;
 	for (int r = 0; r < world; r++) {
-		if (!by_rank[r]) {
-			free(by_rank);
-			return;
-		}
-		int got = (int)json_array_size(json_object_get(by_rank[r], "times_ms"));
-		if (got < n)
-			n = got;
+		if (!have[r])
+			goto out;
+		if (by_rank[r].n < n)
+			n = by_rank[r].n;
 	}
 	double *mx = xcalloc((size_t)n + 1, sizeof *mx), *skew = xcalloc((size_t)n + 1, sizeof *skew);
 	for (int k = 0; k < n; k++) {
 		double hi = -INFINITY, lo = INFINITY;
 		for (int r = 0; r < world; r++) {
-			double v = json_number_value(json_array_get(
-				json_object_get(by_rank[r], "times_ms"), (size_t)k));
+			double v = by_rank[r].times_ms[k];
 			hi = v > hi ? v : hi;
 			lo = v < lo ? v : lo;
 		}
@@ -135,17 +142,16 @@ void report_perf(json_t *perf, const char *role, int world, int iters, struct pe
 	/* the host clock around each block of calls against the events' span:
 	 * work that escaped the harness stream shows up only on the host clock */
 	for (int r = 0; r < world; r++) {
-		double host = json_number_value(json_object_get(by_rank[r], "host_ms"));
-		double span = json_number_value(json_object_get(by_rank[r], "span_ms"));
-		ps->groups = (int)json_integer_value(json_object_get(by_rank[r], "groups"));
-		ps->block = (int)json_integer_value(json_object_get(by_rank[r], "block"));
-		const char *mode = json_string_value(json_object_get(by_rank[r], "mode"));
-		snprintf(ps->mode, sizeof ps->mode, "%s", mode ? mode : "warm");
-		const char *dev = json_string_value(json_object_get(by_rank[r], "device"));
-		snprintf(ps->device, sizeof ps->device, "%s", dev ? dev : "");
-		int ge = (int)json_integer_value(json_object_get(by_rank[r], "gate_expired"));
-		ps->gate_expired = ge > ps->gate_expired ? ge : ps->gate_expired;
-		if (json_is_true(json_object_get(by_rank[r], "inputs_modified")) && ps->recheck_ok) {
+		const struct wire_perf *w = &by_rank[r];
+		double host = w->host_ms;
+		double span = w->span_ms;
+		ps->groups = w->groups;
+		ps->block = w->block;
+		snprintf(ps->mode, sizeof ps->mode, "%s", w->mode);
+		snprintf(ps->device, sizeof ps->device, "%s", w->device);
+		ps->gate_expired = w->gate_expired > ps->gate_expired ? w->gate_expired
+								       : ps->gate_expired;
+		if (w->inputs_modified && ps->recheck_ok) {
 			ps->inputs_modified = 1;
 			ps->recheck_ok = 0;
 			snprintf(ps->recheck_msg, sizeof ps->recheck_msg,
@@ -158,10 +164,10 @@ void report_perf(json_t *perf, const char *role, int world, int iters, struct pe
 		int blocks = (iters + ps->block - 1) / (ps->block > 0 ? ps->block : 10);
 		if (host > 1.5 * span + 0.25 * blocks)
 			ps->escaped = 1;
-		if (!json_is_true(json_object_get(by_rank[r], "recheck_ok")) && ps->recheck_ok) {
+		if (!w->recheck_ok && ps->recheck_ok) {
 			ps->recheck_ok = 0;
 			json_t *o;
-			json_array_foreach(json_object_get(by_rank[r], "recheck"), i, o) {
+			json_array_foreach(w->recheck, i, o) {
 				if (json_is_true(json_object_get(o, "ok")))
 					continue;
 				char d[400];
@@ -173,7 +179,11 @@ void report_perf(json_t *perf, const char *role, int world, int iters, struct pe
 		}
 	}
 	ps->ok = 1;
+out:
+	for (int r = 0; r < world; r++)
+		wire_perf_free(&by_rank[r]);
 	free(by_rank);
+	free(have);
 }
 
 enum pkb_outcome report_perf_verdict(const struct perf_summary *ps, const char *role, int below,

@@ -18,8 +18,10 @@
  *   modify    a timed call modified its inputs
  */
 #define _GNU_SOURCE
+#include "phases.h"
 #include "proto.h"
 #include "util.h"
+#include "wire.h"
 
 #include <jansson.h>
 #include <signal.h>
@@ -35,6 +37,23 @@ static void say(enum msg_type t, const char *s)
 	proto_send(fd, t, s, s ? strlen(s) : 0);
 }
 
+/* a record packed by wire.h, as the rank sends it */
+static void send_record(json_t *rec)
+{
+	char *txt = json_dumps(rec, JSON_COMPACT);
+	say(MSG_RESULT, txt);
+	free(txt);
+	json_decref(rec);
+}
+
+/* "kind|detail" as the rank sends it, the kind from phases.h's table */
+static void phase(enum phase_kind k, const char *detail)
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s|%s", phase_kind_name(k), detail);
+	say(MSG_PHASE, buf);
+}
+
 int main(void)
 {
 	fd = atoi(getenv("PKB_FD") ? getenv("PKB_FD") : "3");
@@ -43,17 +62,26 @@ int main(void)
 	size_t len;
 	if (proto_recv(fd, &t, &buf, &len) < 0 || t != MSG_JOB)
 		return 2;
-	json_t *job = json_loads(buf, 0, NULL);
-	int rank = (int)json_integer_value(json_object_get(job, "rank"));
-	int world = (int)json_integer_value(json_object_get(job, "world"));
-	int trials = (int)json_integer_value(json_object_get(job, "trials"));
+	/* the job as the real rank reads it (wire.h): a malformed one fails */
+	json_t *jj = json_loadb(buf, len, 0, NULL);
+	free(buf);
+	struct wire_job job;
+	char err[300] = "not JSON";
+	if (!jj || wire_job_unpack(jj, &job, 1, err, sizeof err) < 0) {
+		fprintf(stderr, "fake rank: bad job: %s\n", err);
+		return 2;
+	}
+	json_decref(jj);
+	int rank = job.rank;
+	int world = job.world;
+	int trials = job.trials;
 	const char *mode = getenv("PKB_FAKE_MODE") ? getenv("PKB_FAKE_MODE") : "ok";
 	const char *only = getenv("PKB_FAKE_RANK_ONLY");
 	if (only && atoi(only) != rank)
 		mode = "ok";
-	say(MSG_PHASE, "cuda_init|pretending");
-	say(MSG_PHASE, "init|pkb_init of the candidate");
-	say(MSG_PHASE, "trial|trial 0: candidate");
+	phase(PH_CUDA_INIT, "pretending");
+	phase(PH_INIT, "pkb_init of the candidate");
+	phase(PH_TRIAL, "trial 0: candidate");
 	if (!strcmp(mode, "hang"))
 		for (;;)
 			pause();
@@ -81,54 +109,55 @@ int main(void)
 	}
 	for (int k = 0; k < (trials > 0 ? trials : 1); k++) {
 		int ok = !(!strcmp(mode, "mismatch") && rank == 0);
-		char rec[512];
-		snprintf(rec, sizeof rec,
-			 "{\"kind\":\"trial\",\"trial\":%d,\"rank\":%d,\"ok\":%s,\"outputs\":[{\"name\":\"out\","
-			 "\"ok\":%s,\"n\":100,\"n_bad\":%d,\"l2_rel\":0.5,\"l2_limit\":0.01,\"l2_failed\":%s%s}]}",
-			 k, rank, ok ? "true" : "false", ok ? "true" : "false", ok ? 0 : 7,
-			 ok ? "false" : "true",
-			 ok ? "" : ",\"worst\":{\"index\":3,\"coords\":[0,3],\"ref\":1.5,\"cand\":0.0,\"bound\":0.01}");
-		say(MSG_RESULT, rec);
+		json_t *out = json_pack("{s:s,s:b,s:i,s:i,s:f,s:f,s:b}", "name", "out", "ok", ok, "n",
+					100, "n_bad", ok ? 0 : 7, "l2_rel", 0.5, "l2_limit", 0.01,
+					"l2_failed", !ok);
+		if (!ok)
+			json_object_set_new(out, "worst", json_pack("{s:i,s:[i,i],s:f,s:f,s:f}", "index",
+								    3, "coords", 0, 3, "ref", 1.5,
+								    "cand", 0.0, "bound", 0.01));
+		struct wire_trial wt = { .trial = k, .rank = rank, .ok = ok,
+					 .outputs = json_pack("[o]", out) };
+		send_record(wire_trial_pack(&wt));
+		json_decref(wt.outputs);
 	}
-	json_t *perf = json_object_get(job, "perf");
-	if (perf) {
-		say(MSG_PHASE, "timing|timed calls");
-		int iters = (int)json_integer_value(json_object_get(perf, "iters"));
-		size_t i;
-		json_t *sol;
-		json_array_foreach(json_object_get(job, "solutions"), i, sol) {
-			const char *role = json_string_value(json_object_get(sol, "role"));
+	if (job.has_perf) {
+		phase(PH_TIMING, "timed calls");
+		int iters = job.perf.iters;
+		for (int i = 0; i < job.n_sol; i++) {
+			const char *role = job.sol[i].role;
 			int cand = !strcmp(role, "candidate");
-			json_t *times = json_array(), *starts = json_array();
+			double *times = xcalloc((size_t)iters + 1, sizeof *times);
+			double *starts = xcalloc((size_t)iters + 1, sizeof *starts);
 			for (int k = 0; k < iters; k++) {
-				json_array_append_new(times, json_real(cand ? 0.005 : 0.010));
-				json_array_append_new(starts, json_real(0.020 * k + 0.001 * rank));
+				times[k] = cand ? 0.005 : 0.010;
+				starts[k] = 0.020 * k + 0.001 * rank;
 			}
 			int stale = cand && !strcmp(mode, "stale");
-			json_t *rec = json_pack(
-				"{s:s,s:s,s:i,s:o,s:o,s:f,s:f,s:i,s:i,s:s,s:b,s:b,s:[]}",
-				"kind", "perf", "solution", role, "rank", rank, "times_ms", times,
-				"start_ms", starts, "host_ms",
-				cand && !strcmp(mode, "escape") ? 50.0 : 0.02 * iters, "span_ms",
-				0.02 * iters, "groups", 64, "block", 10, "mode",
-				json_string_value(json_object_get(perf, "mode")), "inputs_modified",
-				!strcmp(mode, "modify"), "recheck_ok", !stale, "recheck");
+			struct wire_perf wp = {
+				.rank = rank, .n = iters, .times_ms = times, .start_ms = starts,
+				.host_ms = cand && !strcmp(mode, "escape") ? 50.0 : 0.02 * iters,
+				.span_ms = 0.02 * iters, .groups = 64, .block = 10,
+				.inputs_modified = !strcmp(mode, "modify"), .recheck_ok = !stale,
+				.recheck = json_array(),
+			};
+			snprintf(wp.solution, sizeof wp.solution, "%s", role);
+			snprintf(wp.mode, sizeof wp.mode, "%s", job.perf.mode);
 			const char *dev = getenv("PKB_FAKE_DEVICE");
-			json_object_set_new(rec, "device", json_string(dev ? dev : "NVIDIA H200"));
+			snprintf(wp.device, sizeof wp.device, "%s", dev ? dev : "NVIDIA H200");
 			if (stale)
-				json_array_append_new(json_object_get(rec, "recheck"), json_pack(
+				json_array_append_new(wp.recheck, json_pack(
 					"{s:s,s:b,s:i,s:i,s:f,s:f,s:b,s:{s:i,s:[i,i],s:f,s:f,s:f}}",
 					"name", "out", "ok", 0, "n", 100, "n_bad", 100, "l2_rel", 1.0,
 					"l2_limit", 0.01, "l2_failed", 1, "worst", "index", 5, "coords",
 					0, 5, "ref", 2.5, "cand", -1.0, "bound", 0.01));
-			char *txt = json_dumps(rec, JSON_COMPACT);
-			say(MSG_RESULT, txt);
-			free(txt);
-			json_decref(rec);
+			send_record(wire_perf_pack(&wp));
+			json_decref(wp.recheck);
+			free(times);
+			free(starts);
 		}
 	}
-	say(MSG_PHASE, "fini|tearing down");
+	phase(PH_FINI, "tearing down");
 	say(MSG_DONE, NULL);
-	json_decref(job);
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include "t.h"
 #include "launch.h"
 #include "util.h"
+#include "wire.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,18 @@ static struct launch_result go(const char *mode, const char *only, int world, do
 	const char *argv[] = { fake, NULL };
 	o.argv = argv;
 	o.log_dir = dir;
-	o.job = json_pack("{s:i}", "trials", 2);
+	/* a whole job (wire.h): the fake rank reads it as the real one does */
+	struct wire_job job;
+	wire_job_init(&job);
+	strcpy(job.mode, "eval");
+	strcpy(job.problem, "1");
+	strcpy(job.dtype, "bf16");
+	job.m = job.n = 1024;
+	job.trials = 2;
+	job.n_sol = 1;
+	strcpy(job.sol[0].role, "candidate");
+	strcpy(job.sol[0].so, "/nonexistent/fake.so");
+	o.job = wire_job_pack(&job);
 	o.deadline_s[PH_TRIAL] = deadline;
 	o.grace_s = 0.5;
 	o.on_result = on_result;
@@ -119,6 +131,21 @@ int main(void)
 	r = go("mismatch", NULL, 2, 10, &recs);
 	CHECK(r.outcome == OUT_PASS && recs == 4);
 	launch_result_free(&r);
+
+	/* the phase table: every name parses back to its kind, the names the
+	 * logs and --deadline use are the ones of before the table, and the
+	 * budgets are the documented defaults */
+	for (int k = 0; k < PH_KIND_COUNT; k++)
+		CHECKF(phase_kind_parse(phase_kind_name((enum phase_kind)k)) == k, "kind %d", k);
+	CHECK(phase_kind_parse("trials") == -1 && phase_kind_parse("") == -1);
+	CHECK(!strcmp(phase_kind_name(PH_CUDA_INIT), "cuda_init"));
+	CHECK(!strcmp(phase_kind_name(PH_FINI), "fini") && PH_KIND_COUNT == 9);
+	CHECK(!strcmp(phase_kind_name(PH_KIND_COUNT), "?"));
+	struct launch_opts lo;
+	launch_opts_init(&lo, 2);
+	CHECK(lo.deadline_s[PH_START] == 30 && lo.deadline_s[PH_TIMING] == 300 &&
+	      lo.deadline_s[PH_SAVE] == 120 && lo.deadline_s[PH_FINI] == 30);
+	CHECK(strstr(PKB_PHASES_HELP, " timing (300 s): ") != NULL);
 
 	/* a rank program that cannot be executed */
 	fake = "/nonexistent/rank";

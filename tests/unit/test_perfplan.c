@@ -1,10 +1,13 @@
 /*
  * test_perfplan.c -- the schedule of timed runs: group counts, block sizes
- * and the rotation rules that make skipped or cached calls visible.
+ * and the rotation rules that make skipped or cached calls visible; the
+ * timing engine's bookkeeping (perf_track, perf_gate, blocks, ABBA) run over
+ * whole schedules on the host, against a plain record of every call.
  */
 #include "t.h"
 #include "perfplan.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define MiB ((size_t)1 << 20)
@@ -34,6 +37,83 @@ static void check_rules(const struct perf_plan *p, size_t least, size_t most, si
 	CHECKF(!bad_block, "a group used twice in a block of %d (G = %d)", p->block, p->groups);
 	CHECKF(!bad_rot, "an output set met the same group twice in a row (G = %d)", p->groups);
 	CHECKF(!bad_graph, "graph mode: output set != group");
+}
+
+/* one call as the engine made it: solution, group, generation, block */
+struct call_rec {
+	int s, g, gen, block;
+};
+
+/* The engine's schedule on the host for n_sol solutions: warmup blocks,
+ * then timed ABBA blocks, each block's groups regenerated after it (as
+ * timing.c's perf_block does). Checks what a wrong bookkeeping would break. */
+static void check_schedule(const struct perf_plan *p, int n_sol)
+{
+	int gen[PERF_MAX_GROUPS] = { 0 };
+	struct perf_track tr[2];
+	memset(tr, 0, sizeof tr);
+	int total = n_sol * (p->warmup + p->iters);
+	struct call_rec *rec = calloc((size_t)total + 1, sizeof *rec);
+	int n = 0, blocks = 0, timed[2] = { 0, 0 }, first[2] = { 0, 0 };
+	int bad_block = 0;
+	for (int phase = 0; phase < 2; phase++) {
+		int want = phase ? p->iters : p->warmup;
+		for (int b = 0, done = 0; done < want; b++, done += p->block) {
+			int cnt = perf_block_calls(done, want, p->block);
+			bad_block += cnt < 1 || cnt > p->block;
+			for (int k = 0; k < n_sol; k++) {
+				int s = phase ? perf_abba(b, k, n_sol) : k;
+				if (phase && k == 0)
+					first[s]++;
+				long c0 = tr[s].call;
+				for (int i = 0; i < cnt; i++) {
+					int g, o;
+					perf_next_call(p, &tr[s], gen, &g, &o);
+					rec[n++] = (struct call_rec){ s, g, gen[g], blocks };
+					bad_block += g != perf_group(p, tr[s].call - 1) ||
+						     o != perf_out_set(p, tr[s].call - 1);
+				}
+				if (phase)
+					timed[s] += cnt;
+				for (long c = c0; c < tr[s].call; c++)
+					gen[perf_group(p, c)]++;
+				blocks++;
+			}
+		}
+	}
+	CHECKF(n == total && !bad_block, "%d calls of %d, %d bad blocks", n, total, bad_block);
+	for (int s = 0; s < n_sol; s++)
+		CHECKF(timed[s] == p->iters && tr[s].call == p->warmup + p->iters,
+		       "solution %d: %d timed, %ld calls", s, timed[s], tr[s].call);
+	if (n_sol == 2)   /* ABBA: each solution leads half of the timed blocks */
+		CHECKF(abs(first[0] - first[1]) <= 1, "A led %d blocks, B %d", first[0], first[1]);
+	/* every (group, generation) is the content of one block only: no call
+	 * sees inputs an earlier block's call has seen */
+	int reused = 0;
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n && !reused; j++)
+			reused += rec[i].g == rec[j].g && rec[i].gen == rec[j].gen &&
+				  rec[i].block != rec[j].block;
+	CHECKF(!reused, "a group's content met two blocks (G = %d, block %d)", p->groups, p->block);
+	/* the re-check: each output set's last call, found from the record */
+	int bad_re = 0;
+	for (int s = 0; s < n_sol; s++)
+		for (int o = 0; o <= PERF_MAX_GROUPS; o++) {
+			int last = -1, k = 0;
+			for (int i = 0; i < n; i++)
+				if (rec[i].s == s && k++ % p->out_sets == o)
+					last = i;
+			int g = -1, ge = -1;
+			int used = perf_recheck_of(p, &tr[s], o, &g, &ge);
+			if (o >= p->out_sets)
+				bad_re += used;
+			else if (last < 0)
+				bad_re += used;
+			else
+				bad_re += !used || g != rec[last].g || ge != rec[last].gen;
+		}
+	CHECKF(!bad_re, "%d output sets re-checked against the wrong call", bad_re);
+	free(rec);
 }
 
 int main(void)
@@ -72,6 +152,42 @@ int main(void)
 		perf_plan_make(&p, PERF_WARM, b, b, l2, 500, 100, 7);
 		check_rules(&p, b, b, l2);
 	}
+	/* whole schedules: the engine's defaults, a block that does not divide
+	 * the counts, one solution (pkb run), fewer calls than output sets */
+	perf_plan_make(&p, PERF_WARM, 8 * MiB, 8 * MiB, l2, 50, 100, 10);
+	check_schedule(&p, 2);
+	perf_plan_make(&p, PERF_COLD, 256 * MiB, 256 * MiB, l2, 7, 13, 10);
+	check_schedule(&p, 2);
+	perf_plan_make(&p, PERF_GRAPH, 32 * MiB, 32 * MiB, l2, 25, 37, 4);
+	check_schedule(&p, 1);
+	perf_plan_make(&p, PERF_WARM, 2 * MiB, 2 * MiB, l2, 0, 3, 10);
+	check_schedule(&p, 2);
+	{
+		struct perf_track t;
+		memset(&t, 0, sizeof t);
+		int gen[PERF_MAX_GROUPS] = { 0 }, g, o, ge;
+		for (int i = 0; i < 3; i++)
+			perf_next_call(&p, &t, gen, &g, &o);
+		CHECK(perf_recheck_of(&p, &t, 2, &g, &ge) == 1 && g == 2);
+		CHECK(perf_recheck_of(&p, &t, 3, &g, &ge) == 0);   /* no call wrote set 3 */
+		CHECK(perf_recheck_of(&p, &t, -1, &g, &ge) == 0);
+		CHECK(perf_recheck_of(&p, &t, p.out_sets, &g, &ge) == 0);
+	}
+	/* the gate: one expiry leaves it on, the second turns it off for good */
+	struct perf_gate gate;
+	perf_gate_init(&gate);
+	CHECK(gate.on && !gate.misses);
+	perf_gate_expired(&gate);
+	CHECK(gate.on && gate.misses == 1);
+	perf_gate_expired(&gate);
+	CHECK(!gate.on && gate.misses == 2);
+	perf_gate_expired(&gate);
+	CHECK(!gate.on);
+	/* blocks: 25 in tens is 10, 10, 5; ABBA of two is 0 1, then 1 0 */
+	CHECK(perf_block_calls(0, 25, 10) == 10 && perf_block_calls(20, 25, 10) == 5);
+	CHECK(perf_abba(0, 0, 2) == 0 && perf_abba(1, 0, 2) == 1 && perf_abba(1, 1, 2) == 0);
+	CHECK(perf_abba(1, 0, 1) == 0);
+
 	/* generations never collide with each other or with trials 0..999999 */
 	CHECK(perf_trial(0, 0) == 1000000);
 	CHECK(perf_trial(63, 0) != perf_trial(0, 1));

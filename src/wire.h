@@ -1,0 +1,95 @@
+/*
+ * wire.h -- the parent-rank contract (issue 22): the job the parent sends
+ * each rank, as one struct with one pack and one unpack (jansson), used by
+ * job.c (writes it), launch.c (addresses it to each rank), rank.c and the
+ * fake rank of the tests (read it). Unpack refuses a message with a missing
+ * key or a wrong type and says which, where each reader once took 0 or NULL
+ * for anything absent. The keys are the ones the job always had.
+ */
+#ifndef PKB_WIRE_H
+#define PKB_WIRE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define WIRE_MAX_SOL 2
+
+struct wire_solution {
+	char role[16];            /* "reference", "candidate" */
+	char so[4096];            /* the built shared object */
+	int nccl;                 /* needs the NCCL communicator */
+};
+
+struct wire_job {
+	char mode[16];            /* "eval" or "run" */
+	char problem[16];         /* the problem's id, as digits */
+	long long m, n;           /* base shape */
+	char dtype[16];
+	long long seed;
+	int trials, trial0;
+	int device_timeout_ms;    /* 0: the rank's default (5000) */
+	char save_dir[4096];      /* run --save; "" none */
+	double atol, rtol;        /* < 0: the problem's own */
+	int n_sol;
+	struct wire_solution sol[WIRE_MAX_SOL];
+	int has_perf;             /* --measure-perf */
+	struct {
+		int warmup, iters, block;
+		char mode[16];    /* warm, cold, graph */
+	} perf;
+	int rank, world, local_rank;   /* launch.c's, per rank; -1 until then */
+};
+
+/* defaults: no save_dir, no tolerances, no perf, not yet addressed */
+void wire_job_init(struct wire_job *j);
+/* the job as sent (rank, world and local_rank only when rank >= 0) */
+json_t *wire_job_pack(const struct wire_job *j);
+/* launch.c: the copy of the job for rank r */
+void wire_job_address(json_t *job, int rank, int world, int local_rank);
+/* 0, or -1 with `err` naming the key that is missing, of the wrong type, too
+ * long or out of range; `addressed`: rank, world and local_rank required */
+int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, size_t n);
+
+/* ---- the records a rank sends back (MSG_RESULT), one struct per kind.
+ * The per-output compare records (name, ok, n, n_bad, l2_rel, worst, ...)
+ * stay JSON: they go to --json as they are (docs/RESULTS.md). ---- */
+
+/* "trial": one eval trial on one rank */
+struct wire_trial {
+	int trial, rank, ok;
+	json_t *outputs;          /* array of compare records; pack takes a reference */
+};
+/* "run": the output statistics of pkb run on one rank */
+struct wire_run {
+	int rank;
+	json_t *outputs;          /* array of {name, mean_abs, amax, nonfinite} */
+};
+/* "perf": one solution's timed calls on one rank (docs/TIMING.md) */
+struct wire_perf {
+	char solution[16];        /* role */
+	int rank;
+	int n;                    /* timed calls */
+	double *times_ms;         /* [n] each call's events */
+	double *start_ms;         /* [n] its start from the timed phase's base event */
+	double host_ms, span_ms;  /* host wall and event span of the timed blocks */
+	int groups, block;
+	char mode[16];
+	int inputs_modified, recheck_ok, gate_expired;
+	char device[256];
+	json_t *recheck;          /* array of compare records of failed re-checks */
+};
+
+json_t *wire_trial_pack(const struct wire_trial *t);
+json_t *wire_run_pack(const struct wire_run *r);
+json_t *wire_perf_pack(const struct wire_perf *p);
+/* 0, or -1 naming what is wrong. outputs/recheck are borrowed from `in`;
+ * wire_perf_unpack allocates the arrays: wire_perf_free */
+int wire_trial_unpack(json_t *in, struct wire_trial *t, char *err, size_t n);
+int wire_run_unpack(json_t *in, struct wire_run *r, char *err, size_t n);
+int wire_perf_unpack(json_t *in, struct wire_perf *p, char *err, size_t n);
+void wire_perf_free(struct wire_perf *p);
+/* any record: its kind known and the record whole (launch.c checks every
+ * MSG_RESULT with it before the caller sees it) */
+int wire_record_check(json_t *in, char *err, size_t n);
+
+#endif
