@@ -27,7 +27,7 @@ CPPFLAGS  := -Iinclude -Isrc -I$(BUILD) -isystem $(CUDA_HOME)/include $(addprefi
 CFLAGS    ?= -std=c11 -O2 -g -Wall -Wextra -Wshadow -Wstrict-prototypes $(EXTRA_CFLAGS)
 NVFLAGS   := -std=c++17 -O3 -gencode=arch=compute_$(subst sm_,,$(ARCH)),code=$(ARCH) -Iinclude -Isrc
 LDLIBS    := $(addprefix -L,$(CUDA_LIBDIRS)) $(addprefix -Wl$(comma)-rpath$(comma),$(CUDA_LIBDIRS)) \
-             -lcudart -lcublas -lnccl -l:libjansson.so.4 -l:libelf.so.1 -lcrypto -lcurl -ldl -lm -lstdc++
+             -lcudart -lcublas -lnccl -l:libjansson.so.4 -l:libelf.so.1 -lcrypto -l:libcurl.so.4 -ldl -lm -lstdc++
 
 HOST_SRC  := $(filter-out src/main.c,$(wildcard src/*.c))
 PROB_SRC  := $(sort $(wildcard problems/*/problem.c))

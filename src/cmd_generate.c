@@ -105,7 +105,7 @@ out:
 
 static int write_json_durable(const char *path, json_t *v)
 {
-	char *txt = json_dumps(v, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+	char *txt = json_dumps(v, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
 	int rc = txt ? write_durable(path, txt, strlen(txt)) : -1;
 	free(txt);
 	if (rc)
@@ -367,7 +367,7 @@ static int start(struct gen *g, CURLM *multi, struct sample *s)
 				  .temperature = g->temperature, .max_tokens = g->max_tokens };
 	if (!s->body) {
 		json_t *b = llm_body(&rq);
-		s->body = json_dumps(b, JSON_COMPACT);
+		s->body = json_dumps(b, JSON_COMPACT | JSON_REAL_PRECISION(10));
 		json_decref(b);
 	}
 	char *url = llm_url(&rq);
@@ -541,8 +541,9 @@ static void first_diff(json_t *old, json_t *new, char *buf, size_t n)
 	json_object_foreach(new, key, v) {
 		json_t *o = json_object_get(old, key);
 		if (!o || !json_equal(o, v)) {
-			char *a = o ? json_dumps(o, JSON_ENCODE_ANY | JSON_COMPACT) : xstrdup("none");
-			char *b = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+			char *a = o ? json_dumps(o, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10))
+				    : xstrdup("none");
+			char *b = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10));
 			snprintf(buf, n, "%s: %.60s in the run, %.60s now", key, a, b);
 			free(a);
 			free(b);
