@@ -434,7 +434,7 @@ static void done_transfer(struct gen *g, CURLM *multi, CURL *h, CURLcode res, in
 		}
 	}
 	release(multi, s);
-	progress(g, total, line);
+	progress(g, total, line[0] ? line : NULL);
 }
 
 static int run_samples(struct gen *g, struct sample *todo, int n)
@@ -519,12 +519,18 @@ static json_t *run_args(const struct gen *g, const char *spec, const char *backe
 		json_array_append_new(ids, json_integer(g->probs[i]->id));
 		json_object_set_new(prompts, id, json_string(g->prompts[i].sha256));
 	}
+	/* the template under the pkb root by its relative path: the same run
+	 * continues from another checkout */
+	const char *tpl = g->prompts[0].template_path;
+	size_t rl = strlen(pkb_root());
+	if (!strncmp(tpl, pkb_root(), rl) && tpl[rl] == '/')
+		tpl += rl + 1;
 	json_t *a = json_pack("{s:s,s:s,s:s,s:s,s:o,s:i,s:i,s:s,s:s,s:i,s:I,s:I,s:s,s:s,s:s,s:s,s:o}",
 			      "model", g->model, "provider", g->prov->name, "base_url", g->base_url,
 			      "problems_spec", spec, "problems", ids, "k", g->k, "max_tokens",
 			      g->max_tokens, "block", block, "backend", backend, "world", po->world,
 			      "m", (json_int_t)po->m, "n", (json_int_t)po->n, "dtype", po->dtype,
-			      "hw", po->hw, "template", g->prompts[0].template_path,
+			      "hw", po->hw, "template", tpl,
 			      "template_sha256", g->prompts[0].template_sha256, "prompt_sha256",
 			      prompts);
 	json_object_set_new(a, "temperature",

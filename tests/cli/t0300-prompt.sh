@@ -2,6 +2,7 @@
 # t0300-prompt.sh -- pkb prompt: the pieces a prompt must hold, its hashes,
 # determinism, the example's choice, and the template's slot errors.
 . "$(dirname "$0")/lib.sh"
+PKB=${PKB_BIN:-$PKB}   # PKB_BIN: another build of pkb (a sanitizer build)
 
 expect_exit 0 "$PKB" prompt 3
 cp "$TMP/out" "$TMP/p3"

@@ -5,6 +5,7 @@
 # than the timeout), the stop on 401/404, resume (also after kill -9), and
 # that the key reaches nothing but the request header.
 . "$(dirname "$0")/lib.sh"
+PKB=${PKB_BIN:-$PKB}   # PKB_BIN: another build of pkb (a sanitizer build)
 
 KEY=sk-test-5f1e2d3c4b5a69788796a5b4c3d2e1f0
 SRV_PID=
@@ -71,7 +72,7 @@ check 'reqs[6]["t"] - reqs[5]["t"] >= 1.0'
 check 'rec(1,0)["prompt_sha256"] == json.load(open(R + "/run.json"))["args"]["prompt_sha256"]["001"]'
 check 'rec(1,0)["reply"]["choices"][0]["message"]["role"] == "assistant"'
 check 'json.load(open(R + "/run.json"))["args"]["model"] == "gpt-test" and json.load(open(R + "/run.json"))["args"]["temperature"] == 0.5'
-check 'json.load(open(R + "/run.json"))["pkb_version"] and json.load(open(R + "/run.json"))["created"]'
+check 'json.load(open(R + "/run.json"))["pkb_version"] and json.load(open(R + "/run.json"))["created"] and json.load(open(R + "/run.json"))["args"]["template"] == "prompts/cuda.txt"'
 check 'not glob.glob(R + "/**/*.tmp.*", recursive=True)'
 if [ -s "$TMP/out1" ]; then not_ok "generate wrote to stdout"; else ok; fi
 expect_grep '6 written \(ok 3, no_code 1, truncated 1, bad_reply 1\)' "$TMP/err1"
