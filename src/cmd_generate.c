@@ -214,11 +214,11 @@ static void progress(struct gen *g, int total, const char *line)
 	if (g->tty) {
 		int width = 24, fill = total ? (g->done + g->failed) * width / total : width;
 		fprintf(stderr,
-			"\r[%.*s%.*s] %d/%d done, %d failed (no code %d, truncated %d, bad %d) | "
-			"tokens %lld in, %lld out | %.0f s\033[K",
+			"\r[%.*s%.*s] %d/%d written (no_code %d, truncated %d, bad_reply %d), "
+			"%d failed | tokens %lld in, %lld out | %.0f s\033[K",
 			fill, "########################", width - fill, "........................",
-			g->done, total, g->failed, g->outcomes[O_NO_CODE], g->outcomes[O_TRUNCATED],
-			g->outcomes[O_BAD_REPLY], g->tok_in, g->tok_out, el);
+			g->done, total, g->outcomes[O_NO_CODE], g->outcomes[O_TRUNCATED],
+			g->outcomes[O_BAD_REPLY], g->failed, g->tok_in, g->tok_out, el);
 	} else if (line) {
 		fprintf(stderr, "generate: [%d/%d] %s (%.0f s)\n", g->done + g->failed, total, line,
 			el);
@@ -498,6 +498,8 @@ static int run_samples(struct gen *g, struct sample *todo, int n)
 			continue;
 		int ms = (int)fmax(1, fmin(1000, (wake - now_s()) * 1000));
 		curl_multi_poll(multi, NULL, 0, ms, NULL);
+		if (g->tty)   /* the bar's clock moves while replies take minutes */
+			progress(g, n, NULL);
 	}
 	curl_multi_cleanup(multi);
 	if (g->tty && !g->quiet)
