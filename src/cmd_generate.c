@@ -32,6 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -596,6 +598,38 @@ static int open_run(const struct gen *g, json_t *args, int force)
 	return rc;
 }
 
+/* One generate per run directory: two would request the same samples. The
+ * lock goes with the process (a kill -9 releases it). -1 if it is taken. */
+static int lock_run(const char *dir)
+{
+	char *path = xstrfmt("%s/.lock", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	free(path);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* the temporary files a killed run left (name.tmp.PID): safe to remove
+ * under the lock */
+static void remove_stale(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!strstr(e->d_name, ".tmp."))
+			continue;
+		char *p = xstrfmt("%s/%s", dir, e->d_name);
+		unlink(p);
+		free(p);
+	}
+	if (d)
+		closedir(d);
+}
+
 /* ---- the command ------------------------------------------------------------ */
 
 static int num_arg(const char *opt, const char *s, double lo, double *out)
@@ -779,8 +813,16 @@ int cmd_generate(int argc, char **argv)
 		json_decref(args);
 		goto out_run;
 	}
+	int lock = lock_run(g.run_dir);
+	if (lock < 0) {
+		error("another pkb generate is using the run '%s'", g.run_dir);
+		json_decref(args);
+		goto out_run;
+	}
+	remove_stale(g.run_dir);
 	if (open_run(&g, args, force) < 0) {
 		json_decref(args);
+		close(lock);
 		goto out_run;
 	}
 	json_decref(args);
@@ -796,8 +838,11 @@ int cmd_generate(int argc, char **argv)
 			free(d1);
 			free(d2);
 			free(todo);
+			close(lock);
 			goto out_run;
 		}
+		remove_stale(d1);
+		remove_stale(d2);
 		free(d1);
 		free(d2);
 		for (int k = 0; k < g.k; k++) {
@@ -826,13 +871,15 @@ int cmd_generate(int argc, char **argv)
 			"%d not obtained, %d kept from before\n",
 			g.done, g.outcomes[O_OK], g.outcomes[O_NO_CODE], g.outcomes[O_TRUNCATED],
 			g.outcomes[O_BAD_REPLY], n - g.done, have);
-	if (g.stop)
+	if (g.stop) {
 		rc = PKB_EXIT_PROVIDER;
-	else if (g.done < n) {
+	} else if (g.done < n) {
 		rc = PKB_EXIT_INCOMPLETE;
 		hint("run the same command again to request the %d missing samples", n - g.done);
-	} else
+	} else {
 		rc = 0;
+	}
+	close(lock);
 out_run:
 	free(run_default);
 out:

@@ -207,16 +207,23 @@ GEN_PID=$!
 for _ in $(seq 200); do [ "$(nreq)" -ge 4 ] && break; sleep 0.05; done
 # the key is not in the process's argv
 if tr '\0' ' ' </proc/$GEN_PID/cmdline | grep -qF -- "$KEY"; then not_ok "the key is in argv"; else ok; fi
+# a second generate on the same run is refused while the first holds it
+OPENAI_API_KEY=$KEY expect_exit 1 gen --model m --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1 -k 6 -j 1 --run "$RUN"
+expect_grep "another pkb generate is using the run" "$TMP/err"
 kill -9 $GEN_PID; wait $GEN_PID 2>/dev/null
 check 'len(reqs) == 4 and n_replies() == 3 and n_cands() == 3'
 check 'not glob.glob(R + "/**/*.tmp.*", recursive=True)'
 md5_before=$(cat "$RUN"/replies/001/*.json | md5sum)
+# what a kill in the middle of a write leaves: removed by the next run
+echo half >"$RUN/replies/001/sample_3.json.tmp.99999"
 OPENAI_API_KEY=$KEY expect_exit 0 gen --model m --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
 	--problems 1 -k 6 -j 1 --run "$RUN"
 # samples 3, 4, 5 requested (3 more requests), 0-2 untouched
 check 'len(reqs) == 7 and n_replies() == 6 and n_cands() == 6'
 [ "$(cat "$RUN"/replies/001/sample_[012].json | md5sum)" = "$md5_before" ] && ok || not_ok "a written sample changed"
 expect_grep '3 to request, 3 kept' "$TMP/err"
+check 'not glob.glob(R + "/**/*.tmp.*", recursive=True)'
 
 # ---- usage errors --------------------------------------------------------------
 RUN=$TMP/run15
