@@ -182,11 +182,13 @@ int llm_parse(enum llm_api api, const char *body, size_t len, struct llm_reply *
 	case LLM_OPENAI: {
 		json_t *c0 = json_array_get(json_object_get(doc, "choices"), 0);
 		json_t *content = json_object_get(json_object_get(c0, "message"), "content");
-		if (!json_is_string(content))
-			return bad(r, "no choices[0].message.content");
-		r->text = xstrdup(json_string_value(content));
 		finish = json_string_value(json_object_get(c0, "finish_reason"));
 		r->truncated = finish && !strcmp(finish, "length");
+		/* a reasoning model can spend the whole limit thinking: content
+		 * null, finish_reason length -- truncated, not malformed */
+		if (!json_is_string(content) && !(r->truncated && json_is_null(content)))
+			return bad(r, "no choices[0].message.content");
+		r->text = xstrdup(json_is_string(content) ? json_string_value(content) : "");
 		json_t *u = json_object_get(doc, "usage");
 		r->tokens_in = tokens(u, "prompt_tokens");
 		r->tokens_out = tokens(u, "completion_tokens");

@@ -123,6 +123,11 @@ static void test_replies(void)
 	CHECK(parse(LLM_OPENAI, "{\"choices\":[{\"message\":{\"content\":\"x\"},\"finish_reason\":\"length\"}]}", &r) == 0);
 	CHECK(r.truncated && r.tokens_in == -1);
 	llm_reply_free(&r);
+	/* all the limit spent on reasoning: no content, cut at the limit */
+	CHECK(parse(LLM_OPENAI, "{\"choices\":[{\"message\":{\"content\":null},\"finish_reason\":\"length\"}]}", &r) == 0);
+	CHECK(r.truncated && !strcmp(r.text, ""));
+	llm_reply_free(&r);
+	CHECK(parse(LLM_OPENAI, "{\"error\":{\"message\":\"upstream\"}}", &r) < 0);
 	CHECK(parse(LLM_OPENAI, "{\"choices\":[]}", &r) < 0 && strstr(r.err, "choices[0]"));
 	CHECK(parse(LLM_OPENAI, "{\"choices\":[{\"message\":{\"content\":null}}]}", &r) < 0);
 	CHECK(parse(LLM_OPENAI, "not json", &r) < 0 && !strcmp(r.err, "the reply is not JSON"));
