@@ -27,7 +27,7 @@ CPPFLAGS  := -Iinclude -Isrc -I$(BUILD) -isystem $(CUDA_HOME)/include $(addprefi
 CFLAGS    ?= -std=c11 -O2 -g -Wall -Wextra -Wshadow -Wstrict-prototypes $(EXTRA_CFLAGS)
 NVFLAGS   := -std=c++17 -O3 -gencode=arch=compute_$(subst sm_,,$(ARCH)),code=$(ARCH) -Iinclude -Isrc
 LDLIBS    := $(addprefix -L,$(CUDA_LIBDIRS)) $(addprefix -Wl$(comma)-rpath$(comma),$(CUDA_LIBDIRS)) \
-             -lcudart -lcublas -lnccl -l:libjansson.so.4 -l:libelf.so.1 -lcrypto -l:libseccomp.so.2 -ldl -lm -lstdc++
+             -lcudart -lcublas -lnccl -l:libjansson.so.4 -l:libelf.so.1 -lcrypto -l:libseccomp.so.2 -l:libcurl.so.4 -ldl -lm -lstdc++
 
 HOST_SRC  := $(filter-out src/main.c,$(wildcard src/*.c))
 PROB_SRC  := $(sort $(wildcard problems/*/problem.c))
@@ -87,7 +87,7 @@ SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 # unit tests link the host modules that need no GPU; test_problems links the registry
 UNIT_DEPS := src/util.c src/dtype.c src/compare.c src/stats.c src/safetensors.c src/proto.c \
              src/launch.c src/exitcode.c src/problem.c src/report.c src/loader.c src/build.c \
-             src/perfplan.c src/roofline.c src/sandbox.c
+             src/perfplan.c src/roofline.c src/sandbox.c src/spec.c src/prompt.c src/llm.c
 UNIT_LIBS := -l:libjansson.so.4 -l:libelf.so.1 -lcrypto -l:libseccomp.so.2 -lm
 
 # the parent-rank contract (wire.h): test_wire, test_launch's jobs

@@ -18,5 +18,7 @@ int cmd_doctor(int argc, char **argv);
 int cmd_rank(int argc, char **argv);    /* internal: one rank process */
 int cmd_probe(int argc, char **argv);   /* internal: the GPU probe of doctor */
 int cmd_hold(int argc, char **argv);
+int cmd_prompt(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 
 #endif

@@ -2,7 +2,7 @@
 # tools/deps.sh -- install the Debian packages pkb builds with, when missing.
 # As root it installs them; otherwise it prints the one apt-get line to run.
 # (The CUDA toolkit with NCCL is a prerequisite: see README.md.)
-pkgs="libjansson-dev libelf-dev libssl-dev libseccomp-dev clang libclang-rt-14-dev"
+pkgs="libjansson-dev libelf-dev libssl-dev libseccomp-dev libcurl4-openssl-dev clang libclang-rt-14-dev"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -1,0 +1,892 @@
+/*
+ * cmd_generate.c -- `pkb generate`: ask a model for K candidates of every
+ * problem of a SPEC and keep them in a run directory (docs/GENERATE.md):
+ *
+ *   run.json                       model, provider, template and prompt
+ *                                  hashes, parameters, pkb version, dates
+ *   candidates/NNN/sample_K.cu     the extracted candidate (outcome ok)
+ *   replies/NNN/sample_K.json      the raw reply, tokens, latency, finish
+ *                                  reason, extraction outcome
+ *
+ * A reply record is written last, so it marks a finished sample: a re-run
+ * with the same arguments requests only the samples without one. J
+ * requests run at once on libcurl's multi interface (one thread: the time
+ * goes to waiting on the model, ~10-300 s a reply, not to us).
+ */
+#define _GNU_SOURCE   /* strcasestr */
+#include "cmds.h"
+#include "exitcode.h"
+#include "llm.h"
+#include "problem.h"
+#include "prompt.h"
+#include "spec.h"
+#include "util.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage[] =
+"usage: pkb generate --model M --provider P --problems SPEC [-k K] [--temperature T]\n"
+"                    [--max-tokens N] [-j J] [--run DIR] [options]\n"
+"\n"
+"Ask model M for K candidates of every problem in SPEC and write them to DIR\n"
+"(docs/GENERATE.md). Re-run with the same arguments to fetch what is missing.\n"
+"\n"
+"      --model M          the provider's model name\n"
+"      --provider P       openai | together | openai-compatible | anthropic | gemini\n"
+"      --base-url URL     the API root (required for openai-compatible, e.g.\n"
+"                         http://localhost:8000/v1 for vLLM)\n"
+"      --problems SPEC    all | ids and ranges (1-8,13) | names | a category\n"
+"  -k K                   samples per problem (default 1)\n"
+"      --temperature T    sampling temperature (default: the provider's own)\n"
+"      --max-tokens N     reply length limit (default 16384)\n"
+"  -j J                   requests in flight (default 4)\n"
+"      --run DIR          the run directory (default runs/gen-<provider>-<model>)\n"
+"      --block B          which code block: last (default) | first | N\n"
+"      --timeout S        seconds per request (default 600)\n"
+"      --retries N        retries of a request on 429, 5xx, network errors (default 6)\n"
+"      --backoff S        first retry delay in seconds, doubled each retry (default 2)\n"
+"      --force            go on in a run whose run.json has other arguments\n"
+"      --backend B        cuda (default) | nccl-device\n"
+"  -d, --dtype T, -g, --gpus W, --m M, --n N, --hw NAME, --template FILE\n"
+"                         the prompt's instance, as `pkb prompt` takes them\n"
+"  -q, --quiet            no progress on stderr\n";
+
+/* ---- durable files ---------------------------------------------------------- */
+
+/* temp name in the same folder, fsync, rename, fsync the folder: a kill or
+ * a power cut leaves the old file or the new one, never half of one */
+static int write_durable(const char *path, const void *buf, size_t len)
+{
+	char *tmp = xstrfmt("%s.tmp.%d", path, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644), rc = -1;
+	if (fd < 0)
+		goto out;
+	for (const char *p = buf; len;) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			close(fd);
+			goto out;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	if (fsync(fd) < 0 || close(fd) < 0 || rename(tmp, path) < 0)
+		goto out;
+	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = 0;
+	int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	free(dir);
+	rc = 0;
+out:
+	if (rc)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+static int write_json_durable(const char *path, json_t *v)
+{
+	char *txt = json_dumps(v, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+	int rc = txt ? write_durable(path, txt, strlen(txt)) : -1;
+	free(txt);
+	if (rc)
+		error("cannot write '%s': %s", path, strerror(errno));
+	return rc;
+}
+
+static void utc_now(char *buf, size_t n)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+}
+
+static double now_s(void)
+{
+	return now_ns() / 1e9;
+}
+
+/* ---- the run ---------------------------------------------------------------- */
+
+struct buf {
+	char *s;
+	size_t len;
+};
+
+enum { S_WAIT, S_RUN, S_DONE, S_FAILED };
+
+struct sample {
+	int prob;                /* index into gen.probs */
+	int k;
+	int state, attempts;
+	double not_before, t_start;
+	CURL *h;
+	struct curl_slist *hdr;
+	char *body;
+	struct buf resp;
+	char curl_err[CURL_ERROR_SIZE];
+};
+
+struct gen {
+	const struct llm_provider *prov;
+	const char *model, *base_url, *run_dir, *key;
+	const struct pkb_problem **probs;
+	struct prompt *prompts;
+	int n_probs, k, max_tokens, j, retries, block, quiet, tty;
+	double temperature, timeout_s, backoff_s;
+	unsigned rng;
+	/* progress */
+	int done, failed, outcomes[4];
+	long long tok_in, tok_out;
+	double t0;
+	int stop;                /* 401/403/404 ...: no new request */
+	int stop_status;
+};
+
+enum { O_OK, O_NO_CODE, O_TRUNCATED, O_BAD_REPLY };
+static const char *const outcome_names[] = { "ok", "no_code", "truncated", "bad_reply" };
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct buf *b = arg;
+	size_t add = size * n;
+	/* a reply is tens of KB; 64 MB is no reply */
+	if (b->len + add > (64u << 20))
+		return 0;
+	b->s = xrealloc(b->s, b->len + add + 1);
+	memcpy(b->s + b->len, p, add);
+	b->len += add;
+	b->s[b->len] = 0;
+	return add;
+}
+
+static char *sample_path(const struct gen *g, const char *kind, int prob, int k, const char *ext)
+{
+	return xstrfmt("%s/%s/%03d/sample_%d.%s", g->run_dir, kind, g->probs[prob]->id, k, ext);
+}
+
+/* every copy of the key in s becomes [redacted]: a server that echoes the
+ * request must not put the key into a reply file */
+static void redact(char *s, size_t *len, const char *key)
+{
+	if (!key || !*key || !s)
+		return;
+	size_t kl = strlen(key);
+	const char *mask = "[redacted]";
+	size_t ml = strlen(mask);
+	for (char *p = strstr(s, key); p; p = strstr(p, key)) {
+		if (kl >= ml) {
+			memcpy(p, mask, ml);
+			memmove(p + ml, p + kl, strlen(p + kl) + 1);
+			*len -= kl - ml;
+			p += ml;
+		} else {
+			memset(p, '*', kl);
+			p += kl;
+		}
+	}
+}
+
+static void progress(struct gen *g, int total, const char *line)
+{
+	if (g->quiet)
+		return;
+	double el = now_s() - g->t0;
+	if (g->tty) {
+		int width = 24, fill = total ? (g->done + g->failed) * width / total : width;
+		fprintf(stderr,
+			"\r[%.*s%.*s] %d/%d written (no_code %d, truncated %d, bad_reply %d), "
+			"%d failed | tokens %lld in, %lld out | %.0f s\033[K",
+			fill, "########################", width - fill, "........................",
+			g->done, total, g->outcomes[O_NO_CODE], g->outcomes[O_TRUNCATED],
+			g->outcomes[O_BAD_REPLY], g->failed, g->tok_in, g->tok_out, el);
+	} else if (line) {
+		fprintf(stderr, "generate: [%d/%d] %s (%.0f s)\n", g->done + g->failed, total, line,
+			el);
+	}
+}
+
+/* a finished 200: extract, write the candidate, then the reply record */
+static void finish_ok(struct gen *g, struct sample *s, long status, double latency, char *line,
+		      size_t n)
+{
+	const struct prompt *pr = &g->prompts[s->prob];
+	redact(s->resp.s, &s->resp.len, g->key);
+	struct llm_reply r;
+	json_t *doc = NULL;
+	int outcome, blocks = 0;
+	char *code = NULL;
+	if (llm_parse(g->prov->api, s->resp.s ? s->resp.s : "", s->resp.len, &r, &doc) < 0) {
+		outcome = O_BAD_REPLY;
+	} else if (r.truncated) {
+		outcome = O_TRUNCATED;
+		code = llm_extract(r.text, g->block, &blocks);
+		free(code);
+		code = NULL;
+	} else {
+		code = llm_extract(r.text, g->block, &blocks);
+		outcome = code ? O_OK : O_NO_CODE;
+	}
+	char *cu = sample_path(g, "candidates", s->prob, s->k, "cu");
+	char *rep = sample_path(g, "replies", s->prob, s->k, "json");
+	char date[32];
+	utc_now(date, sizeof date);
+	const char *block = g->block == 0 ? "last" : g->block < 0 ? "first" : NULL;
+	json_t *rec = json_pack("{s:i,s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:s?,s:i,s:f,s:i}", "problem",
+				g->probs[s->prob]->id, "name", g->probs[s->prob]->name, "sample",
+				s->k, "model", g->model, "provider", g->prov->name, "date", date,
+				"prompt_sha256", pr->sha256, "template_sha256", pr->template_sha256,
+				"outcome", outcome_names[outcome], "http_status", (int)status,
+				"latency_s", latency, "attempts", s->attempts);
+	json_object_set_new(rec, "finish_reason",
+			    outcome == O_BAD_REPLY || !r.finish[0] ? json_null() : json_string(r.finish));
+	json_object_set_new(rec, "tokens_in", outcome == O_BAD_REPLY || r.tokens_in < 0
+					      ? json_null() : json_integer(r.tokens_in));
+	json_object_set_new(rec, "tokens_out", outcome == O_BAD_REPLY || r.tokens_out < 0
+					       ? json_null() : json_integer(r.tokens_out));
+	json_object_set_new(rec, "block", block ? json_string(block) : json_integer(g->block));
+	json_object_set_new(rec, "blocks_found", json_integer(blocks));
+	if (outcome == O_BAD_REPLY)
+		json_object_set_new(rec, "error", json_string(r.err));
+	json_object_set_new(rec, "candidate",
+			    code ? json_string(cu + strlen(g->run_dir) + 1) : json_null());
+	/* the raw reply: as JSON where it parses, else as the text it was */
+	json_object_set_new(rec, "reply", doc ? json_incref(doc)
+					      : json_stringn_nocheck(s->resp.s ? s->resp.s : "",
+								     s->resp.len));
+	int wrote = 0;
+	if ((!code || write_durable(cu, code, strlen(code)) == 0) &&
+	    write_json_durable(rep, rec) == 0)
+		wrote = 1;
+	else if (code)
+		error("cannot write '%s': %s", cu, strerror(errno));
+	if (wrote) {
+		s->state = S_DONE;
+		g->done++;
+		g->outcomes[outcome]++;
+		if (outcome != O_BAD_REPLY) {
+			g->tok_in += r.tokens_in > 0 ? r.tokens_in : 0;
+			g->tok_out += r.tokens_out > 0 ? r.tokens_out : 0;
+		}
+	} else {
+		s->state = S_FAILED;
+		g->failed++;
+	}
+	snprintf(line, n, "%03d sample %d: %s, %.1f s%s", g->probs[s->prob]->id, s->k,
+		 wrote ? outcome_names[outcome] : "not written", latency,
+		 outcome == O_BAD_REPLY ? " (malformed reply)" : "");
+	json_decref(rec);
+	json_decref(doc);
+	llm_reply_free(&r);
+	free(code);
+	free(cu);
+	free(rep);
+}
+
+/* Retry-After: seconds, or an HTTP date (RFC 9110 10.2.3); -1 if none */
+static double retry_after(CURL *h)
+{
+	struct curl_header *hd = NULL;
+	if (curl_easy_header(h, "Retry-After", 0, CURLH_HEADER, -1, &hd) != CURLHE_OK || !hd)
+		return -1;
+	char *end;
+	double v = strtod(hd->value, &end);
+	if (end != hd->value && v >= 0)
+		return v;
+	time_t t = curl_getdate(hd->value, NULL);
+	return t < 0 ? -1 : fmax(0, difftime(t, time(NULL)));
+}
+
+/* schedule another attempt, or give the sample up; 1 if it will retry */
+static int retry_later(struct gen *g, struct sample *s, double after, const char *why,
+		       char *line, size_t n)
+{
+	if (s->attempts > g->retries) {
+		s->state = S_FAILED;
+		g->failed++;
+		snprintf(line, n, "%03d sample %d: failed after %d attempts: %s",
+			 g->probs[s->prob]->id, s->k, s->attempts, why);
+		return 0;
+	}
+	/* exponential backoff with jitter in [d/2, d), capped at 5 minutes;
+	 * the server's Retry-After is the least wait */
+	double d = fmin(300, g->backoff_s * pow(2, s->attempts - 1));
+	d = d / 2 + d / 2 * (rand_r(&g->rng) / (RAND_MAX + 1.0));
+	if (after > d)
+		d = fmin(after, 3600);
+	s->not_before = now_s() + d;
+	s->state = S_WAIT;
+	snprintf(line, n, "%03d sample %d: %s; retry %d in %.1f s", g->probs[s->prob]->id, s->k,
+		 why, s->attempts, d);
+	return 1;
+}
+
+static void release(CURLM *multi, struct sample *s)
+{
+	if (s->h) {
+		curl_multi_remove_handle(multi, s->h);
+		curl_easy_cleanup(s->h);
+		s->h = NULL;
+	}
+	if (s->hdr) {
+		/* the list holds the key */
+		for (struct curl_slist *l = s->hdr; l; l = l->next)
+			memset(l->data, 0, strlen(l->data));
+		curl_slist_free_all(s->hdr);
+		s->hdr = NULL;
+	}
+	free(s->resp.s);
+	s->resp.s = NULL;
+	s->resp.len = 0;
+}
+
+static int start(struct gen *g, CURLM *multi, struct sample *s)
+{
+	const struct prompt *pr = &g->prompts[s->prob];
+	struct llm_request rq = { .prov = g->prov, .base_url = g->base_url, .model = g->model,
+				  .key = g->key, .system = pr->system, .user = pr->user,
+				  .temperature = g->temperature, .max_tokens = g->max_tokens };
+	if (!s->body) {
+		json_t *b = llm_body(&rq);
+		s->body = json_dumps(b, JSON_COMPACT | JSON_REAL_PRECISION(10));
+		json_decref(b);
+	}
+	char *url = llm_url(&rq);
+	char **hl = llm_headers(&rq);
+	for (char **p = hl; *p; p++)
+		s->hdr = curl_slist_append(s->hdr, *p);
+	llm_headers_free(hl);
+	s->h = curl_easy_init();
+	if (!s->h || !s->hdr)
+		BUG("curl_easy_init");
+	curl_easy_setopt(s->h, CURLOPT_URL, url);
+	curl_easy_setopt(s->h, CURLOPT_HTTPHEADER, s->hdr);
+	curl_easy_setopt(s->h, CURLOPT_POSTFIELDS, s->body);
+	curl_easy_setopt(s->h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(s->h, CURLOPT_WRITEDATA, &s->resp);
+	curl_easy_setopt(s->h, CURLOPT_TIMEOUT_MS, (long)(g->timeout_s * 1000));
+	curl_easy_setopt(s->h, CURLOPT_CONNECTTIMEOUT_MS, 30000L);
+	curl_easy_setopt(s->h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(s->h, CURLOPT_ERRORBUFFER, s->curl_err);
+	curl_easy_setopt(s->h, CURLOPT_USERAGENT, "pkb/" PKB_VERSION);
+	curl_easy_setopt(s->h, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(s->h, CURLOPT_PRIVATE, s);
+	s->curl_err[0] = 0;
+	free(url);
+	s->attempts++;
+	s->t_start = now_s();
+	s->state = S_RUN;
+	return curl_multi_add_handle(multi, s->h) == CURLM_OK ? 0 : -1;
+}
+
+static void done_transfer(struct gen *g, CURLM *multi, CURL *h, CURLcode res, int total)
+{
+	struct sample *s = NULL;
+	curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&s);
+	long status = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	double latency = now_s() - s->t_start;
+	char line[512] = "", why[256];
+	if (res != CURLE_OK) {
+		snprintf(why, sizeof why, "%s", s->curl_err[0] ? s->curl_err : curl_easy_strerror(res));
+		retry_later(g, s, -1, why, line, sizeof line);
+	} else if (status == 200) {
+		finish_ok(g, s, status, latency, line, sizeof line);
+	} else if (status == 408 || status == 409 || status == 429 || status >= 500) {
+		snprintf(why, sizeof why, "HTTP %ld", status);
+		retry_later(g, s, retry_after(h), why, line, sizeof line);
+	} else {
+		/* 401/403 (the key), 404 (the model or URL), 400 (a parameter):
+		 * every other request would get the same answer */
+		redact(s->resp.s, &s->resp.len, g->key);
+		s->state = S_FAILED;
+		g->failed++;
+		if (!g->stop) {
+			g->stop = 1;
+			g->stop_status = (int)status;
+			if (g->tty && !g->quiet)
+				fputc('\n', stderr);
+			error("%03d sample %d: HTTP %ld from the %s API: %.300s", g->probs[s->prob]->id,
+			      s->k, status, g->prov->name, s->resp.s ? s->resp.s : "");
+			hint(status == 401 || status == 403 ? "check the API key (%s)"
+			     : status == 404 ? "check --model and --base-url (%s)"
+					     : "check the request's parameters (%s)",
+			     g->prov->key_env[0]);
+		}
+	}
+	release(multi, s);
+	progress(g, total, line[0] ? line : NULL);
+}
+
+static int run_samples(struct gen *g, struct sample *todo, int n)
+{
+	CURLM *multi = curl_multi_init();
+	int next = 0, active = 0;
+	g->t0 = now_s();
+	progress(g, n, NULL);
+	for (;;) {
+		/* fill the free slots in order: with -j 1 requests go out in
+		 * problem, sample order (and a retry waits in its slot) */
+		while (!g->stop && active < g->j && next < n) {
+			todo[next].state = S_WAIT;
+			todo[next].not_before = 0;
+			next++;
+			active++;
+		}
+		double now = now_s(), wake = now + 1;
+		for (int i = 0; i < next; i++) {
+			struct sample *s = &todo[i];
+			if (s->state != S_WAIT)
+				continue;
+			if (g->stop) {
+				s->state = S_FAILED;
+				active--;
+				continue;
+			}
+			if (s->not_before <= now) {
+				if (start(g, multi, s) < 0)
+					BUG("curl_multi_add_handle");
+			} else if (s->not_before < wake) {
+				wake = s->not_before;
+			}
+		}
+		int running = 0;
+		curl_multi_perform(multi, &running);
+		CURLMsg *m;
+		int left, finished = 0;
+		while ((m = curl_multi_info_read(multi, &left))) {
+			if (m->msg != CURLMSG_DONE)
+				continue;
+			done_transfer(g, multi, m->easy_handle, m->data.result, n);
+			finished++;
+		}
+		active = 0;
+		for (int i = 0; i < next; i++)
+			active += todo[i].state == S_WAIT || todo[i].state == S_RUN;
+		if (g->stop) {
+			/* abandon what is in flight: it is not written, so a
+			 * re-run asks again */
+			for (int i = 0; i < next; i++)
+				if (todo[i].state == S_RUN) {
+					release(multi, &todo[i]);
+					todo[i].state = S_FAILED;
+				}
+			break;
+		}
+		if (!active && next == n)
+			break;
+		if (finished)   /* a slot is free or a retry is due: no wait */
+			continue;
+		int ms = (int)fmax(1, fmin(1000, (wake - now_s()) * 1000));
+		curl_multi_poll(multi, NULL, 0, ms, NULL);
+		if (g->tty)   /* the bar's clock moves while replies take minutes */
+			progress(g, n, NULL);
+	}
+	curl_multi_cleanup(multi);
+	if (g->tty && !g->quiet)
+		fputc('\n', stderr);
+	return 0;
+}
+
+/* ---- run.json --------------------------------------------------------------- */
+
+/* the arguments that decide what a sample is: a run continues only with
+ * the same ones (-j, --timeout, --retries do not change a sample) */
+static json_t *run_args(const struct gen *g, const char *spec, const char *backend,
+			const struct prompt_opts *po, const char *block)
+{
+	json_t *ids = json_array(), *prompts = json_object();
+	for (int i = 0; i < g->n_probs; i++) {
+		char id[8];
+		snprintf(id, sizeof id, "%03d", g->probs[i]->id);
+		json_array_append_new(ids, json_integer(g->probs[i]->id));
+		json_object_set_new(prompts, id, json_string(g->prompts[i].sha256));
+	}
+	/* the template under the pkb root by its relative path: the same run
+	 * continues from another checkout */
+	const char *tpl = g->prompts[0].template_path;
+	size_t rl = strlen(pkb_root());
+	if (!strncmp(tpl, pkb_root(), rl) && tpl[rl] == '/')
+		tpl += rl + 1;
+	json_t *a = json_pack("{s:s,s:s,s:s,s:s,s:o,s:i,s:i,s:s,s:s,s:i,s:I,s:I,s:s,s:s,s:s,s:s,s:o}",
+			      "model", g->model, "provider", g->prov->name, "base_url", g->base_url,
+			      "problems_spec", spec, "problems", ids, "k", g->k, "max_tokens",
+			      g->max_tokens, "block", block, "backend", backend, "world", po->world,
+			      "m", (json_int_t)po->m, "n", (json_int_t)po->n, "dtype", po->dtype,
+			      "hw", po->hw, "template", tpl,
+			      "template_sha256", g->prompts[0].template_sha256, "prompt_sha256",
+			      prompts);
+	json_object_set_new(a, "temperature",
+			    g->temperature >= 0 ? json_real(g->temperature) : json_null());
+	return a;
+}
+
+/* name the first argument that differs, for the message */
+static void first_diff(json_t *old, json_t *new, char *buf, size_t n)
+{
+	const char *key;
+	json_t *v;
+	snprintf(buf, n, "?");
+	json_object_foreach(new, key, v) {
+		json_t *o = json_object_get(old, key);
+		if (!o || !json_equal(o, v)) {
+			char *a = o ? json_dumps(o, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10))
+				    : xstrdup("none");
+			char *b = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10));
+			snprintf(buf, n, "%s: %.60s in the run, %.60s now", key, a, b);
+			free(a);
+			free(b);
+			return;
+		}
+	}
+}
+
+static int open_run(const struct gen *g, json_t *args, int force)
+{
+	char *path = xstrfmt("%s/run.json", g->run_dir);
+	char date[32];
+	utc_now(date, sizeof date);
+	json_t *old = NULL;
+	if (access(path, F_OK) == 0) {
+		json_error_t je;
+		old = json_load_file(path, 0, &je);
+		if (!old) {
+			error("'%s' is not JSON: %s", path, je.text);
+			free(path);
+			return -1;
+		}
+		json_t *oa = json_object_get(old, "args");
+		if (!json_equal(oa, args) && !force) {
+			char d[256];
+			first_diff(oa, args, d, sizeof d);
+			error("the run '%s' was started with other arguments (%s)", g->run_dir, d);
+			hint("give another --run, or --force to go on in this one with these arguments");
+			json_decref(old);
+			free(path);
+			return -1;
+		}
+	}
+	json_t *doc = json_pack("{s:s,s:s,s:s,s:O}", "pkb_version", PKB_VERSION, "created",
+				old && json_is_string(json_object_get(old, "created"))
+				? json_string_value(json_object_get(old, "created")) : date,
+				"updated", date, "args", args);
+	json_decref(old);
+	int rc = write_json_durable(path, doc);
+	json_decref(doc);
+	free(path);
+	return rc;
+}
+
+/* One generate per run directory: two would request the same samples. The
+ * lock goes with the process (a kill -9 releases it). -1 if it is taken. */
+static int lock_run(const char *dir)
+{
+	char *path = xstrfmt("%s/.lock", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	free(path);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* the temporary files a killed run left (name.tmp.PID): safe to remove
+ * under the lock */
+static void remove_stale(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!strstr(e->d_name, ".tmp."))
+			continue;
+		char *p = xstrfmt("%s/%s", dir, e->d_name);
+		unlink(p);
+		free(p);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* ---- the command ------------------------------------------------------------ */
+
+static int num_arg(const char *opt, const char *s, double lo, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !(v >= lo) || v > 1e9) {
+		error("--%s takes a number >= %g, not '%s'", opt, lo, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int cmd_generate(int argc, char **argv)
+{
+	enum { O_MODEL = 1000, O_PROVIDER, O_BASE, O_PROBLEMS, O_TEMP, O_MAXTOK, O_RUN, O_BLOCK,
+	       O_TIMEOUT, O_RETRIES, O_BACKOFF, O_FORCE, O_BACKEND, O_M, O_N, O_HW, O_TEMPLATE };
+	static const struct option longopts[] = {
+		{ "model", required_argument, NULL, O_MODEL },
+		{ "provider", required_argument, NULL, O_PROVIDER },
+		{ "base-url", required_argument, NULL, O_BASE },
+		{ "problems", required_argument, NULL, O_PROBLEMS },
+		{ "temperature", required_argument, NULL, O_TEMP },
+		{ "max-tokens", required_argument, NULL, O_MAXTOK },
+		{ "run", required_argument, NULL, O_RUN },
+		{ "block", required_argument, NULL, O_BLOCK },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "retries", required_argument, NULL, O_RETRIES },
+		{ "backoff", required_argument, NULL, O_BACKOFF },
+		{ "force", no_argument, NULL, O_FORCE },
+		{ "backend", required_argument, NULL, O_BACKEND },
+		{ "dtype", required_argument, NULL, 'd' },
+		{ "gpus", required_argument, NULL, 'g' },
+		{ "m", required_argument, NULL, O_M },
+		{ "n", required_argument, NULL, O_N },
+		{ "hw", required_argument, NULL, O_HW },
+		{ "template", required_argument, NULL, O_TEMPLATE },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct gen g = { .k = 1, .max_tokens = 16384, .j = 4, .retries = 6, .temperature = -1,
+			 .timeout_s = 600, .backoff_s = 2 };
+	struct prompt_opts po = { .backend = "cuda", .world = 4, .m = 1024, .n = 1024,
+				  .dtype = "bf16", .hw = "h100_8" };
+	const char *provider = NULL, *spec = NULL, *block = "last";
+	int force = 0, c;
+	double v;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "k:j:d:g:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_MODEL: g.model = optarg; break;
+		case O_PROVIDER: provider = optarg; break;
+		case O_BASE: g.base_url = optarg; break;
+		case O_PROBLEMS: spec = optarg; break;
+		case O_RUN: g.run_dir = optarg; break;
+		case O_BLOCK: block = optarg; break;
+		case O_FORCE: force = 1; break;
+		case O_BACKEND: po.backend = optarg; break;
+		case O_HW: po.hw = optarg; break;
+		case O_TEMPLATE: po.template_path = optarg; break;
+		case 'd': po.dtype = optarg; break;
+		case 'q': g.quiet = 1; break;
+		case O_TEMP:
+			if (num_arg("temperature", optarg, 0, &g.temperature) < 0)
+				return PKB_EXIT_USAGE;
+			break;
+		case O_TIMEOUT:
+			if (num_arg("timeout", optarg, 0.001, &g.timeout_s) < 0)
+				return PKB_EXIT_USAGE;
+			break;
+		case O_BACKOFF:
+			if (num_arg("backoff", optarg, 0, &g.backoff_s) < 0)
+				return PKB_EXIT_USAGE;
+			break;
+		case 'k': case 'j': case O_MAXTOK: case O_RETRIES: case 'g': case O_M: case O_N: {
+			const char *name = c == 'k' ? "k" : c == 'j' ? "j" : c == O_MAXTOK ? "max-tokens"
+					 : c == O_RETRIES ? "retries" : c == 'g' ? "gpus"
+					 : c == O_M ? "m" : "n";
+			if (num_arg(name, optarg, c == O_RETRIES ? 0 : 1, &v) < 0 || v != floor(v) ||
+			    v > INT_MAX) {
+				error("--%s takes a whole number", name);
+				return PKB_EXIT_USAGE;
+			}
+			if (c == 'k') g.k = (int)v;
+			else if (c == 'j') g.j = (int)v;
+			else if (c == O_MAXTOK) g.max_tokens = (int)v;
+			else if (c == O_RETRIES) g.retries = (int)v;
+			else if (c == 'g') po.world = (int)v;
+			else if (c == O_M) po.m = (long long)v;
+			else po.n = (long long)v;
+			break;
+		}
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return PKB_EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		error("generate takes no operand ('%s')", argv[optind]);
+		return PKB_EXIT_USAGE;
+	}
+	if (!g.model || !provider || !spec) {
+		error("generate needs --model, --provider and --problems");
+		fputs(usage, stderr);
+		return PKB_EXIT_USAGE;
+	}
+	g.prov = llm_provider_find(provider);
+	if (!g.prov) {
+		error("unknown provider '%s'", provider);
+		hint("one of: %s", llm_provider_names());
+		return PKB_EXIT_USAGE;
+	}
+	if (!g.base_url)
+		g.base_url = g.prov->base_url;
+	if (!g.base_url) {
+		error("the provider '%s' needs --base-url", provider);
+		return PKB_EXIT_USAGE;
+	}
+	char *base = xstrdup(g.base_url);
+	while (strlen(base) > 1 && base[strlen(base) - 1] == '/')
+		base[strlen(base) - 1] = 0;
+	g.base_url = base;
+	if (!strcmp(block, "last")) {
+		g.block = 0;
+	} else if (!strcmp(block, "first")) {
+		g.block = -1;
+	} else if (num_arg("block", block, 1, &v) == 0 && v == floor(v) && v < 1000) {
+		g.block = (int)v;
+	} else {
+		error("--block takes first, last or a block number from 1");
+		free(base);
+		return PKB_EXIT_USAGE;
+	}
+	/* the key: read from the environment, held in memory, sent in a header
+	 * and nowhere else (never in argv, a URL, a file or a message) */
+	for (int i = 0; i < 2 && g.prov->key_env[i] && !g.key; i++) {
+		const char *k = getenv(g.prov->key_env[i]);
+		if (k && *k)
+			g.key = k;
+	}
+	if (!g.key && !g.prov->key_optional) {
+		error("no API key for '%s': set %s%s%s", provider, g.prov->key_env[0],
+		      g.prov->key_env[1] ? " or " : "", g.prov->key_env[1] ? g.prov->key_env[1] : "");
+		free(base);
+		return PKB_EXIT_INPUT;
+	}
+	char err[512];
+	g.probs = spec_parse(spec, &g.n_probs, err, sizeof err);
+	if (!g.probs) {
+		error("--problems '%s': %s", spec, err);
+		hint("'pkb list' shows the problems and categories");
+		free(base);
+		return PKB_EXIT_USAGE;
+	}
+	int rc = PKB_EXIT_INPUT;
+	g.prompts = xcalloc(g.n_probs, sizeof *g.prompts);
+	int n_built = 0;
+	for (; n_built < g.n_probs; n_built++) {
+		po.p = g.probs[n_built];
+		if (prompt_build(&po, &g.prompts[n_built], err, sizeof err) < 0) {
+			error("%s", err);
+			goto out;
+		}
+	}
+	char *run_default = NULL;
+	if (!g.run_dir) {
+		run_default = xstrfmt("runs/gen-%s-%s", g.prov->name, g.model);
+		for (char *p = run_default + 5; *p; p++)
+			if (*p == '/' || *p == ':' || *p == ' ')
+				*p = '_';
+		g.run_dir = run_default;
+	}
+	json_t *args = run_args(&g, spec, po.backend, &po, block);
+	if (mkdir_p(g.run_dir) < 0) {
+		error("cannot create '%s': %s", g.run_dir, strerror(errno));
+		json_decref(args);
+		goto out_run;
+	}
+	int lock = lock_run(g.run_dir);
+	if (lock < 0) {
+		error("another pkb generate is using the run '%s'", g.run_dir);
+		json_decref(args);
+		goto out_run;
+	}
+	remove_stale(g.run_dir);
+	if (open_run(&g, args, force) < 0) {
+		json_decref(args);
+		close(lock);
+		goto out_run;
+	}
+	json_decref(args);
+
+	/* the samples without a reply record */
+	struct sample *todo = xcalloc((size_t)g.n_probs * g.k, sizeof *todo);
+	int n = 0, have = 0;
+	for (int i = 0; i < g.n_probs; i++) {
+		char *d1 = xstrfmt("%s/candidates/%03d", g.run_dir, g.probs[i]->id);
+		char *d2 = xstrfmt("%s/replies/%03d", g.run_dir, g.probs[i]->id);
+		if (mkdir_p(d1) < 0 || mkdir_p(d2) < 0) {
+			error("cannot create '%s': %s", d2, strerror(errno));
+			free(d1);
+			free(d2);
+			free(todo);
+			close(lock);
+			goto out_run;
+		}
+		remove_stale(d1);
+		remove_stale(d2);
+		free(d1);
+		free(d2);
+		for (int k = 0; k < g.k; k++) {
+			char *rep = sample_path(&g, "replies", i, k, "json");
+			if (access(rep, F_OK) == 0)
+				have++;
+			else
+				todo[n++] = (struct sample){ .prob = i, .k = k };
+			free(rep);
+		}
+	}
+	g.tty = isatty(2);
+	g.rng = (unsigned)(now_ns() ^ (unsigned)getpid());
+	if (!g.quiet)
+		fprintf(stderr, "generate: %s %s, %d problems x %d samples: %d to request, %d kept, "
+			"run '%s'\n", g.prov->name, g.model, g.n_probs, g.k, n, have, g.run_dir);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	run_samples(&g, todo, n);
+	curl_global_cleanup();
+	for (int i = 0; i < n; i++)
+		free(todo[i].body);
+	free(todo);
+	if (!g.quiet)
+		fprintf(stderr,
+			"generate: %d written (ok %d, no_code %d, truncated %d, bad_reply %d), "
+			"%d not obtained, %d kept from before\n",
+			g.done, g.outcomes[O_OK], g.outcomes[O_NO_CODE], g.outcomes[O_TRUNCATED],
+			g.outcomes[O_BAD_REPLY], n - g.done, have);
+	if (g.stop) {
+		rc = PKB_EXIT_PROVIDER;
+	} else if (g.done < n) {
+		rc = PKB_EXIT_INCOMPLETE;
+		hint("run the same command again to request the %d missing samples", n - g.done);
+	} else {
+		rc = 0;
+	}
+	close(lock);
+out_run:
+	free(run_default);
+out:
+	for (int i = 0; i < n_built; i++)
+		prompt_free(&g.prompts[i]);
+	free(g.prompts);
+	free(g.probs);
+	free(base);
+	return rc;
+}

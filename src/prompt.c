@@ -1,0 +1,419 @@
+/*
+ * prompt.c -- assembling the prompt of one problem instance (prompt.h).
+ *
+ * Every piece is read from the repository as it is, so a prompt changes
+ * when the task, reference or ABI changes and never otherwise; its sha256
+ * goes with every sample. Size: README ~1-3 KB, reference ~1-10 KB, pkb.h
+ * and pkb_device.cuh ~13 KB, an example ~4 KB: ~25-35 KB, ~8-10K tokens.
+ */
+#define _GNU_SOURCE   /* vasprintf */
+#include "prompt.h"
+#include "compare.h"
+#include "dtype.h"
+#include "problem.h"
+#include "roofline.h"
+#include "util.h"
+
+#include <glob.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sha256_hex(const void *buf, size_t len, char out[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	EVP_Digest(buf, len, md, &n, EVP_sha256(), NULL);
+	for (unsigned i = 0; i < n && i < 32; i++)
+		sprintf(out + 2 * i, "%02x", md[i]);
+	out[64] = 0;
+}
+
+/* ---- a growing string ------------------------------------------------------- */
+
+struct sbuf {
+	char *s;
+	size_t len, cap;
+};
+
+static void sb_add(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		b->cap = (b->len + n + 1) * 2;
+		b->s = xrealloc(b->s, b->cap);
+	}
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = 0;
+}
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = NULL;
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		BUG("vasprintf");
+	sb_add(b, s, n);
+	free(s);
+}
+
+static char *sb_take(struct sbuf *b)
+{
+	return b->s ? b->s : xstrdup("");
+}
+
+/* ---- templates -------------------------------------------------------------- */
+
+static int slot_index(const char *name, size_t len, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strlen(names[i]) == len && !strncmp(names[i], name, len))
+			return i;
+	return -1;
+}
+
+/* the text from s to e with its slots filled; marks the slots used */
+static int fill_section(const char *s, const char *e, const char *const *names,
+			const char *const *values, int n_slots, char *used, char **out, char *err,
+			size_t n)
+{
+	struct sbuf b = { 0 };
+	while (s < e) {
+		const char *open = strstr(s, "{{");
+		if (!open || open >= e) {
+			sb_add(&b, s, e - s);
+			break;
+		}
+		sb_add(&b, s, open - s);
+		const char *close = strstr(open + 2, "}}");
+		if (!close || close >= e) {
+			snprintf(err, n, "a slot opened with '{{' is never closed");
+			free(b.s);
+			return -1;
+		}
+		int i = slot_index(open + 2, close - open - 2, names, n_slots);
+		if (i < 0) {
+			snprintf(err, n, "unknown slot '{{%.*s}}'", (int)(close - open - 2), open + 2);
+			free(b.s);
+			return -1;
+		}
+		used[i] = 1;
+		sb_add(&b, values[i], strlen(values[i]));
+		s = close + 2;
+	}
+	*out = sb_take(&b);
+	return 0;
+}
+
+/* the start of the body after a line "=== NAME ===", or NULL */
+static const char *section(const char *t, const char *name)
+{
+	char mark[64];
+	snprintf(mark, sizeof mark, "=== %s ===\n", name);
+	for (const char *l = t; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, mark, strlen(mark)))
+			return l + strlen(mark);
+	return NULL;
+}
+
+int prompt_fill(const char *tmpl, const char *const *names, const char *const *values,
+		int n_slots, const char *const *required, int n_required, char **system,
+		char **user, char *err, size_t n)
+{
+	const char *sys = section(tmpl, "system"), *usr = section(tmpl, "user");
+	if (!sys || !usr || usr < sys) {
+		snprintf(err, n, "the template needs a '=== system ===' line, then a '=== user ===' line");
+		return -1;
+	}
+	const char *sys_end = usr - strlen("=== user ===\n");
+	char *used = xcalloc(n_slots ? n_slots : 1, 1);
+	*system = *user = NULL;
+	int rc = fill_section(sys, sys_end, names, values, n_slots, used, system, err, n);
+	if (!rc)
+		rc = fill_section(usr, usr + strlen(usr), names, values, n_slots, used, user, err, n);
+	for (int r = 0; !rc && r < n_required; r++) {
+		int i = slot_index(required[r], strlen(required[r]), names, n_slots);
+		if (i < 0 || !used[i]) {
+			snprintf(err, n, "the template never uses the slot '{{%s}}'", required[r]);
+			rc = -1;
+		}
+	}
+	free(used);
+	if (rc) {
+		free(*system);
+		free(*user);
+		*system = *user = NULL;
+	}
+	return rc;
+}
+
+/* ---- the pieces ------------------------------------------------------------- */
+
+/* the value of "pkb-backend: X" in a file's header comment; cuda if none */
+static void backend_of(const char *text, char *out, size_t n)
+{
+	const char *h = strstr(text, "pkb-backend:");
+	snprintf(out, n, "cuda");
+	if (!h || h - text > 4096)
+		return;
+	h += strlen("pkb-backend:");
+	while (*h == ' ')
+		h++;
+	size_t k = strcspn(h, " \n\t*");
+	snprintf(out, n, "%.*s", (int)k, h);
+}
+
+/* a candidate the prompt can show whole: no project header beyond the two
+ * the prompt carries */
+static int self_contained(const char *text)
+{
+	for (const char *s = strstr(text, "#include \""); s; s = strstr(s + 1, "#include \"")) {
+		const char *name = s + strlen("#include \"");
+		if (strncmp(name, "pkb.h\"", 6) && strncmp(name, "pkb_device.cuh\"", 15))
+			return 0;
+	}
+	return 1;
+}
+
+/* The example: the shortest self-contained ok_*.cu of the backend in the
+ * lowest-id problem other than p that has one (001's for every problem but
+ * 001). Deterministic: the same files always give the same choice. */
+static char *pick_example(const struct pkb_problem *p, const char *backend, char **text_out)
+{
+	char *best = NULL, *best_text = NULL;
+	for (int i = 0; i < problem_count() && !best; i++) {
+		const struct pkb_problem *q = problem_at(i);
+		if (q == p)
+			continue;
+		char *dir = problem_dir(q);
+		char *pat = xstrfmt("%s/solutions/ok_*.cu", dir);
+		glob_t g;
+		if (glob(pat, 0, NULL, &g) == 0) {
+			for (size_t k = 0; k < g.gl_pathc; k++) {
+				size_t len = 0;
+				char *t = read_file(g.gl_pathv[k], &len);
+				char b[32];
+				if (!t)
+					continue;
+				backend_of(t, b, sizeof b);
+				if (strcmp(b, backend) || !self_contained(t) ||
+				    (best_text && strlen(best_text) <= len)) {
+					free(t);
+					continue;
+				}
+				free(best);
+				free(best_text);
+				best = xstrdup(g.gl_pathv[k]);
+				best_text = t;
+			}
+			globfree(&g);
+		}
+		free(pat);
+		free(dir);
+	}
+	*text_out = best_text;
+	return best;
+}
+
+static void shapes_text(const struct pkb_io *io, struct sbuf *b)
+{
+	for (int k = 0; k < 2; k++) {
+		const struct pkb_tensor_desc *arr = k ? io->out : io->in;
+		for (int i = 0; i < (k ? io->n_out : io->n_in); i++) {
+			char shape[128];
+			tensor_desc_shape_str(&arr[i], shape, sizeof shape);
+			sb_printf(b, "- %s %s: %s %s%s\n", k ? "output" : "input", arr[i].name,
+				  dtype_name(arr[i].dtype), shape,
+				  !k && arr[i].same_on_all_ranks ? " (the same on every rank)" : "");
+		}
+	}
+	for (int i = 0; i < io->n_params; i++)
+		sb_printf(b, "- parameter %s = %g\n", io->params[i].name, io->params[i].value);
+}
+
+static void tolerance_text(const struct pkb_io *io, struct sbuf *b)
+{
+	for (int i = 0; i < io->n_out; i++) {
+		struct pkb_tol t = compare_tol_resolve(io->out[i].dtype, io->out[i].tol);
+		if (t.exact)
+			sb_printf(b, "- %s: bit-exact\n", io->out[i].name);
+		else
+			sb_printf(b,
+				  "- %s: |out - ref| <= %g + %g*|ref| + %g * %g * max|ref| per "
+				  "element, and ||out - ref||_2 <= %g * ||ref||_2\n",
+				  io->out[i].name, t.atol, t.rtol, t.terms,
+				  dtype_unit_roundoff(io->out[i].dtype), t.l2);
+	}
+}
+
+static void hardware_text(const struct hw_spec *h, int world, struct sbuf *b)
+{
+	sb_printf(b, "%s (hw/%s.json); this run uses %d of its %d GPUs.\n", h->title, h->name,
+		  world, h->gpus);
+	sb_printf(b, "- per GPU: %d SMs, %.0f MB L2, %.0f GB HBM at %.0f GB/s\n", h->sm_count,
+		  h->l2_bytes / 1e6, h->hbm_bytes / 1e9, h->hbm_bw / 1e9);
+	sb_printf(b, "- interconnect: %.0f GB/s that one GPU can receive from its peers (per direction)\n",
+		  h->net_bw / 1e9);
+	sb_printf(b, "- dense peaks: bf16 %.0f, fp16 %.0f, fp8 %.0f, tf32 %.0f, fp32 %.0f TFLOP/s\n",
+		  h->flops_bf16 / 1e12, h->flops_fp16 / 1e12, h->flops_fp8 / 1e12,
+		  h->flops_tf32 / 1e12, h->flops_fp32 / 1e12);
+}
+
+static void roofline_text(const struct pkb_problem *p, const struct pkb_dims *d,
+			  const struct hw_spec *h, struct sbuf *b)
+{
+	struct roofline r;
+	char err[256];
+	if (roofline_compute(p, d, h, &r, err, sizeof err) < 0) {
+		sb_printf(b, "No lower bound for this instance (%s).\n", err);
+		return;
+	}
+	sb_printf(b,
+		  "No correct solution can take less than %.2f us on this machine (bottleneck: %s, "
+		  "rank %d): it must move %.0f bytes over the interconnect (%.2f us), %.0f bytes "
+		  "through HBM (%.2f us) and do %.3g FLOPs (%.2f us).\n",
+		  r.t_bound * 1e6, r.bottleneck, r.rank, r.net_bytes, r.t_net * 1e6, r.hbm_bytes,
+		  r.t_hbm * 1e6, r.flops, r.t_flop * 1e6);
+}
+
+static char *read_under_root(const char *rel, char *err, size_t n)
+{
+	char *path = xstrfmt("%s/%s", pkb_root(), rel);
+	char *t = read_file(path, NULL);
+	if (!t)
+		snprintf(err, n, "cannot read '%s'", path);
+	free(path);
+	return t;
+}
+
+int prompt_build(const struct prompt_opts *o, struct prompt *out, char *err, size_t n)
+{
+	memset(out, 0, sizeof *out);
+	if (strcmp(o->backend, "cuda") && strcmp(o->backend, "nccl-device")) {
+		snprintf(err, n, "no prompt for the backend '%s' (cuda, nccl-device)", o->backend);
+		return -1;
+	}
+	const struct pkb_problem *p = o->p;
+	int dt = dtype_parse(o->dtype);
+	if (dt < 0) {
+		snprintf(err, n, "unknown dtype '%s'", o->dtype);
+		return -1;
+	}
+	struct pkb_dims d = { .world = o->world, .m = o->m, .n = o->n, .dtype = (pkb_dtype)dt };
+	struct pkb_io io;
+	if (problem_describe(p, &d, &io) < 0) {
+		snprintf(err, n, "problem %03d_%s at W=%d M=%lld N=%lld %s: %s", p->id, p->name,
+			 o->world, o->m, o->n, o->dtype, io.err);
+		return -1;
+	}
+	struct hw_spec h;
+	if (hw_load(o->hw ? o->hw : "h100_8", &h, err, n) < 0)
+		return -1;
+
+	out->template_path = o->template_path ? xstrdup(o->template_path)
+					      : xstrfmt("%s/prompts/%s.txt", pkb_root(), o->backend);
+	size_t tlen = 0;
+	char *tmpl = read_file(out->template_path, &tlen);
+	if (!tmpl) {
+		snprintf(err, n, "cannot read the template '%s'", out->template_path);
+		prompt_free(out);
+		return -1;
+	}
+	sha256_hex(tmpl, tlen, out->template_sha256);
+
+	char *dir = problem_dir(p);
+	char *readme_path = xstrfmt("%s/README.md", dir);
+	char *task = read_file(readme_path, NULL);
+	char *ref_path = problem_reference_path(p);
+	char *reference = read_file(ref_path, NULL);
+	char *abi = read_under_root("include/pkb.h", err, n);
+	char *dev = abi ? read_under_root("include/pkb_device.cuh", err, n) : NULL;
+	char *ex_text = NULL;
+	out->example = pick_example(p, o->backend, &ex_text);
+	struct sbuf shapes = { 0 }, tol = { 0 }, hw = { 0 }, roof = { 0 }, exname = { 0 },
+		    title = { 0 };
+	int rc = -1;
+	if (!task || !reference) {
+		snprintf(err, n, "cannot read '%s'", !task ? readme_path : ref_path);
+		goto out;
+	}
+	if (!abi || !dev)
+		goto out;
+	shapes_text(&io, &shapes);
+	tolerance_text(&io, &tol);
+	hardware_text(&h, o->world, &hw);
+	roofline_text(p, &d, &h, &roof);
+	sb_printf(&title, "%03d_%s", p->id, p->name);
+	char instance[160];
+	snprintf(instance, sizeof instance, "W=%d M=%lld N=%lld dtype=%s", o->world, o->m, o->n,
+		 o->dtype);
+	if (out->example) {
+		const char *rel = out->example + strlen(pkb_root()) + 1;
+		sb_printf(&exname, "%s", rel);
+	} else {
+		sb_printf(&exname, "(none: no other problem has a known-good %s candidate yet)",
+			  o->backend);
+		ex_text = xstrdup("/* no example for this backend */\n");
+	}
+	const char *names[] = { "problem", "backend", "instance", "task", "reference", "abi",
+				"device_header", "example_name", "example", "shapes", "tolerance",
+				"hardware", "roofline" };
+	const char *values[] = { sb_take(&title), o->backend, instance, task, reference, abi, dev,
+				 sb_take(&exname), ex_text, sb_take(&shapes), sb_take(&tol),
+				 sb_take(&hw), sb_take(&roof) };
+	const char *required[] = { "task", "reference", "abi", "device_header", "example",
+				   "shapes", "tolerance", "hardware", "roofline" };
+	char e2[256];
+	rc = prompt_fill(tmpl, names, values, (int)ARRAY_SIZE(names), required,
+			 (int)ARRAY_SIZE(required), &out->system, &out->user, e2, sizeof e2);
+	if (rc)
+		snprintf(err, n, "template '%s': %s", out->template_path, e2);
+	free((char *)values[0]);
+	free((char *)values[7]);
+	for (int i = 9; i <= 12; i++)
+		free((char *)values[i]);
+	title.s = exname.s = shapes.s = tol.s = hw.s = roof.s = NULL;
+	if (!rc) {
+		size_t ls = strlen(out->system), lu = strlen(out->user);
+		char *both = xmalloc(ls + lu + 1);
+		memcpy(both, out->system, ls + 1);
+		memcpy(both + ls + 1, out->user, lu);
+		sha256_hex(both, ls + 1 + lu, out->sha256);
+		free(both);
+	}
+out:
+	free(title.s);
+	free(exname.s);
+	free(shapes.s);
+	free(tol.s);
+	free(hw.s);
+	free(roof.s);
+	free(ex_text);
+	free(dev);
+	free(abi);
+	free(reference);
+	free(ref_path);
+	free(task);
+	free(readme_path);
+	free(dir);
+	free(tmpl);
+	if (rc)
+		prompt_free(out);
+	return rc;
+}
+
+void prompt_free(struct prompt *pr)
+{
+	free(pr->system);
+	free(pr->user);
+	free(pr->template_path);
+	free(pr->example);
+	memset(pr, 0, sizeof *pr);
+}

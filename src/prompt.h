@@ -1,0 +1,48 @@
+/*
+ * prompt.h -- the prompt of one problem instance for one backend: a
+ * template from prompts/ (plain text, a system and a user section, named
+ * slots {{task}} ...) filled with the problem's task, reference, the ABI
+ * headers, a known-good example of another problem, shapes, tolerance,
+ * machine numbers and roofline bound (docs/GENERATE.md).
+ */
+#ifndef PKB_PROMPT_H
+#define PKB_PROMPT_H
+
+#include <stddef.h>
+#include "pkb_problem.h"   /* defines: struct pkb_problem */
+
+struct prompt_opts {
+	const struct pkb_problem *p;
+	const char *backend;        /* cuda | nccl-device */
+	int world;
+	long long m, n;
+	const char *dtype;
+	const char *hw;             /* hw/NAME.json (default h100_8) */
+	const char *template_path;  /* NULL: prompts/<backend>.txt */
+};
+
+struct prompt {
+	char *system, *user;
+	char *template_path;
+	char template_sha256[65];   /* of the template file's bytes */
+	char sha256[65];            /* of system, a NUL byte, then user */
+	char *example;              /* the example's path, or NULL when none */
+};
+
+/* 0, or -1 with a one-line reason in err */
+int prompt_build(const struct prompt_opts *o, struct prompt *out, char *err, size_t n);
+void prompt_free(struct prompt *pr);
+
+/* Fill the slots of a template text: {{name}} becomes values[i] where
+ * names[i] is name. An unknown slot, or a name in `required` that the
+ * template never uses, is an error. The system section is what follows a
+ * line "=== system ===", the user section what follows "=== user ==="
+ * (lines before the first are the template's own comment). 0 or -1. */
+int prompt_fill(const char *tmpl, const char *const *names, const char *const *values,
+		int n_slots, const char *const *required, int n_required, char **system,
+		char **user, char *err, size_t n);
+
+/* hex sha256 of buf */
+void sha256_hex(const void *buf, size_t len, char out[65]);
+
+#endif

@@ -1,0 +1,239 @@
+#!/bin/bash
+# t0310-generate.sh -- pkb generate against a loopback stand-in of the three
+# APIs (llm_server.py): the requests it receives, the files written, each
+# extraction outcome, retries (429 with Retry-After, 500, a reply slower
+# than the timeout), the stop on 401/404, resume (also after kill -9), and
+# that the key reaches nothing but the request header.
+. "$(dirname "$0")/lib.sh"
+PKB=${PKB_BIN:-$PKB}   # PKB_BIN: another build of pkb (a sanitizer build)
+
+KEY=sk-test-5f1e2d3c4b5a69788796a5b4c3d2e1f0
+SRV_PID=
+start_server() {   # start_server ACTION...: a fresh server with this script
+	stop_server
+	rm -f "$TMP/port" "$TMP/log"
+	printf '%s\n' "$@" >"$TMP/script"
+	python3 "$ROOT/tests/cli/llm_server.py" "$TMP/port" "$TMP/script" "$TMP/log" &
+	SRV_PID=$!
+	for _ in $(seq 100); do [ -s "$TMP/port" ] && break; sleep 0.05; done
+	PORT=$(cat "$TMP/port")
+	touch "$TMP/log"
+}
+stop_server() {
+	if [ -n "$SRV_PID" ]; then kill "$SRV_PID" 2>/dev/null; wait "$SRV_PID" 2>/dev/null; fi
+	SRV_PID=
+}
+trap 'stop_server; rm -rf "$TMP"' EXIT
+nreq() { wc -l <"$TMP/log"; }
+# q EXPR: a Python expression over the request log (reqs: the list) and
+# the run directory R; passes when true
+q() {
+	python3 - "$TMP/log" "$RUN" "$1" <<'PY'
+import glob, json, os, sys
+reqs = [json.loads(l) for l in open(sys.argv[1])]
+R = sys.argv[2]
+def rec(p, k): return json.load(open(f"{R}/replies/{p:03d}/sample_{k}.json"))
+def n_replies(): return len(glob.glob(f"{R}/replies/*/sample_*.json"))
+def n_cands(): return len(glob.glob(f"{R}/candidates/*/sample_*.cu"))
+sys.exit(0 if eval(sys.argv[3]) else 1)
+PY
+}
+check() { if q "$1"; then ok; else not_ok "$1"; fi; }
+no_key() {   # no_key FILE|DIR...: the key is nowhere in them
+	if grep -rqF -- "$KEY" "$@" 2>/dev/null; then not_ok "the key is in $*"; else ok; fi
+}
+gen() { "$PKB" generate --backoff 0.05 "$@"; }
+
+# ---- OpenAI: every outcome, 429 then 500 then success ----------------------
+start_server ok two nocode trunc badjson 429 500
+RUN=$TMP/run1
+export OPENAI_API_KEY=$KEY
+expect_exit 0 gen --model gpt-test --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1-3 -k 2 -j 1 --temperature 0.5 --max-tokens 1000 --run "$RUN"
+cp "$TMP/out" "$TMP/out1"; cp "$TMP/err" "$TMP/err1"
+check 'len(reqs) == 8'
+check 'all(r["path"] == "/v1/chat/completions" for r in reqs)'
+check 'all(r["headers"]["authorization"] == "Bearer '"$KEY"'" for r in reqs)'
+check 'all(r["headers"]["content-type"] == "application/json" for r in reqs)'
+check 'all(r["body"]["model"] == "gpt-test" and r["body"]["max_completion_tokens"] == 1000 and r["body"]["temperature"] == 0.5 for r in reqs)'
+check '[m["role"] for m in reqs[0]["body"]["messages"]] == ["system", "user"]'
+check '"001_allreduce" in reqs[0]["body"]["messages"][1]["content"] and "003_broadcast" in reqs[7]["body"]["messages"][1]["content"]'
+check 'n_replies() == 6 and n_cands() == 3'
+check '[rec(1,0)["outcome"], rec(1,1)["outcome"], rec(2,0)["outcome"], rec(2,1)["outcome"], rec(3,0)["outcome"], rec(3,1)["outcome"]] == ["ok","ok","no_code","truncated","bad_reply","ok"]'
+check '"BLOCK-A" in open(R + "/candidates/001/sample_0.cu").read()'
+check '"BLOCK-B" in open(R + "/candidates/001/sample_1.cu").read() and rec(1,1)["blocks_found"] == 2'
+check 'rec(1,1)["candidate"] == "candidates/001/sample_1.cu" and rec(2,0)["candidate"] is None'
+check 'rec(2,1)["finish_reason"] == "length" and not os.path.exists(R + "/candidates/002/sample_1.cu")'
+check 'rec(3,0)["error"] == "the reply is not JSON" and rec(3,0)["reply"].startswith("{\"choices\"")'
+check 'rec(1,0)["tokens_in"] == 1000 and rec(1,0)["tokens_out"] == 50 and rec(1,0)["latency_s"] >= 0'
+check 'rec(3,1)["attempts"] == 3 and rec(1,0)["attempts"] == 1'
+# Retry-After: 1 is waited out, though --backoff asks for 0.05 s
+check 'reqs[6]["t"] - reqs[5]["t"] >= 1.0'
+check 'rec(1,0)["prompt_sha256"] == json.load(open(R + "/run.json"))["args"]["prompt_sha256"]["001"]'
+check 'rec(1,0)["reply"]["choices"][0]["message"]["role"] == "assistant"'
+check 'json.load(open(R + "/run.json"))["args"]["model"] == "gpt-test" and json.load(open(R + "/run.json"))["args"]["temperature"] == 0.5'
+check 'json.load(open(R + "/run.json"))["pkb_version"] and json.load(open(R + "/run.json"))["created"] and json.load(open(R + "/run.json"))["args"]["template"] == "prompts/cuda.txt"'
+check 'not glob.glob(R + "/**/*.tmp.*", recursive=True)'
+if [ -s "$TMP/out1" ]; then not_ok "generate wrote to stdout"; else ok; fi
+expect_grep '6 written \(ok 3, no_code 1, truncated 1, bad_reply 1\)' "$TMP/err1"
+no_key "$RUN" "$TMP/out1" "$TMP/err1"
+
+# ---- the same arguments again: nothing requested ----------------------------
+before=$(nreq)
+expect_exit 0 gen --model gpt-test --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1-3 -k 2 -j 1 --temperature 0.5 --max-tokens 1000 --run "$RUN"
+[ "$(nreq)" = "$before" ] && ok || not_ok "a complete run requested again"
+expect_grep '0 to request, 6 kept' "$TMP/err"
+# other arguments: refused, unless --force (then only the new samples)
+expect_exit 1 gen --model gpt-test --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1-3 -k 2 -j 1 --temperature 0.7 --max-tokens 1000 --run "$RUN"
+expect_grep 'other arguments \(temperature: 0.5 in the run, 0.7' "$TMP/err"
+expect_exit 0 gen --model gpt-test --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1-3 -k 3 -j 1 --temperature 0.5 --max-tokens 1000 --run "$RUN" --force
+check 'len(reqs) == 11 and n_replies() == 9'
+check 'json.load(open(R + "/run.json"))["args"]["k"] == 3'
+
+# --block first
+start_server two
+RUN=$TMP/run2
+expect_exit 0 gen --model m --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1 --block first --run "$RUN"
+check '"BLOCK-A" in open(R + "/candidates/001/sample_0.cu").read() and rec(1,0)["block"] == "first"'
+
+# ---- Anthropic ---------------------------------------------------------------
+start_server ok trunc
+RUN=$TMP/run3
+ANTHROPIC_API_KEY=$KEY expect_exit 0 gen --model claude-test --provider anthropic \
+	--base-url "http://127.0.0.1:$PORT/v1/" --problems allreduce -k 2 -j 1 --max-tokens 2000 \
+	--temperature 0.2 --run "$RUN"
+check 'all(r["path"] == "/v1/messages" for r in reqs) and len(reqs) == 2'
+check 'all(r["headers"]["x-api-key"] == "'"$KEY"'" and r["headers"]["anthropic-version"] == "2023-06-01" and "authorization" not in r["headers"] for r in reqs)'
+check 'reqs[0]["body"]["max_tokens"] == 2000 and reqs[0]["body"]["temperature"] == 0.2 and reqs[0]["body"]["model"] == "claude-test"'
+check 'isinstance(reqs[0]["body"]["system"], str) and [m["role"] for m in reqs[0]["body"]["messages"]] == ["user"]'
+check 'rec(1,0)["outcome"] == "ok" and rec(1,1)["outcome"] == "truncated" and rec(1,1)["finish_reason"] == "max_tokens"'
+check 'rec(1,0)["tokens_in"] == 1000 and rec(1,0)["tokens_out"] == 50'
+no_key "$RUN" "$TMP/out" "$TMP/err"
+unset OPENAI_API_KEY
+
+# ---- Gemini (GEMINI_API_KEY, then GOOGLE_API_KEY) ---------------------------
+start_server ok ok
+RUN=$TMP/run4
+GEMINI_API_KEY=$KEY expect_exit 0 gen --model gemini-test --provider gemini \
+	--base-url "http://127.0.0.1:$PORT/v1beta" --problems 2 --max-tokens 3000 --temperature 1 --run "$RUN"
+check 'reqs[0]["path"] == "/v1beta/models/gemini-test:generateContent"'
+check 'reqs[0]["headers"]["x-goog-api-key"] == "'"$KEY"'" and "key=" not in reqs[0]["path"]'
+check 'reqs[0]["body"]["generationConfig"] == {"maxOutputTokens": 3000, "temperature": 1.0}'
+check 'reqs[0]["body"]["contents"][0]["role"] == "user" and "002_allgather" in reqs[0]["body"]["contents"][0]["parts"][0]["text"]'
+check 'len(reqs[0]["body"]["systemInstruction"]["parts"][0]["text"]) > 0'
+check 'rec(2,0)["outcome"] == "ok" and rec(2,0)["finish_reason"] == "STOP" and rec(2,0)["tokens_in"] == 1000'
+RUN=$TMP/run5
+GOOGLE_API_KEY=$KEY expect_exit 0 gen --model gemini-test --provider gemini \
+	--base-url "http://127.0.0.1:$PORT/v1beta" --problems 2 --run "$RUN"
+check 'reqs[1]["headers"]["x-goog-api-key"] == "'"$KEY"'" and "temperature" not in reqs[1]["body"]["generationConfig"]'
+
+# ---- Together and openai-compatible: max_tokens; a key only where one is set
+start_server ok ok
+RUN=$TMP/run6
+TOGETHER_API_KEY=$KEY expect_exit 0 gen --model t --provider together \
+	--base-url "http://127.0.0.1:$PORT/v1" --problems 1 --max-tokens 500 --run "$RUN"
+check 'reqs[0]["headers"]["authorization"] == "Bearer '"$KEY"'" and reqs[0]["body"]["max_tokens"] == 500 and "temperature" not in reqs[0]["body"]'
+RUN=$TMP/run7
+expect_exit 0 gen --model local --provider openai-compatible \
+	--base-url "http://127.0.0.1:$PORT/v1" --problems 1 --run "$RUN"
+check 'reqs[1]["path"] == "/v1/chat/completions" and "authorization" not in reqs[1]["headers"]'
+expect_exit 2 gen --model local --provider openai-compatible --problems 1 --run "$RUN"
+expect_grep "needs --base-url" "$TMP/err"
+
+# ---- a reply slower than the timeout: retried ------------------------------
+start_server slow:3 ok
+RUN=$TMP/run8
+t0=$(date +%s)
+OPENAI_API_KEY=$KEY expect_exit 0 gen --model m --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1 --timeout 1 --run "$RUN"
+[ $(( $(date +%s) - t0 )) -lt 3 ] && ok || not_ok "the timeout did not cut the slow reply"
+check 'len(reqs) == 2 and rec(1,0)["attempts"] == 2 and rec(1,0)["outcome"] == "ok"'
+expect_grep 'timed out|Timeout' "$TMP/err"
+
+# ---- retries used up: exit 11, nothing written; a re-run gets it -------------
+start_server 500 500 500
+RUN=$TMP/run9
+OPENAI_API_KEY=$KEY expect_exit 11 gen --model m --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1 --retries 2 --run "$RUN"
+check 'len(reqs) == 3 and n_replies() == 0'
+expect_grep 'failed after 3 attempts: HTTP 500' "$TMP/err"
+OPENAI_API_KEY=$KEY expect_exit 0 gen --model m --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1 --retries 2 --run "$RUN"
+check 'len(reqs) == 4 and n_replies() == 1'
+
+# ---- 401 and 404 stop the run ----------------------------------------------
+start_server 401
+RUN=$TMP/run10
+OPENAI_API_KEY=$KEY expect_exit 10 gen --model m --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1-4 -k 3 -j 1 --run "$RUN"
+check 'len(reqs) == 1 and n_replies() == 0'
+expect_grep 'HTTP 401' "$TMP/err"
+expect_grep 'hint: check the API key \(OPENAI_API_KEY\)' "$TMP/err"
+no_key "$RUN" "$TMP/out" "$TMP/err"
+start_server 404 404
+RUN=$TMP/run11
+ANTHROPIC_API_KEY=$KEY expect_exit 10 gen --model nosuch --provider anthropic --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1 -k 4 -j 2 --run "$RUN"
+check 'len(reqs) <= 2 and n_replies() == 0'
+expect_grep 'check --model' "$TMP/err"
+
+# ---- a server that echoes the key: it is redacted from the files ------------
+start_server echo
+RUN=$TMP/run12
+OPENAI_API_KEY=$KEY expect_exit 0 gen --model m --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1 --run "$RUN"
+no_key "$RUN" "$TMP/out" "$TMP/err"
+expect_grep 'redacted' "$RUN/replies/001/sample_0.json"
+
+# ---- J in flight: 8 replies of 1 s each at -j 4 take ~2 s, not 8 -------------
+start_server slow:1 slow:1 slow:1 slow:1 slow:1 slow:1 slow:1 slow:1
+RUN=$TMP/run13
+t0=$(date +%s.%N)
+OPENAI_API_KEY=$KEY expect_exit 0 gen --model m --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1-2 -k 4 -j 4 --run "$RUN"
+python3 -c "import sys; sys.exit(0 if $(date +%s.%N) - $t0 < 5 else 1)" && ok || not_ok "-j 4 did not overlap"
+check 'n_replies() == 8 and sorted(r["t"] for r in reqs)[3] - min(r["t"] for r in reqs) < 0.5'
+
+# ---- kill -9 mid-run, then resume -------------------------------------------
+start_server ok ok ok stall
+RUN=$TMP/run14
+OPENAI_API_KEY=$KEY "$PKB" generate --model m --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1 -k 6 -j 1 --run "$RUN" >"$TMP/out" 2>"$TMP/err" &
+GEN_PID=$!
+for _ in $(seq 200); do [ "$(nreq)" -ge 4 ] && break; sleep 0.05; done
+# the key is not in the process's argv
+if tr '\0' ' ' </proc/$GEN_PID/cmdline | grep -qF -- "$KEY"; then not_ok "the key is in argv"; else ok; fi
+# a second generate on the same run is refused while the first holds it
+OPENAI_API_KEY=$KEY expect_exit 1 gen --model m --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1 -k 6 -j 1 --run "$RUN"
+expect_grep "another pkb generate is using the run" "$TMP/err"
+kill -9 $GEN_PID; wait $GEN_PID 2>/dev/null
+check 'len(reqs) == 4 and n_replies() == 3 and n_cands() == 3'
+check 'not glob.glob(R + "/**/*.tmp.*", recursive=True)'
+md5_before=$(cat "$RUN"/replies/001/*.json | md5sum)
+# what a kill in the middle of a write leaves: removed by the next run
+echo half >"$RUN/replies/001/sample_3.json.tmp.99999"
+OPENAI_API_KEY=$KEY expect_exit 0 gen --model m --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1 -k 6 -j 1 --run "$RUN"
+# samples 3, 4, 5 requested (3 more requests), 0-2 untouched
+check 'len(reqs) == 7 and n_replies() == 6 and n_cands() == 6'
+[ "$(cat "$RUN"/replies/001/sample_[012].json | md5sum)" = "$md5_before" ] && ok || not_ok "a written sample changed"
+expect_grep '3 to request, 3 kept' "$TMP/err"
+check 'not glob.glob(R + "/**/*.tmp.*", recursive=True)'
+
+# ---- usage errors --------------------------------------------------------------
+RUN=$TMP/run15
+env -u OPENAI_API_KEY "$PKB" generate --model m --provider openai --problems 1 --run "$RUN" >"$TMP/out" 2>"$TMP/err"
+[ $? = 1 ] && ok || not_ok "no key: not exit 1"
+expect_grep 'set OPENAI_API_KEY' "$TMP/err"
+OPENAI_API_KEY=$KEY expect_exit 2 gen --model m --provider nosuch --problems 1
+expect_grep 'one of: openai, together, openai-compatible, anthropic, gemini' "$TMP/err"
+OPENAI_API_KEY=$KEY expect_exit 2 gen --model m --provider openai --problems 999
+OPENAI_API_KEY=$KEY expect_exit 2 gen --model m --provider openai --problems 1 --block middle
+OPENAI_API_KEY=$KEY expect_exit 2 gen --model m --provider openai --problems 1 -k 0
+OPENAI_API_KEY=$KEY expect_exit 2 gen --provider openai --problems 1
+done_testing

@@ -1,0 +1,73 @@
+/*
+ * test_prompt.c -- templates and prompts (src/prompt.c): slot filling and
+ * its errors, sha256, and a prompt assembled from the real repository.
+ */
+#include "prompt.h"
+#include "problem.h"
+#include "t.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const names[] = { "a", "b", "task" };
+static const char *const values[] = { "AA", "", "T{{x}}" };
+
+static int fill(const char *tmpl, const char *req, char **sys, char **usr, char *err)
+{
+	const char *r[] = { req };
+	return prompt_fill(tmpl, names, values, 3, r, req ? 1 : 0, sys, usr, err, 200);
+}
+
+int main(void)
+{
+	char *s = NULL, *u = NULL, err[200];
+	CHECK(fill("# comment {{nope}}\n=== system ===\nS {{a}}\n=== user ===\n{{a}}{{b}}|{{task}}\n", "task",
+		   &s, &u, err) == 0);
+	/* the comment above the sections is not sent, its slot not checked; a
+	 * value's own braces are not slots */
+	CHECK(s && !strcmp(s, "S AA\n") && u && !strcmp(u, "AA|T{{x}}\n"));
+	free(s);
+	free(u);
+	CHECK(fill("=== system ===\n=== user ===\n{{zzz}}\n", NULL, &s, &u, err) < 0);
+	CHECK(strstr(err, "unknown slot '{{zzz}}'") && !s && !u);
+	CHECK(fill("=== system ===\n=== user ===\n{{a}\n", NULL, &s, &u, err) < 0);
+	CHECK(strstr(err, "never closed"));
+	CHECK(fill("=== system ===\nx\n=== user ===\n{{a}}\n", "task", &s, &u, err) < 0);
+	CHECK(strstr(err, "never uses the slot '{{task}}'"));
+	CHECK(fill("=== user ===\n{{a}}\n=== system ===\n", NULL, &s, &u, err) < 0);
+	CHECK(strstr(err, "=== system ==="));
+	CHECK(fill("{{a}}", NULL, &s, &u, err) < 0);
+
+	char hex[65];
+	sha256_hex("abc", 3, hex);
+	CHECK(!strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+	sha256_hex("", 0, hex);
+	CHECK(!strcmp(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+
+	struct prompt_opts o = { .p = problem_find("3"), .backend = "cuda", .world = 4, .m = 64,
+				 .n = 32, .dtype = "fp16", .hw = "h200_8" };
+	struct prompt pr, pr2;
+	CHECK(prompt_build(&o, &pr, err, sizeof err) == 0);
+	CHECK(pr.user && strstr(pr.user, "003_broadcast") && strstr(pr.user, "fp16 (64, 32)"));
+	CHECK(strstr(pr.user, "H200") && strstr(pr.user, "pkb_init") && !strstr(pr.user, "{{"));
+	CHECK(pr.example && strstr(pr.example, "001_allreduce/solutions/ok_"));
+	CHECK(strlen(pr.sha256) == 64 && strlen(pr.template_sha256) == 64);
+	CHECK(prompt_build(&o, &pr2, err, sizeof err) == 0);
+	CHECK(!strcmp(pr.sha256, pr2.sha256));
+	prompt_free(&pr2);
+	o.m = 128;   /* another instance, another prompt, the same template */
+	CHECK(prompt_build(&o, &pr2, err, sizeof err) == 0);
+	CHECK(strcmp(pr.sha256, pr2.sha256) && !strcmp(pr.template_sha256, pr2.template_sha256));
+	prompt_free(&pr2);
+	prompt_free(&pr);
+	o.backend = "nvshmem";
+	CHECK(prompt_build(&o, &pr, err, sizeof err) < 0 && strstr(err, "nvshmem"));
+	o.backend = "cuda";
+	o.dtype = "fp64x";
+	CHECK(prompt_build(&o, &pr, err, sizeof err) < 0 && strstr(err, "fp64x"));
+	o.dtype = "bf16";
+	o.world = 3;   /* 003 takes any W >= 2; an odd one is fine */
+	o.hw = "nosuch";
+	CHECK(prompt_build(&o, &pr, err, sizeof err) < 0);
+	return t_done("test_prompt");
+}
