@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "launch.h"
 #include "proto.h"   /* defines: proto_send, proto_reader */
+#include "sandbox.h"   /* defines: sandbox_env_build */
 #include "util.h"    /* defines: xmalloc, now_ns, error */
 #include "wire.h"    /* defines: wire_job_address */
 
@@ -248,11 +249,15 @@ static pid_t spawn_rank(const struct launch_opts *o, int r, int sock)
 	setenv("NCCL_NVLS_ENABLE", "0", 1);
 	setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
 	setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
+	/* the rank's environment is built, not inherited: what CUDA, NCCL and
+	 * pkb read, never an API key, token or credential of the parent's
+	 * (src/sandbox.c, docs/PROCESS.md) */
+	char **env = sandbox_env_build(environ);
 	if (o->argv) {
-		execv(o->argv[0], (char *const *)o->argv);
+		execve(o->argv[0], (char *const *)o->argv, env);
 	} else {
 		const char *argv[] = { pkb_self_exe(), "__rank", NULL };
-		execv(argv[0], (char *const *)argv);
+		execve(argv[0], (char *const *)argv, env);
 	}
 	fprintf(stderr, "pkb: cannot exec rank program: %s\n", strerror(errno));
 	_exit(127);

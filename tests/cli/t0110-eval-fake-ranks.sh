@@ -32,4 +32,15 @@ PKB_FAKE_MODE=hang PKB_FAKE_RANK_ONLY=7 expect_exit 7 "$PKB" eval 1 "$P" --gpus 
 expect_grep "^timeout: rank 7: phase 'trial 0: candidate' passed its 1 s deadline" "$TMP/out"
 PKB_FAKE_MODE=crash PKB_FAKE_RANK_ONLY=7 expect_exit 6 "$PKB" eval 1 "$P" --gpus 8 -q
 expect_grep "^runtime_error: rank 7 killed by signal 11" "$TMP/out"
+# the ranks' environment is built, not inherited (issue 30): what CUDA, NCCL
+# and pkb read reaches them; the parent's API keys and credentials do not
+OPENAI_API_KEY=sk-test-must-not-leak AWS_SECRET_ACCESS_KEY=aws-must-not-leak GITHUB_TOKEN=ghp-must-not-leak \
+	CUDA_VISIBLE_DEVICES=0,1 NCCL_DEBUG=WARN PKB_FAKE_MODE=env \
+	expect_exit 0 "$PKB" eval 1 "$P" --gpus 2 -q --log-dir "$TMP/envlogs" --keep-logs
+expect_grep "^env CUDA_VISIBLE_DEVICES=0,1$" "$TMP/envlogs/rank_1.log"
+expect_grep "^env NCCL_DEBUG=WARN$" "$TMP/envlogs/rank_1.log"
+expect_grep "^env NCCL_NVLS_ENABLE=0$" "$TMP/envlogs/rank_0.log"
+expect_grep "^env PKB_RANK=1$" "$TMP/envlogs/rank_1.log"
+expect_grep "^env PATH=" "$TMP/envlogs/rank_0.log"
+if grep -q "must-not-leak" "$TMP"/envlogs/rank_*.log; then not_ok "a credential reached a rank"; else ok; fi
 done_testing

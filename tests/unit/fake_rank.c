@@ -10,6 +10,7 @@
  *   early     exits 0 without saying done
  *   coll      an allgather of the rank number; checks what comes back
  *   slow      as ok, after 0.5 s in the first trial
+ *   env       as ok, after writing its whole environment to stderr (its log)
  * With a "perf" object in the job, every mode that gets through the trials
  * also sends a perf record per solution: the reference's calls take 10 us,
  * the candidate's 5 us (start 20 us apart). Perf-only misbehaviour:
@@ -89,6 +90,9 @@ int main(void)
 		raise(SIGSEGV);
 	if (!strcmp(mode, "slow"))
 		usleep(500000);
+	if (!strcmp(mode, "env"))
+		for (char **e = environ; *e; e++)
+			fprintf(stderr, "env %s\n", *e);
 	if (!strcmp(mode, "fail")) {
 		say(MSG_FAIL, "{\"category\":\"runtime_error\",\"message\":\"fake: an illegal memory access\"}");
 		return 1;
