@@ -88,6 +88,7 @@ SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 UNIT_DEPS := src/util.c src/dtype.c src/compare.c src/stats.c src/safetensors.c src/proto.c \
              src/launch.c src/exitcode.c src/problem.c src/report.c src/loader.c src/build.c \
              src/perfplan.c src/roofline.c
+UNIT_DEPS += src/score.c
 UNIT_LIBS := -l:libjansson.so.4 -l:libelf.so.1 -lcrypto -lm
 
 $(BUILD)/tests/%: tests/unit/%.c $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.c tests/unit/t.h
