@@ -18,5 +18,6 @@ int cmd_doctor(int argc, char **argv);
 int cmd_rank(int argc, char **argv);    /* internal: one rank process */
 int cmd_probe(int argc, char **argv);   /* internal: the GPU probe of doctor */
 int cmd_hold(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
 
 #endif
