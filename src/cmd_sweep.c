@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -43,7 +44,9 @@ static const char usage[] =
 "      --ngpus N          GPUs on this machine to use (default 8; lanes = N / W)\n"
 "  -t, --trials K         trials per evaluation (default 5)\n"
 "      --measure-perf     time the candidates (one eval per lane at a time)\n"
-"      --timeout S        kill an evaluation after S seconds (default 1800)\n"
+"      --timeout S        kill an evaluation after S seconds (default 1800;\n"
+"                         eval's own phase deadlines should end it first)\n"
+"      --deadline K=S     passed to eval (up to 4 times)\n"
 "  -o, --out FILE         results file (default DIR/results.jsonl)\n"
 "  -h, --help\n";
 
@@ -61,6 +64,8 @@ struct sweep {
 	int W, trials, perf;
 	double timeout_s;
 	const char *root;
+	const char *deadline[4];   /* eval's --deadline K=S, passed on */
+	int ndeadline;
 	unsigned char want[1024];   /* problem ids selected */
 };
 
@@ -294,11 +299,15 @@ static pid_t spawn_eval(struct sweep *s, struct task *t, struct lane *l)
 	snprintf(pid_s, sizeof(pid_s), "%d", t->problem);
 	snprintf(w_s, sizeof(w_s), "%d", s->W);
 	snprintf(t_s, sizeof(t_s), "%d", s->trials);
-	const char *argv[16] = { pkb_self_exe(), "eval", pid_s, t->path, "--gpus", w_s,
+	const char *argv[24] = { pkb_self_exe(), "eval", pid_s, t->path, "--gpus", w_s,
 		"--trials", t_s, "-q", "--json", l->json };
 	int a = 11;
 	if (s->perf)
 		argv[a++] = "--measure-perf";
+	for (int i = 0; i < s->ndeadline; i++) {
+		argv[a++] = "--deadline";
+		argv[a++] = s->deadline[i];
+	}
 	argv[a] = NULL;
 	unlink(l->json);
 	free(l->log);
@@ -323,6 +332,31 @@ static pid_t spawn_eval(struct sweep *s, struct task *t, struct lane *l)
 	}
 	setpgid(pid, pid);
 	return pid;
+}
+
+/* The ranks of an eval killed at the deadline live on in process groups of
+ * their own (a rank stuck in a kernel never notices its parent go). As the
+ * subreaper the sweep inherits them: every child that is not a lane's eval
+ * is such an orphan, and its group is killed. */
+static void kill_orphans(const struct lane *lanes, int nl)
+{
+	char *path = xstrfmt("/proc/self/task/%d/children", (int)getpid());
+	size_t len;
+	char *buf = read_file(path, &len);
+	free(path);
+	if (!buf)
+		return;
+	char *p = buf, *end;
+	for (long pid; (pid = strtol(p, &end, 10)) > 0; p = end) {
+		int mine = 0;
+		for (int l = 0; l < nl; l++)
+			mine |= lanes[l].pid == pid;
+		if (!mine) {
+			kill(-(pid_t)pid, SIGKILL);
+			kill((pid_t)pid, SIGKILL);
+		}
+	}
+	free(buf);
 }
 
 static const char *fail_category(json_t *res)
@@ -393,6 +427,7 @@ int cmd_sweep(int argc, char **argv)
 		{ "trials", required_argument, NULL, 't' },
 		{ "measure-perf", no_argument, NULL, 1002 },
 		{ "timeout", required_argument, NULL, 1003 },
+		{ "deadline", required_argument, NULL, 1004 },
 		{ "out", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -409,6 +444,13 @@ int cmd_sweep(int argc, char **argv)
 		case 't': s.trials = atoi(optarg); break;
 		case 1002: s.perf = 1; break;
 		case 1003: s.timeout_s = atof(optarg); break;
+		case 1004:
+			if (s.ndeadline == 4) {
+				error("at most 4 --deadline");
+				return PKB_EXIT_USAGE;
+			}
+			s.deadline[s.ndeadline++] = optarg;
+			break;
 		case 'o': out = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return PKB_EXIT_USAGE;
@@ -459,6 +501,7 @@ int cmd_sweep(int argc, char **argv)
 		lanes[l].pid = 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	int next = 0, running = 0, ndone = 0, npass = 0, rc_all = 0;
 	json_t *fails = json_object();
 	uint64_t t0 = now_ns();
@@ -516,6 +559,8 @@ int cmd_sweep(int argc, char **argv)
 			rc = -2;
 		double secs = lanes[l].start_ns ? (now_ns() - lanes[l].start_ns) / 1e9 : s.timeout_s;
 		kill(-pid, SIGKILL);   /* anything the eval left in its group */
+		if (rc == -2)
+			kill_orphans(lanes, nl);
 		json_t *res = rc == -2 ? NULL : json_load_file(lanes[l].json, 0, NULL);
 		json_t *rec = make_record(&s, t, res, rc, secs);
 		if (!res && rc != -2)
