@@ -47,6 +47,8 @@ static const char usage[] =
 "      --timeout S        kill an evaluation after S seconds (default 1800;\n"
 "                         eval's own phase deadlines should end it first)\n"
 "      --deadline K=S     passed to eval (up to 4 times)\n"
+"      --atol A, --rtol R passed to eval (recorded: pkb score keeps such\n"
+"                         records apart from those at the problem's tolerances)\n"
 "  -o, --out FILE         results file (default DIR/results.jsonl)\n"
 "  -h, --help\n";
 
@@ -66,6 +68,7 @@ struct sweep {
 	const char *root;
 	const char *deadline[4];   /* eval's --deadline K=S, passed on */
 	int ndeadline;
+	const char *atol, *rtol;    /* eval's --atol/--rtol when given */
 	unsigned char want[1024];   /* problem ids selected */
 };
 
@@ -147,8 +150,9 @@ static void add_task(struct sweep *s, int problem, const char *stem, const char 
 		}
 	}
 	/* the key: what makes two evaluations the same one */
-	t->key = xstrfmt("%03d|%s|W%d|t%d|%s|pkb%s|%s", problem, stem, s->W, s->trials,
-			 s->perf ? "perf" : "noperf", PKB_VERSION, t->sha);
+	t->key = xstrfmt("%03d|%s|W%d|t%d|%s|tol%s/%s|pkb%s|%s", problem, stem, s->W, s->trials,
+			 s->perf ? "perf" : "noperf", s->atol ? s->atol : "-", s->rtol ? s->rtol : "-",
+			 PKB_VERSION, t->sha);
 	s->n++;
 }
 
@@ -304,6 +308,14 @@ static pid_t spawn_eval(struct sweep *s, struct task *t, struct lane *l)
 	int a = 11;
 	if (s->perf)
 		argv[a++] = "--measure-perf";
+	if (s->atol) {
+		argv[a++] = "--atol";
+		argv[a++] = s->atol;
+	}
+	if (s->rtol) {
+		argv[a++] = "--rtol";
+		argv[a++] = s->rtol;
+	}
 	for (int i = 0; i < s->ndeadline; i++) {
 		argv[a++] = "--deadline";
 		argv[a++] = s->deadline[i];
@@ -370,6 +382,10 @@ static json_t *make_record(struct sweep *s, struct task *t, json_t *res, int rc,
 	json_t *key = json_pack("{s:i, s:s, s:i, s:i, s:s, s:s, s:s}",
 		"problem", t->problem, "sample", t->sample, "world", s->W, "trials", s->trials,
 		"timing", s->perf ? "perf" : "none", "pkb_version", PKB_VERSION, "sha256", t->sha);
+	if (s->atol)
+		json_object_set_new(key, "atol", json_real(atof(s->atol)));
+	if (s->rtol)
+		json_object_set_new(key, "rtol", json_real(atof(s->rtol)));
 	if (res) {
 		json_t *v;
 		if ((v = json_object_get(res, "dtype")))
@@ -428,6 +444,8 @@ int cmd_sweep(int argc, char **argv)
 		{ "measure-perf", no_argument, NULL, 1002 },
 		{ "timeout", required_argument, NULL, 1003 },
 		{ "deadline", required_argument, NULL, 1004 },
+		{ "atol", required_argument, NULL, 1005 },
+		{ "rtol", required_argument, NULL, 1006 },
 		{ "out", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -451,6 +469,8 @@ int cmd_sweep(int argc, char **argv)
 			}
 			s.deadline[s.ndeadline++] = optarg;
 			break;
+		case 1005: s.atol = optarg; break;
+		case 1006: s.rtol = optarg; break;
 		case 'o': out = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return PKB_EXIT_USAGE;
@@ -464,6 +484,14 @@ int cmd_sweep(int argc, char **argv)
 	if (s.W < 1 || s.W > 64 || ngpus < s.W || s.trials < 1 || !(s.timeout_s > 0)) {
 		error("need 1 <= W <= --ngpus, --trials >= 1, --timeout > 0");
 		return PKB_EXIT_USAGE;
+	}
+	for (int i = 0; i < 2; i++) {
+		const char *v = i ? s.rtol : s.atol;
+		char *end;
+		if (v && (strtod(v, &end) < 0 || *end || end == v)) {
+			error("--%s takes a non-negative number", i ? "rtol" : "atol");
+			return PKB_EXIT_USAGE;
+		}
 	}
 	if (spec_parse(spec, s.want, sizeof(s.want)) < 0)
 		return PKB_EXIT_USAGE;

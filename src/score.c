@@ -25,7 +25,7 @@ double score_fast_p(const struct score_item *it, int n, double p)
 		return NAN;
 	int m = 0;
 	for (int i = 0; i < n; i++)
-		if (it[i].correct && it[i].speedup > p)
+		if (it[i].correct && (p == 0 || it[i].speedup > p))
 			m++;
 	return (double)m / n;
 }

@@ -22,7 +22,8 @@ double score_pass_at_k(int n, int c, int k);
 
 /* fast_p: the fraction of the n items that are correct AND have
  * speedup > p (strictly, as KernelBench's fastp: a tie at p does not
- * count). fast_0 is the fraction correct. NaN for n = 0. */
+ * count). fast_0 is the fraction correct, timed or not (any real speedup
+ * is > 0). NaN for n = 0. */
 double score_fast_p(const struct score_item *it, int n, double p);
 
 /* Geometric mean of the speedups of the correct items (clamp: each taken

@@ -55,6 +55,10 @@ int main(void)
 	CHECK(near(score_fast_p(t, n, 2), 0.0));         /* 2.0 ties; 3.0 is wrong */
 	CHECK(near(score_fast_p(t, n, 1.1), 3.0 / 7));
 	CHECK(isnan(score_fast_p(t, 0, 1)));
+	/* untimed correct candidates (speedup NaN): fast_0 counts them, no p > 0 does */
+	struct score_item u[] = {{1, NAN}, {0, NAN}};
+	CHECK(near(score_fast_p(u, 2, 0), 0.5));
+	CHECK(near(score_fast_p(u, 2, 0.5), 0));
 
 	/* geomean: correct speedups 0.5 1 1 1.5 2 1.2 -> product 1.8, 6th root */
 	int used = -1;
