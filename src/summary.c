@@ -50,24 +50,46 @@ static double num(json_t *v)
 	return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-/* the parts of a record that make two records comparable */
-static void fingerprint(json_t *rec, char *parts[4])
+/* the parts of a record that make two records comparable; "-" where the
+ * record cannot say (a no_code or compile_error record was never timed on
+ * any GPU: it is comparable with every run of the same sweep) */
+#define FP_N 5
+static const char *const fp_names[FP_N] = { "gpu", "world", "timing", "mode", "tolerance" };
+static const char *const fp_reason[FP_N] = { "different hardware", "different world size",
+	"different timing mode", "different timing mode", "different tolerance" };
+
+static void fingerprint(json_t *rec, char *parts[FP_N])
 {
 	json_t *res = json_object_get(rec, "result"), *in = json_object_get(rec, "instance");
-	json_t *hw = json_object_get(in, "hardware");
-	const char *gpu = json_string_value(json_object_get(hw, "gpu"));
-	parts[0] = xstrdup(gpu ? gpu : "-");
-	parts[1] = xstrfmt("%lld", (long long)json_integer_value(json_object_get(in, "world")));
+	const char *gpu = json_string_value(json_object_get(json_object_get(in, "hardware"), "gpu"));
 	const char *tm = json_string_value(json_object_get(in, "timing"));
 	const char *mode = json_string_value(json_object_get(json_object_get(res, "timing"), "mode"));
-	parts[2] = xstrfmt("%s/%s", tm ? tm : "-", mode ? mode : "-");
 	double at = num(json_object_get(in, "atol")), rt = num(json_object_get(in, "rtol"));
-	parts[3] = isnan(at) && isnan(rt) ? xstrdup("problem's") : xstrfmt("%g/%g", at, rt);
+	parts[0] = xstrdup(gpu ? gpu : "-");
+	parts[1] = xstrfmt("%lld", (long long)json_integer_value(json_object_get(in, "world")));
+	parts[2] = xstrdup(tm ? tm : "-");
+	parts[3] = xstrdup(mode ? mode : "-");
+	parts[4] = isnan(at) && isnan(rt) ? xstrdup("problem's") : xstrfmt("%g/%g", at, rt);
 }
 
-static char *fp_join(char *parts[4])
+static int fp_complete(char *parts[FP_N])
 {
-	return xstrfmt("gpu=%s world=%s timing=%s tolerance=%s", parts[0], parts[1], parts[2], parts[3]);
+	for (int k = 0; k < FP_N; k++)
+		if (!strcmp(parts[k], "-"))
+			return 0;
+	return 1;
+}
+
+static char *fp_join(char *parts[FP_N])
+{
+	return xstrfmt("gpu=%s world=%s timing=%s mode=%s tolerance=%s", parts[0], parts[1],
+		       parts[2], parts[3], parts[4]);
+}
+
+static void fp_free(char *parts[FP_N])
+{
+	for (int k = 0; k < FP_N; k++)
+		free(parts[k]);
 }
 
 static json_t *load_records(const char *path, char **dir)
@@ -253,13 +275,15 @@ int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, in
 		size_t j;
 		json_t *rec;
 		json_array_foreach(recs[i], j, rec) {
-			char *parts[4];
+			char *parts[FP_N];
 			fingerprint(rec, parts);
 			char *f = fp_join(parts);
-			json_object_set_new(votes, f, json_integer(json_integer_value(json_object_get(votes, f)) + 1));
+			json_t *vote = json_object_get(votes, f);
+			/* complete fingerprints outvote any partial one */
+			json_object_set_new(votes, f, json_integer(json_integer_value(vote) +
+				(fp_complete(parts) ? 1000000 : 1)));
 			free(f);
-			for (int k = 0; k < 4; k++)
-				free(parts[k]);
+			fp_free(parts);
 		}
 	}
 	/* the fingerprint most records have; ties to the first in sorted order */
@@ -273,8 +297,16 @@ int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, in
 		}
 	s->fingerprint = xstrdup(best ? best : "-");
 	json_decref(votes);
-	static const char *const reason[4] = { "different hardware", "different world size",
-		"different timing mode", "different tolerance" };
+	/* the kept parts, split back out of the string */
+	char *keep[FP_N] = { 0 };
+	for (int k = 0; k < FP_N; k++) {
+		char *at = strstr(s->fingerprint, fp_names[k]);
+		char *end = k + 1 < FP_N && at ? strstr(at, fp_names[k + 1]) : NULL;
+		if (at)
+			at += strlen(fp_names[k]) + 1;
+		keep[k] = !at ? xstrdup("-") :
+			end ? xstrfmt("%.*s", (int)(end - at - 1), at) : xstrdup(at);
+	}
 	for (int i = 0; i < n; i++) {
 		struct sum_run *r = &s->r[i];
 		r->left_reasons = json_object();
@@ -285,25 +317,12 @@ int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, in
 		json_t *rec;
 		json_array_foreach(recs[i], j, rec) {
 			r->records++;
-			char *parts[4];
+			char *parts[FP_N];
 			fingerprint(rec, parts);
-			char *fj = fp_join(parts);
 			const char *why = NULL;
-			if (strcmp(fj, s->fingerprint)) {
-				/* name the first part that differs from the kept one */
-				why = reason[3];
-				const char *keys[4] = { "gpu=", " world=", " timing=", " tolerance=" };
-				for (int k = 0; k < 4; k++) {
-					char *want = strstr(s->fingerprint, keys[k]);
-					char *mine = strstr(fj, keys[k]);
-					size_t lw = k < 3 ? (size_t)(strstr(want, keys[k + 1]) - want) : strlen(want);
-					size_t lm = k < 3 ? (size_t)(strstr(mine, keys[k + 1]) - mine) : strlen(mine);
-					if (lw != lm || strncmp(want, mine, lw)) {
-						why = reason[k];
-						break;
-					}
-				}
-			}
+			for (int k = 0; k < FP_N && !why; k++)
+				if (strcmp(parts[k], "-") && strcmp(keep[k], "-") && strcmp(parts[k], keep[k]))
+					why = fp_reason[k];
 			const char *key = json_string_value(json_object_get(rec, "key"));
 			if (!why && json_object_get(seen, key))
 				why = "key seen twice";
@@ -315,15 +334,14 @@ int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, in
 				json_object_set_new(seen, key, json_true());
 				add_record(r, rec);
 			}
-			free(fj);
-			for (int k = 0; k < 4; k++)
-				free(parts[k]);
+			fp_free(parts);
 		}
 		json_decref(seen);
 		json_decref(recs[i]);
 		compute(s, r);
 	}
 	free(recs);
+	fp_free(keep);
 	return 0;
 }
 
