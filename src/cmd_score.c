@@ -60,12 +60,8 @@ int score_parse_p(const char *list, double *p, int *np)
 
 static void cell(double x, int pct)
 {
-	if (!isfinite(x))
-		printf(" %12s", "-");
-	else if (pct)
-		printf(" %11.1f%%", 100 * x);
-	else
-		printf(" %12.3f", x);
+	char b[32];
+	printf(" %12s", sum_fmt(x, pct, b, sizeof(b)));
 }
 
 int cmd_score(int argc, char **argv)
@@ -165,7 +161,7 @@ int cmd_score(int argc, char **argv)
 		json_t *a;
 		printf("\n%s by category:", s.r[i].name);
 		json_object_foreach(s.r[i].oc_by_cat, cat, a) {
-			printf("\n  %-28s fast_1 ", cat);
+			printf("\n  %-28s fast_1", cat);
 			cell(json_real_value(json_object_get(s.r[i].fast_by_cat, cat)), 1);
 			for (int o = 0; o < OC_COUNT; o++)
 				if (json_integer_value(json_array_get(a, o)))

@@ -34,6 +34,7 @@ static const struct command commands[] = {
 	{ .name = "hold", .fn = cmd_hold, .help = "hold every GPU's CUDA context open: faster launches meanwhile" },
 	{ .name = "sweep", .fn = cmd_sweep, .help = "evaluate every candidate of a run directory, resumably" },
 	{ .name = "score", .fn = cmd_score, .help = "pass@k, fast_p, speedups and failure modes of sweeps" },
+	{ .name = "report", .fn = cmd_report, .help = "one self-contained HTML page of sweeps: tables and charts" },
 	{ .name = "__rank", .fn = cmd_rank, .hidden = 1 },
 	{ .name = "__probe", .fn = cmd_probe, .hidden = 1 },
 	{ .name = "__calibrate", .fn = cmd_calibrate_child, .hidden = 1 },

@@ -37,6 +37,17 @@ const char sum_definitions[] =
 "left out   records whose GPU, world size, timing mode or tolerance differ from\n"
 "           most records' (not comparable), or a key seen twice\n";
 
+const char *sum_fmt(double x, int pct, char *buf, int n)
+{
+	if (!isfinite(x))
+		snprintf(buf, n, "-");
+	else if (pct)
+		snprintf(buf, n, "%.1f%%", 100 * x);
+	else
+		snprintf(buf, n, "%.3f", x);
+	return buf;
+}
+
 static int outcome_index(const char *o)
 {
 	for (int i = 0; i < OC_COUNT; i++)

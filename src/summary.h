@@ -63,6 +63,8 @@ struct sum_set {
 int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, int nk);
 json_t *sum_json(const struct sum_set *s);
 void sum_free(struct sum_set *s);
+/* x as the tables print it: "-" for NaN, 58.3% (pct) or 1.145 */
+const char *sum_fmt(double x, int pct, char *buf, int n);
 /* the definitions printed under every table (text; the page uses them too) */
 extern const char sum_definitions[];
 
