@@ -72,5 +72,12 @@ expect_grep 'gpu=NVIDIA H200' "$TMP/out"
 expect_grep '^fast_p +per problem' "$TMP/out"
 expect_exit 2 "$PKB" score "$TMP/A" --p x
 expect_exit 2 "$PKB" score
+for c in sweep score report; do
+	expect_exit 0 "$PKB" $c -h
+	expect_grep "usage: pkb $c" "$TMP/out"
+done
+expect_exit 2 "$PKB" sweep "$TMP/A" --gpus 0
+expect_exit 2 "$PKB" sweep "$TMP/A" --atol x
+expect_exit 2 "$PKB" sweep "$TMP/A" -p nosuch
 expect_exit 1 "$PKB" score "$TMP/nothing"
 done_testing
