@@ -254,6 +254,13 @@ static int load_done(const char *path, json_t *done)
 		const char *k = r ? json_string_value(json_object_get(r, "key")) : NULL;
 		if (!k) {
 			json_decref(r);
+			if (nl + 1 < buf + len) {
+				/* not the last line: not a torn write of ours; cutting
+				 * here would drop the good records after it */
+				free(buf);
+				return error("%s: line %zu is not a sweep record; fix or move the file",
+					     path, (size_t)json_object_size(done) + 1);
+			}
 			break;
 		}
 		json_object_set_new(done, k, json_true());

@@ -61,11 +61,14 @@ sleep 0.5
 
 # kill -9 at several moments, then resume until done: 13 records, 13 keys
 mkrun "$TMP/k" 12
-for delay in 0.2 0.7 1 1.3; do
+# kill when the file first holds 0 (just started), 2, 5 and 8 records
+lines() { [ -e "$TMP/k/results.jsonl" ] && wc -l < "$TMP/k/results.jsonl" || echo 0; }
+for at in 0 2 5 8; do
 	PKB_FAKE_MODE=ok "$PKB" sweep "$TMP/k" -p 1 -g 2 --ngpus 2 -t 1 2>/dev/null &
-	sleep $delay
-	kill -9 $!
-	wait $! 2>/dev/null
+	pid=$!
+	for ((i = 0; i < 600 && $(lines) < at; i++)); do sleep 0.05; done
+	kill -9 $pid
+	wait $pid 2>/dev/null
 done
 # a torn last line, as a kill inside write() would leave
 n=$(wc -l < "$TMP/k/results.jsonl")
@@ -76,5 +79,12 @@ expect_grep 'torn last record cut away' "$TMP/err"
 expect_grep "$n already recorded, $((13 - n)) to run" "$TMP/err"
 expect_grep '^13 no_code( pass){12}$' <(count "$TMP/k/results.jsonl")
 [ "$(tail -c 1 "$TMP/k/results.jsonl" | od -An -c | tr -d ' ')" = '\n' ] && ok || not_ok "file does not end in a newline"
+# a bad line in the middle is no torn write: refused, the file untouched
+cp "$TMP/k/results.jsonl" "$TMP/k.bak"
+sed -i '2s/^/garbage/' "$TMP/k/results.jsonl"
+cp "$TMP/k/results.jsonl" "$TMP/k.bad"
+PKB_FAKE_MODE=ok expect_exit 1 "$PKB" sweep "$TMP/k" -p 1 -g 2 --ngpus 2 -t 1
+expect_grep 'line 2 is not a sweep record' "$TMP/err"
+cmp -s "$TMP/k/results.jsonl" "$TMP/k.bad" && ok || not_ok "the file was changed"
 sleep 1
 done_testing
