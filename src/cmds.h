@@ -20,5 +20,9 @@ int cmd_probe(int argc, char **argv);   /* internal: the GPU probe of doctor */
 int cmd_hold(int argc, char **argv);
 int cmd_prompt(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_score(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int score_parse_p(const char *list, double *p, int *np);   /* cmd_score.c: 0,0.5,1,1.5,2 + LIST */
 
 #endif

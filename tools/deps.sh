@@ -3,14 +3,16 @@
 # As root it installs them; otherwise it prints the one apt-get line to run.
 # (The CUDA toolkit with NCCL is a prerequisite: see README.md.)
 pkgs="libjansson-dev libelf-dev libssl-dev libseccomp-dev libcurl4-openssl-dev clang libclang-rt-14-dev"
+# `tools/deps.sh report`: also the browser the report's test renders the page in
+[ "${1:-}" = report ] && pkgs="$pkgs chromium"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 # headers carried in .deps/include stand in for -dev packages (device machines)
 # (tools/carry-headers fills it from a Debian machine)
-if [ -n "$missing" ] && [ -f .deps/include/jansson.h ] && [ -f .deps/include/libelf.h ] &&
-   [ -f .deps/include/seccomp.h ] && [ -f .deps/include/curl/curl.h ]; then
+if [ -n "$missing" ] && [ "${1:-}" != report ] && [ -f .deps/include/jansson.h ] &&
+   [ -f .deps/include/libelf.h ] && [ -f .deps/include/seccomp.h ] && [ -f .deps/include/curl/curl.h ]; then
 	exit 0
 fi
 [ -z "$missing" ] && exit 0

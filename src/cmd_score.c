@@ -1,0 +1,180 @@
+/*
+ * cmd_score.c -- `pkb score RUN...`: the metrics of one or more sweeps
+ * side by side (one column per run), each metric's definition under the
+ * table, or the same numbers as JSON (summary.c makes both).
+ */
+#include "cmds.h"
+#include "exitcode.h"
+#include "summary.h"
+#include "util.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+"usage: pkb score RUN... [options]\n"
+"\n"
+"Score the records of pkb sweep (RUN: a run directory with results.jsonl, or\n"
+"the file); several runs are shown side by side.\n"
+"\n"
+"  -p, --p LIST           fast_p thresholds besides 0,0.5,1,1.5,2 (e.g. 3,4)\n"
+"  -k, --k K              pass@k for k = 1..K (default 5, at most 8)\n"
+"  -j, --json FILE        write the scores as JSON (- for stdout)\n"
+"  -h, --help\n";
+
+/* the default thresholds and any extra, sorted, without repeats */
+int score_parse_p(const char *list, double *p, int *np)
+{
+	static const double def[] = { 0, 0.5, 1, 1.5, 2 };
+	*np = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(def); i++)
+		p[(*np)++] = def[i];
+	for (const char *s = list; s && *s;) {
+		char *end;
+		double v = strtod(s, &end);
+		if (end == s || v < 0 || !isfinite(v))
+			return error("--p takes numbers >= 0 separated by commas, not '%s'", list);
+		int dup = 0;
+		for (int i = 0; i < *np; i++)
+			dup |= p[i] == v;
+		if (!dup) {
+			if (*np == SUM_MAX_P)
+				return error("at most %d fast_p thresholds", SUM_MAX_P);
+			p[(*np)++] = v;
+		}
+		s = *end == ',' ? end + 1 : end;
+		if (*end && *end != ',')
+			return error("--p takes numbers separated by commas, not '%s'", list);
+	}
+	for (int i = 1; i < *np; i++)   /* insertion sort: a handful */
+		for (int j = i; j > 0 && p[j] < p[j - 1]; j--) {
+			double t = p[j];
+			p[j] = p[j - 1];
+			p[j - 1] = t;
+		}
+	return 0;
+}
+
+static void cell(double x, int pct)
+{
+	char b[32];
+	printf(" %12s", sum_fmt(x, pct, b, sizeof(b)));
+}
+
+int cmd_score(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "p", required_argument, NULL, 'p' },
+		{ "k", required_argument, NULL, 'k' },
+		{ "json", required_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *plist = NULL, *json_path = NULL;
+	int nk = 5, c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "p:k:j:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p': plist = optarg; break;
+		case 'k':
+			nk = atoi(optarg);
+			if (nk < 1 || nk > SUM_MAX_K) {
+				error("--k takes 1 to %d", SUM_MAX_K);
+				return PKB_EXIT_USAGE;
+			}
+			break;
+		case 'j': json_path = optarg; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default: fputs(usage, stderr); return PKB_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		error("score takes one or more runs");
+		fputs(usage, stderr);
+		return PKB_EXIT_USAGE;
+	}
+	double p[SUM_MAX_P];
+	int np;
+	if (score_parse_p(plist, p, &np) < 0)
+		return PKB_EXIT_USAGE;
+	struct sum_set s;
+	if (sum_load(&s, argv + optind, argc - optind, p, np, nk) < 0)
+		return PKB_EXIT_INPUT;
+	if (json_path) {
+		json_t *j = sum_json(&s);
+		int rc = 0;
+		if (!strcmp(json_path, "-")) {
+			json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+			putchar('\n');
+		} else {
+			rc = json_write_file(json_path, j);
+		}
+		json_decref(j);
+		sum_free(&s);
+		return rc < 0 ? PKB_EXIT_INPUT : 0;
+	}
+	printf("records kept: %s\n\n%-16s", s.fingerprint, "");
+	for (int i = 0; i < s.nr; i++)
+		printf(" %12.12s", s.r[i].name);
+	printf("\n%-16s", "candidates");
+	for (int i = 0; i < s.nr; i++)
+		printf(" %12d", s.r[i].candidates);
+	printf("\n%-16s", "problems");
+	for (int i = 0; i < s.nr; i++)
+		printf(" %12d", s.r[i].np);
+	for (int k = 1; k <= nk; k++) {
+		printf("\npass@%-11d", k);
+		for (int i = 0; i < s.nr; i++)
+			cell(s.r[i].pass_at[k - 1], 1);
+	}
+	for (int q = 0; q < np; q++) {
+		char name[32];
+		snprintf(name, sizeof(name), "fast_%g", p[q]);
+		printf("\n%-16s", name);
+		for (int i = 0; i < s.nr; i++)
+			cell(s.r[i].fast_p[q], 1);
+	}
+	printf("\n%-16s", "geomean");
+	for (int i = 0; i < s.nr; i++)
+		cell(s.r[i].geo_raw, 0);
+	printf("\n%-16s", "geomean >= 1");
+	for (int i = 0; i < s.nr; i++)
+		cell(s.r[i].geo_clamped, 0);
+	printf("\n%-16s", "S (mean)");
+	for (int i = 0; i < s.nr; i++)
+		cell(s.r[i].mean_sol, 0);
+	printf("\n%-16s", "roofline frac");
+	for (int i = 0; i < s.nr; i++)
+		cell(s.r[i].mean_fraction, 1);
+	printf("\n\nfailure modes (candidates)\n");
+	for (int o = 0; o < OC_COUNT; o++) {
+		printf("%-16s", sum_outcome_names[o]);
+		for (int i = 0; i < s.nr; i++)
+			printf(" %12d", s.r[i].oc[o]);
+		putchar('\n');
+	}
+	for (int i = 0; i < s.nr; i++) {
+		const char *cat;
+		json_t *a;
+		printf("\n%s by category:", s.r[i].name);
+		json_object_foreach(s.r[i].oc_by_cat, cat, a) {
+			printf("\n  %-28s fast_1", cat);
+			cell(json_real_value(json_object_get(s.r[i].fast_by_cat, cat)), 1);
+			for (int o = 0; o < OC_COUNT; o++)
+				if (json_integer_value(json_array_get(a, o)))
+					printf("  %s %lld", sum_outcome_names[o],
+					       (long long)json_integer_value(json_array_get(a, o)));
+		}
+		printf("\n  left out: %d of %d records", s.r[i].left_out, s.r[i].records);
+		json_t *v;
+		json_object_foreach(s.r[i].left_reasons, cat, v)
+			printf("; %lld %s", (long long)json_integer_value(v), cat);
+		putchar('\n');
+	}
+	printf("\n%s", sum_definitions);
+	sum_free(&s);
+	return 0;
+}

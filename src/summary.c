@@ -1,0 +1,441 @@
+/*
+ * summary.c -- see summary.h. The records kept are those with the
+ * fingerprint most of the records share (GPU, world size, timing mode,
+ * tolerance): a speedup on another machine or timing mode is another
+ * quantity, and averaging it in would be wrong. The rest are counted by reason.
+ */
+#define _GNU_SOURCE
+#include "summary.h"
+#include "problem.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+const char *const sum_outcome_names[OC_COUNT] = {
+	"pass", "no_code", "compile_error", "load_refused", "mismatch", "runtime_error",
+	"timeout", "flagged", "other",
+};
+
+const char sum_definitions[] =
+"pass@k     per problem 1 - C(n-c,k)/C(n,k) (Chen et al. 2021, unbiased; n samples,\n"
+"           c correct), mean over the problems with n >= k\n"
+"fast_p     per problem the fraction of its samples that are correct AND faster than\n"
+"           p times the reference (speedup > p strictly, as KernelBench), mean over\n"
+"           problems; fast_0 is the fraction correct\n"
+"geomean    geometric mean of the speedups (reference median / candidate median, same\n"
+"           launch) of every correct timed candidate; clamped: each max(speedup, 1)\n"
+"S          speed-of-light score 1 / (1 + (T_k - T_sol) / (T_b - T_sol)), mean over\n"
+"           correct candidates with a bound: 0.5 at the reference, 1 at the bound\n"
+"           (docs/ROOFLINE.md); roofline fraction T_sol / T_k, mean likewise\n"
+"failures   every candidate by outcome: no_code (no code in the reply), compile_error,\n"
+"           load_refused, mismatch, runtime_error, timeout, flagged (faster than the\n"
+"           bound), other (env_error, internal_error: the harness's fault)\n"
+"left out   records whose GPU, world size, timing mode or tolerance differ from\n"
+"           most records' (not comparable), or a key seen twice\n";
+
+const char *sum_fmt(double x, int pct, char *buf, int n)
+{
+	if (!isfinite(x))
+		snprintf(buf, n, "-");
+	else if (pct)
+		snprintf(buf, n, "%.1f%%", 100 * x);
+	else
+		snprintf(buf, n, "%.3f", x);
+	return buf;
+}
+
+static int outcome_index(const char *o)
+{
+	for (int i = 0; i < OC_COUNT; i++)
+		if (o && !strcmp(o, sum_outcome_names[i]))
+			return i;
+	return OC_OTHER;
+}
+
+static double num(json_t *v)
+{
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* the parts of a record that make two records comparable; "-" where the
+ * record cannot say (a no_code or compile_error record was never timed on
+ * any GPU: it is comparable with every run of the same sweep) */
+#define FP_N 5
+static const char *const fp_names[FP_N] = { "gpu", "world", "timing", "mode", "tolerance" };
+static const char *const fp_reason[FP_N] = { "different hardware", "different world size",
+	"different timing mode", "different timing mode", "different tolerance" };
+
+static void fingerprint(json_t *rec, char *parts[FP_N])
+{
+	json_t *res = json_object_get(rec, "result"), *in = json_object_get(rec, "instance");
+	const char *gpu = json_string_value(json_object_get(json_object_get(in, "hardware"), "gpu"));
+	const char *tm = json_string_value(json_object_get(in, "timing"));
+	const char *mode = json_string_value(json_object_get(json_object_get(res, "timing"), "mode"));
+	double at = num(json_object_get(in, "atol")), rt = num(json_object_get(in, "rtol"));
+	parts[0] = xstrdup(gpu ? gpu : "-");
+	parts[1] = xstrfmt("%lld", (long long)json_integer_value(json_object_get(in, "world")));
+	parts[2] = xstrdup(tm ? tm : "-");
+	parts[3] = xstrdup(mode ? mode : "-");
+	parts[4] = isnan(at) && isnan(rt) ? xstrdup("problem's") : xstrfmt("%g/%g", at, rt);
+}
+
+static int fp_complete(char *parts[FP_N])
+{
+	for (int k = 0; k < FP_N; k++)
+		if (!strcmp(parts[k], "-"))
+			return 0;
+	return 1;
+}
+
+static char *fp_join(char *parts[FP_N])
+{
+	return xstrfmt("gpu=%s world=%s timing=%s mode=%s tolerance=%s", parts[0], parts[1],
+		       parts[2], parts[3], parts[4]);
+}
+
+static void fp_free(char *parts[FP_N])
+{
+	for (int k = 0; k < FP_N; k++)
+		free(parts[k]);
+}
+
+static json_t *load_records(const char *path, char **dir)
+{
+	struct stat st;
+	char *file;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		file = xstrfmt("%s/results.jsonl", path);
+		*dir = xstrdup(path);
+	} else {
+		file = xstrdup(path);
+		const char *sl = strrchr(path, '/');
+		*dir = sl ? xstrfmt("%.*s", (int)(sl - path), path) : xstrdup(".");
+	}
+	size_t len;
+	char *buf = read_file(file, &len);
+	if (!buf) {
+		error("cannot read %s", file);
+		free(file);
+		return NULL;
+	}
+	json_t *a = json_array();
+	for (char *p = buf, *nl; p < buf + len; p = nl + 1) {
+		nl = memchr(p, '\n', buf + len - p);
+		if (!nl)
+			break;   /* a torn last line: pkb sweep cuts it when it goes on */
+		json_t *r = json_loadb(p, nl - p, 0, NULL);
+		if (r && json_is_string(json_object_get(r, "key")))
+			json_array_append_new(a, r);
+		else
+			json_decref(r);
+	}
+	free(buf);
+	free(file);
+	return a;
+}
+
+static struct sum_problem *problem_slot(struct sum_run *r, int id)
+{
+	for (int i = 0; i < r->np; i++)
+		if (r->p[i].id == id)
+			return &r->p[i];
+	r->p = xrealloc(r->p, (r->np + 1) * sizeof(*r->p));
+	struct sum_problem *p = &r->p[r->np++];
+	memset(p, 0, sizeof(*p));
+	p->id = id;
+	const struct pkb_problem *pp = NULL;
+	for (int i = 0; i < problem_count(); i++)
+		if (problem_at(i)->id == id)
+			pp = problem_at(i);
+	p->category = pp && pp->category ? pp->category : "unknown";
+	return p;
+}
+
+static int cmp_problem(const void *a, const void *b)
+{
+	return ((const struct sum_problem *)a)->id - ((const struct sum_problem *)b)->id;
+}
+
+static void count_cat(json_t *by, const char *cat, int oc)
+{
+	json_t *a = json_object_get(by, cat);
+	if (!a) {
+		a = json_array();
+		for (int i = 0; i < OC_COUNT; i++)
+			json_array_append_new(a, json_integer(0));
+		json_object_set_new(by, cat, a);
+	}
+	json_array_set_new(a, oc, json_integer(json_integer_value(json_array_get(a, oc)) + 1));
+}
+
+static void add_record(struct sum_run *r, json_t *rec)
+{
+	json_t *in = json_object_get(rec, "instance"), *res = json_object_get(rec, "result");
+	struct sum_problem *p = problem_slot(r, (int)json_integer_value(json_object_get(in, "problem")));
+	p->c = xrealloc(p->c, (p->n + 1) * sizeof(*p->c));
+	struct sum_cand *c = &p->c[p->n++];
+	const char *s = json_string_value(json_object_get(in, "sample"));
+	c->sample = xstrdup(s ? s : "?");
+	s = json_string_value(json_object_get(rec, "candidate"));
+	c->candidate = s ? xstrdup(s) : NULL;
+	s = json_string_value(json_object_get(rec, "log"));
+	c->log = s ? xstrdup(s) : NULL;
+	c->outcome = outcome_index(json_string_value(json_object_get(rec, "outcome")));
+	c->speedup = c->sol = c->fraction = NAN;
+	if (c->outcome == OC_PASS) {
+		p->correct++;
+		c->speedup = num(json_object_get(res, "speedup"));
+		json_t *rl = json_object_get(res, "roofline");
+		double bound_ms = num(json_object_get(rl, "bound_us")) / 1000;
+		double tk = num(json_object_get(json_object_get(res, "candidate_perf"), "median_ms"));
+		double tb = num(json_object_get(json_object_get(res, "reference_perf"), "median_ms"));
+		c->sol = score_sol(tk, tb, bound_ms);
+		c->fraction = score_roofline_fraction(tk, bound_ms);
+	}
+	r->oc[c->outcome]++;
+	r->candidates++;
+	count_cat(r->oc_by_cat, p->category, c->outcome);
+}
+
+static void compute(struct sum_set *s, struct sum_run *r)
+{
+	qsort(r->p, r->np, sizeof(*r->p), cmp_problem);
+	double pk[SUM_MAX_K] = { 0 }, fp[SUM_MAX_P] = { 0 };
+	int npk[SUM_MAX_K] = { 0 };
+	struct score_item *all = xcalloc(r->candidates + 1, sizeof(*all));
+	int na = 0;
+	double sol = 0, frac = 0;
+	json_t *cat_n = json_object();
+	for (int i = 0; i < r->np; i++) {
+		struct sum_problem *p = &r->p[i];
+		struct score_item *it = xcalloc(p->n + 1, sizeof(*it));
+		p->best = p->n ? 0 : -1;
+		for (int j = 0; j < p->n; j++) {
+			struct sum_cand *c = &p->c[j];
+			it[j] = (struct score_item){ c->outcome == OC_PASS, c->speedup };
+			all[na++] = it[j];
+			if (it[j].correct && (p->c[p->best].outcome != OC_PASS ||
+			    (isfinite(c->speedup) && !(c->speedup <= p->c[p->best].speedup))))
+				p->best = j;
+			if (it[j].correct && isfinite(c->sol)) {
+				sol += c->sol;
+				r->sol_n++;
+			}
+			if (it[j].correct && isfinite(c->fraction)) {
+				frac += c->fraction;
+				r->fraction_n++;
+			}
+		}
+		for (int k = 1; k <= s->nk; k++)
+			if (p->n >= k) {
+				pk[k - 1] += score_pass_at_k(p->n, p->correct, k);
+				npk[k - 1]++;
+			}
+		for (int q = 0; q < s->np; q++)
+			fp[q] += score_fast_p(it, p->n, s->p[q]);
+		/* fast_1 by category: mean over its problems */
+		json_t *a = json_object_get(r->fast_by_cat, p->category);
+		if (!a) {
+			a = json_real(0);
+			json_object_set_new(r->fast_by_cat, p->category, a);
+		}
+		json_real_set(a, json_real_value(a) + score_fast_p(it, p->n, 1.0));
+		json_object_set_new(cat_n, p->category, json_integer(
+			json_integer_value(json_object_get(cat_n, p->category)) + 1));
+		free(it);
+	}
+	for (int k = 0; k < s->nk; k++)
+		r->pass_at[k] = npk[k] ? pk[k] / npk[k] : NAN;
+	for (int q = 0; q < s->np; q++)
+		r->fast_p[q] = r->np ? fp[q] / r->np : NAN;
+	const char *cat;
+	json_t *v;
+	json_object_foreach(r->fast_by_cat, cat, v)
+		json_real_set(v, json_real_value(v) / json_integer_value(json_object_get(cat_n, cat)));
+	json_decref(cat_n);
+	r->geo_raw = score_geomean(all, na, 0, &r->geo_n);
+	r->geo_clamped = score_geomean(all, na, 1, NULL);
+	r->mean_sol = r->sol_n ? sol / r->sol_n : NAN;
+	r->mean_fraction = r->fraction_n ? frac / r->fraction_n : NAN;
+	free(all);
+}
+
+int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, int nk)
+{
+	memset(s, 0, sizeof(*s));
+	if (np > SUM_MAX_P || nk > SUM_MAX_K)
+		return error("at most %d thresholds and k up to %d", SUM_MAX_P, SUM_MAX_K);
+	memcpy(s->p, p, np * sizeof(*p));
+	s->np = np;
+	s->nk = nk;
+	s->nr = n;
+	s->r = xcalloc(n, sizeof(*s->r));
+	json_t **recs = xcalloc(n, sizeof(*recs));
+	json_t *votes = json_object();   /* fingerprint -> records */
+	for (int i = 0; i < n; i++) {
+		if (!(recs[i] = load_records(paths[i], &s->r[i].dir))) {
+			json_decref(votes);
+			return -1;
+		}
+		const char *b = strrchr(s->r[i].dir, '/');
+		s->r[i].name = xstrdup(b && b[1] ? b + 1 : s->r[i].dir);
+		size_t j;
+		json_t *rec;
+		json_array_foreach(recs[i], j, rec) {
+			char *parts[FP_N];
+			fingerprint(rec, parts);
+			char *f = fp_join(parts);
+			json_t *vote = json_object_get(votes, f);
+			/* complete fingerprints outvote any partial one */
+			json_object_set_new(votes, f, json_integer(json_integer_value(vote) +
+				(fp_complete(parts) ? 1000000 : 1)));
+			free(f);
+			fp_free(parts);
+		}
+	}
+	/* the fingerprint most records have; ties to the first in sorted order */
+	const char *f, *best = NULL;
+	json_t *v;
+	long long most = 0;
+	json_object_foreach(votes, f, v)
+		if (json_integer_value(v) > most || (json_integer_value(v) == most && best && strcmp(f, best) < 0)) {
+			most = json_integer_value(v);
+			best = f;
+		}
+	s->fingerprint = xstrdup(best ? best : "-");
+	json_decref(votes);
+	/* the kept parts, split back out of the string */
+	char *keep[FP_N] = { 0 };
+	for (int k = 0; k < FP_N; k++) {
+		char *at = strstr(s->fingerprint, fp_names[k]);
+		char *end = k + 1 < FP_N && at ? strstr(at, fp_names[k + 1]) : NULL;
+		if (at)
+			at += strlen(fp_names[k]) + 1;
+		keep[k] = !at ? xstrdup("-") :
+			end ? xstrfmt("%.*s", (int)(end - at - 1), at) : xstrdup(at);
+	}
+	for (int i = 0; i < n; i++) {
+		struct sum_run *r = &s->r[i];
+		r->left_reasons = json_object();
+		r->oc_by_cat = json_object();
+		r->fast_by_cat = json_object();
+		json_t *seen = json_object();
+		size_t j;
+		json_t *rec;
+		json_array_foreach(recs[i], j, rec) {
+			r->records++;
+			char *parts[FP_N];
+			fingerprint(rec, parts);
+			const char *why = NULL;
+			for (int k = 0; k < FP_N && !why; k++)
+				if (strcmp(parts[k], "-") && strcmp(keep[k], "-") && strcmp(parts[k], keep[k]))
+					why = fp_reason[k];
+			const char *key = json_string_value(json_object_get(rec, "key"));
+			if (!why && json_object_get(seen, key))
+				why = "key seen twice";
+			if (why) {
+				r->left_out++;
+				json_object_set_new(r->left_reasons, why, json_integer(
+					json_integer_value(json_object_get(r->left_reasons, why)) + 1));
+			} else {
+				json_object_set_new(seen, key, json_true());
+				add_record(r, rec);
+			}
+			fp_free(parts);
+		}
+		json_decref(seen);
+		json_decref(recs[i]);
+		compute(s, r);
+	}
+	free(recs);
+	fp_free(keep);
+	return 0;
+}
+
+/* NaN is not JSON: null */
+static json_t *jnum(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+json_t *sum_json(const struct sum_set *s)
+{
+	json_t *runs = json_array();
+	for (int i = 0; i < s->nr; i++) {
+		const struct sum_run *r = &s->r[i];
+		json_t *pk = json_object(), *fp = json_object(), *oc = json_object(), *cats = json_object();
+		for (int k = 1; k <= s->nk; k++) {
+			char name[16];
+			snprintf(name, sizeof(name), "%d", k);
+			json_object_set_new(pk, name, jnum(r->pass_at[k - 1]));
+		}
+		for (int q = 0; q < s->np; q++) {
+			char name[32];
+			snprintf(name, sizeof(name), "%g", s->p[q]);
+			json_object_set_new(fp, name, jnum(r->fast_p[q]));
+		}
+		for (int o = 0; o < OC_COUNT; o++)
+			json_object_set_new(oc, sum_outcome_names[o], json_integer(r->oc[o]));
+		const char *cat;
+		json_t *a;
+		json_object_foreach(r->oc_by_cat, cat, a) {
+			json_t *m = json_object();
+			for (int o = 0; o < OC_COUNT; o++)
+				json_object_set(m, sum_outcome_names[o], json_array_get(a, o));
+			json_object_set_new(m, "fast_1", jnum(json_real_value(json_object_get(r->fast_by_cat, cat))));
+			json_object_set_new(cats, cat, m);
+		}
+		json_t *probs = json_array();
+		for (int j = 0; j < r->np; j++) {
+			const struct sum_problem *p = &r->p[j];
+			json_t *cs = json_array();
+			for (int k = 0; k < p->n; k++) {
+				const struct sum_cand *c = &p->c[k];
+				json_array_append_new(cs, json_pack("{s:s, s:s?, s:s?, s:s, s:o, s:o, s:o}",
+					"sample", c->sample, "candidate", c->candidate, "log", c->log,
+					"outcome", sum_outcome_names[c->outcome], "speedup", jnum(c->speedup),
+					"sol", jnum(c->sol), "roofline_fraction", jnum(c->fraction)));
+			}
+			json_array_append_new(probs, json_pack("{s:i, s:s, s:i, s:i, s:i, s:o}", "id", p->id,
+				"category", p->category, "n", p->n, "correct", p->correct, "best", p->best,
+				"candidates", cs));
+		}
+		json_array_append_new(runs, json_pack("{s:s, s:s, s:i, s:i, s:O, s:i, s:o, s:o, s:o, s:o, "
+			"s:i, s:o, s:o, s:i, s:o, s:o, s:o}",
+			"name", r->name, "dir", r->dir, "records", r->records, "left_out", r->left_out,
+			"left_out_reasons", r->left_reasons, "candidates", r->candidates, "pass_at_k", pk,
+			"fast_p", fp, "geomean_speedup", jnum(r->geo_raw),
+			"geomean_speedup_clamped", jnum(r->geo_clamped), "geomean_n", r->geo_n,
+			"mean_sol", jnum(r->mean_sol), "mean_roofline_fraction", jnum(r->mean_fraction),
+			"sol_n", r->sol_n, "outcomes", oc, "categories", cats, "problems", probs));
+	}
+	return json_pack("{s:s, s:o, s:s}", "fingerprint", s->fingerprint, "runs", runs,
+			 "definitions", sum_definitions);
+}
+
+void sum_free(struct sum_set *s)
+{
+	for (int i = 0; i < s->nr; i++) {
+		struct sum_run *r = &s->r[i];
+		for (int j = 0; j < r->np; j++) {
+			for (int k = 0; k < r->p[j].n; k++) {
+				free(r->p[j].c[k].sample);
+				free(r->p[j].c[k].candidate);
+				free(r->p[j].c[k].log);
+			}
+			free(r->p[j].c);
+		}
+		free(r->p);
+		free(r->dir);
+		free(r->name);
+		json_decref(r->left_reasons);
+		json_decref(r->oc_by_cat);
+		json_decref(r->fast_by_cat);
+	}
+	free(s->r);
+	free(s->fingerprint);
+}

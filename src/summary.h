@@ -1,0 +1,71 @@
+/*
+ * summary.h -- the runs of `pkb score` and `pkb report` as structs: each
+ * results.jsonl (pkb sweep) read once into per-problem candidates, the
+ * metrics of score.h computed once, and both commands print from these,
+ * so that every number of the HTML page is the one `pkb score --json` gives.
+ */
+#ifndef PKB_SUMMARY_H
+#define PKB_SUMMARY_H
+
+#include "score.h"
+
+#include <jansson.h>
+
+/* outcomes in the order the tables show them; "other" is env_error and
+ * internal_error (the harness's fault, not the candidate's) */
+enum { OC_PASS, OC_NO_CODE, OC_COMPILE, OC_LOAD, OC_MISMATCH, OC_RUNTIME, OC_TIMEOUT,
+       OC_FLAGGED, OC_OTHER, OC_COUNT };
+extern const char *const sum_outcome_names[OC_COUNT];
+
+#define SUM_MAX_P 16
+#define SUM_MAX_K 8
+
+struct sum_cand {
+	char *sample, *candidate, *log;   /* log relative to the run dir */
+	int outcome;
+	double speedup, sol, fraction;    /* NaN when not timed / no bound */
+};
+
+struct sum_problem {
+	int id;
+	const char *category;
+	struct sum_cand *c;
+	int n, correct;
+	int best;           /* index of the fastest correct candidate, else the first; -1 none */
+};
+
+struct sum_run {
+	char *dir, *name;
+	struct sum_problem *p;
+	int np;
+	int records, left_out;
+	json_t *left_reasons;        /* reason -> count */
+	int oc[OC_COUNT];            /* over every candidate */
+	json_t *oc_by_cat;           /* category -> [OC_COUNT counts] */
+	int candidates;
+	double pass_at[SUM_MAX_K];   /* pass@k for k = 1..nk: mean over problems with n >= k */
+	double fast_p[SUM_MAX_P];    /* per p: mean over problems of the fraction of samples */
+	double geo_raw, geo_clamped; int geo_n;
+	double mean_sol, mean_fraction; int sol_n, fraction_n;
+	json_t *fast_by_cat;         /* category -> fast_1 */
+};
+
+struct sum_set {
+	struct sum_run *r;
+	int nr;
+	double p[SUM_MAX_P];
+	int np, nk;
+	char *fingerprint;           /* the records kept: this hardware and timing */
+};
+
+/* read the runs (directories with results.jsonl, or the .jsonl files);
+ * p: the fast_p thresholds; -1 with an error printed */
+int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, int nk);
+json_t *sum_json(const struct sum_set *s);
+void sum_free(struct sum_set *s);
+/* x as the tables print it: "-" for NaN, 58.3% (pct) or 1.145 */
+const char *sum_fmt(double x, int pct, char *buf, int n);
+/* the definitions printed under every table (text; the page uses them too) */
+extern const char sum_definitions[];
+
+#endif
