@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "cmds.h"
 #include "exitcode.h"
+#include "spec.h"      /* defines: spec_parse */
 #include "problem.h"
 #include "util.h"
 
@@ -72,43 +73,19 @@ struct sweep {
 	unsigned char want[1024];   /* problem ids selected */
 };
 
-/* ---- problem SPEC (to be replaced by src/spec.[ch]) ---- */
-static int spec_parse(const char *spec, unsigned char *want, int nwant)
+/* the problems SPEC selects (src/spec.c, as pkb generate), as a set of ids */
+static int spec_select(const char *spec, unsigned char *want, size_t nwant)
 {
+	char err[256];
+	int n;
+	const struct pkb_problem **ps = spec_parse(spec, &n, err, sizeof err);
+	if (!ps)
+		return error("%s", err);
 	memset(want, 0, nwant);
-	if (!strcmp(spec, "all")) {
-		for (int i = 0; i < problem_count(); i++)
-			want[problem_at(i)->id] = 1;
-		return 0;
-	}
-	int any = 0;
-	for (int i = 0; i < problem_count(); i++)
-		if (problem_at(i)->category && !strcasecmp(problem_at(i)->category, spec))
-			want[problem_at(i)->id] = any = 1;
-	if (any)
-		return 0;
-	const char *s = spec;
-	while (*s) {
-		char *end;
-		long a = strtol(s, &end, 10), b = a;
-		if (end == s)
-			return error("bad problem spec '%s'", spec);
-		if (*end == '-') {
-			s = end + 1;
-			b = strtol(s, &end, 10);
-			if (end == s)
-				return error("bad problem spec '%s'", spec);
-		}
-		if (a < 1 || b < a || b >= nwant)
-			return error("bad range in problem spec '%s'", spec);
-		for (long i = a; i <= b; i++)
-			want[i] = 1;
-		s = end;
-		if (*s == ',')
-			s++;
-		else if (*s)
-			return error("bad problem spec '%s'", spec);
-	}
+	for (int i = 0; i < n; i++)
+		if (ps[i]->id > 0 && (size_t)ps[i]->id < nwant)
+			want[ps[i]->id] = 1;
+	free(ps);
 	return 0;
 }
 
@@ -500,7 +477,7 @@ int cmd_sweep(int argc, char **argv)
 			return PKB_EXIT_USAGE;
 		}
 	}
-	if (spec_parse(spec, s.want, sizeof(s.want)) < 0)
+	if (spec_select(spec, s.want, sizeof(s.want)) < 0)
 		return PKB_EXIT_USAGE;
 	const char *root = s.root = argv[optind];
 	char *res_path = out ? xstrdup(out) : xstrfmt("%s/results.jsonl", root);
