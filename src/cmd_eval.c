@@ -230,6 +230,10 @@ int cmd_eval(int argc, char **argv)
 	json_object_set_new(rec, "log_dir", json_string(logs));
 	if (out == OUT_PASS && !o.keep_logs && !o.log_dir)
 		rm_rf(logs);
+	/* logs is NULL when nothing was launched (no GPUs, a compile
+	 * error): there is then no folder to point at (issue 30). */
+	else if (!logs)
+		;
 	else if (out != OUT_PASS && res.culprit >= 0)
 		fprintf(stderr, "pkb: rank logs kept in %s (rank %d failed first)\n", logs,
 			res.culprit);

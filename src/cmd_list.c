@@ -41,14 +41,19 @@ int cmd_list(int argc, char **argv)
 		return PKB_EXIT_USAGE;
 	}
 	json_t *arr = json_array();
-	printf("%-4s %-36s %-22s %-10s %s\n", "id", "name", "category", "worlds", "origin");
+	/* With --json - stdout carries the JSON alone, so the table goes
+	 * to /dev/null rather than in front of it. */
+	FILE *tab = json_path && !strcmp(json_path, "-") ? NULL : stdout;
+	if (tab)
+		fprintf(tab, "%-4s %-36s %-22s %-10s %s\n", "id", "name", "category", "worlds", "origin");
 	for (int i = 0; i < problem_count(); i++) {
 		const struct pkb_problem *p = problem_at(i);
 		if (category && !strstr(p->category, category))
 			continue;
 		char w[128];
 		problem_worlds_str(p, w, sizeof w);
-		printf("%03d  %-36s %-22s %-10s %s\n", p->id, p->name, p->category, w, p->origin);
+		if (tab)
+			fprintf(tab, "%03d  %-36s %-22s %-10s %s\n", p->id, p->name, p->category, w, p->origin);
 		json_array_append_new(arr, json_pack("{s:i,s:s,s:s,s:s,s:s,s:s}", "id", p->id,
 						     "name", p->name, "title", p->title, "category",
 						     p->category, "origin", p->origin, "worlds", w));

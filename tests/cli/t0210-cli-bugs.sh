@@ -1,0 +1,19 @@
+# command-line bugs of issue 30's "Also found" list: `--json -` is stdout,
+# compare's tolerances are parsed strictly, and a failed eval that launched
+# nothing names no log folder ("rank logs kept in (null)")
+. "$(dirname "$0")/lib.sh"
+cd "$TMP" || exit 1
+expect_exit 0 "$PKB" list --json -
+[ ! -e "$TMP/-" ] && ok || not_ok "list --json - wrote a file named '-'"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert isinstance(d, list) and d' "$TMP/out" \
+	&& ok || not_ok "list --json - did not write a JSON array to stdout"
+expect_exit 2 "$PKB" compare --atol abc "$TMP" "$TMP"
+expect_grep "atol.*abc" "$TMP/err"
+expect_exit 2 "$PKB" compare --rtol 1e-3x "$TMP" "$TMP"
+expect_grep "rtol" "$TMP/err"
+expect_exit 2 "$PKB" compare --atol -1 "$TMP" "$TMP"
+P=$ROOT/problems/001_allreduce/solutions
+expect_exit 4 "$PKB" eval 1 "$P/bad_no_compile.cu" -q --json -
+expect_grep '"outcome": "compile_error"' "$TMP/out"
+! grep -q "(null)" "$TMP/err" "$TMP/out" && ok || not_ok "eval printed (null)"
+done_testing
