@@ -111,10 +111,8 @@ int cmd_eval(int argc, char **argv)
 		return PKB_EXIT_INPUT;
 	}
 	const char *cand_path = argv[optind + 1];
-	if (access(cand_path, R_OK) != 0) {
-		error("cannot read '%s'", cand_path);
+	if (check_source_file(cand_path) < 0)
 		return PKB_EXIT_INPUT;
-	}
 	struct pkb_io io;
 	if (job_resolve(&o, &io) < 0)
 		return PKB_EXIT_INPUT;

@@ -308,3 +308,16 @@ int json_write_file(const char *path, json_t *value)
 		error("cannot write '%s'", path);
 	return r;
 }
+
+int check_source_file(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return error("cannot read '%s': %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return error("'%s' is not a source file (a %s)", path,
+			     S_ISDIR(st.st_mode) ? "directory" : "special file");
+	if (access(path, R_OK) != 0)
+		return error("cannot read '%s': %s", path, strerror(errno));
+	return 0;
+}

@@ -33,6 +33,9 @@ struct json_t;
 int json_write_file(const char *path, struct json_t *value);
 
 uint64_t now_ns(void);         /* CLOCK_MONOTONIC */
+/* 0 for a regular readable file, else error() naming why and -1: a
+ * directory given as a candidate was an I/O error, then compile_error. */
+int check_source_file(const char *path);
 char *read_file(const char *path, size_t *len);   /* NULL on error (errno) */
 int write_file_atomic(const char *path, const void *buf, size_t len);
 int mkdir_p(const char *path);

@@ -1,6 +1,7 @@
 # command-line bugs of issue 30's "Also found" list: `--json -` is stdout,
 # compare's tolerances are parsed strictly, and a failed eval that launched
-# nothing names no log folder ("rank logs kept in (null)")
+# nothing names no log folder ("rank logs kept in (null)"), and a directory
+# given as the candidate is an input error
 . "$(dirname "$0")/lib.sh"
 cd "$TMP" || exit 1
 expect_exit 0 "$PKB" list --json -
@@ -16,4 +17,13 @@ P=$ROOT/problems/001_allreduce/solutions
 expect_exit 4 "$PKB" eval 1 "$P/bad_no_compile.cu" -q --json -
 expect_grep '"outcome": "compile_error"' "$TMP/out"
 ! grep -q "(null)" "$TMP/err" "$TMP/out" && ok || not_ok "eval printed (null)"
+# a directory as the candidate: an input error saying so, not an I/O error
+# followed by compile_error
+mkdir -p "$TMP/dir.cu"
+expect_exit 1 "$PKB" eval 1 "$TMP/dir.cu"
+expect_grep "is not a source file \(a directory\)" "$TMP/err"
+expect_exit 1 "$PKB" run 1 --solution "$TMP/dir.cu"
+expect_grep "is not a source file \(a directory\)" "$TMP/err"
+expect_exit 1 "$PKB" build "$TMP/dir.cu"
+expect_grep "is not a source file \(a directory\)" "$TMP/err"
 done_testing
