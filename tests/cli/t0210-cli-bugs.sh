@@ -1,7 +1,8 @@
 # command-line bugs of issue 30's "Also found" list: `--json -` is stdout,
 # compare's tolerances are parsed strictly, and a failed eval that launched
 # nothing names no log folder ("rank logs kept in (null)"), and a directory
-# given as the candidate is an input error
+# given as the candidate is an input error; roofline and show refuse shapes
+# too large for int64 byte counts
 . "$(dirname "$0")/lib.sh"
 cd "$TMP" || exit 1
 expect_exit 0 "$PKB" list --json -
@@ -26,4 +27,11 @@ expect_exit 1 "$PKB" run 1 --solution "$TMP/dir.cu"
 expect_grep "is not a source file \(a directory\)" "$TMP/err"
 expect_exit 1 "$PKB" build "$TMP/dir.cu"
 expect_grep "is not a source file \(a directory\)" "$TMP/err"
+# shapes whose byte counts would not fit in int64 are refused
+expect_exit 1 "$PKB" roofline 1 --m 1099511627776 --n 1099511627776
+expect_grep "too large" "$TMP/err"
+expect_exit 1 "$PKB" show 1 --m 4294967296 --n 1
+expect_grep "too large" "$TMP/err"
+expect_exit 0 "$PKB" roofline 1 --m 1048576 --n 1048576
+expect_grep "interconnect" "$TMP/out"
 done_testing
