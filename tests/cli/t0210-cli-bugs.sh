@@ -2,7 +2,7 @@
 # compare's tolerances are parsed strictly, and a failed eval that launched
 # nothing names no log folder ("rank logs kept in (null)"), and a directory
 # given as the candidate is an input error; roofline and show refuse shapes
-# too large for int64 byte counts
+# too large for int64 byte counts; a hw without net_bw (calibrated on one GPU)
 . "$(dirname "$0")/lib.sh"
 cd "$TMP" || exit 1
 expect_exit 0 "$PKB" list --json -
@@ -34,4 +34,15 @@ expect_exit 1 "$PKB" show 1 --m 4294967296 --n 1
 expect_grep "too large" "$TMP/err"
 expect_exit 0 "$PKB" roofline 1 --m 1048576 --n 1048576
 expect_grep "interconnect" "$TMP/out"
+# hw 'local' calibrated on one GPU has no net_bw: roofline refuses a problem
+# that crosses the interconnect instead of dividing by 0 or 1 B/s
+mkdir -p "$TMP/cache/hw"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["net_bw"]; d["name"]="local"; json.dump(d, open(sys.argv[2], "w"))' \
+	"$ROOT/hw/h100_8.json" "$TMP/cache/hw/local.json" && ok || not_ok "writing hw local"
+PKB_CACHE=$TMP/cache expect_exit 1 "$PKB" roofline 1 --hw local
+expect_grep "no interconnect bandwidth" "$TMP/err"
+# a stored 0 is still refused as a figure: absent is the way to say 'not measured'
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["net_bw"]=0.0; json.dump(d, open(sys.argv[1], "w"))' "$TMP/cache/hw/local.json"
+PKB_CACHE=$TMP/cache expect_exit 1 "$PKB" roofline 1 --hw local
+expect_grep "'net_bw' is missing or not a positive number" "$TMP/err"
 done_testing
