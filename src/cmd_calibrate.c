@@ -38,7 +38,7 @@ int cmd_calibrate_child(int argc, char **argv)
 	struct calib c;
 	char err[300];
 	if (calib_measure(&c, err, sizeof err) < 0) {
-		fprintf(stderr, "calibrate: %s\n", err);
+		error("calibrate: %s", err);
 		return PKB_EXIT_RUNTIME;
 	}
 	json_t *m = json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:f}", "device", c.name,

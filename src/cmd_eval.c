@@ -233,10 +233,9 @@ int cmd_eval(int argc, char **argv)
 	else if (!logs)
 		;
 	else if (out != OUT_PASS && res.culprit >= 0)
-		fprintf(stderr, "pkb: rank logs kept in %s (rank %d failed first)\n", logs,
-			res.culprit);
+		hint("rank logs kept in %s (rank %d failed first)", logs, res.culprit);
 	else if (out != OUT_PASS)
-		fprintf(stderr, "pkb: rank logs kept in %s\n", logs);
+		hint("rank logs kept in %s", logs);
 	if (out == OUT_PASS)
 		snprintf(msg, sizeof msg, "%d of %d trials, every output of %d ranks", passed,
 			 o.trials, o.world);

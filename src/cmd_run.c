@@ -169,7 +169,7 @@ int cmd_run(int argc, char **argv)
 	if (out != OUT_PASS) {
 		printf("%s: %s\n", outcome_name(out), msg);
 		if (logs)
-			fprintf(stderr, "pkb: rank logs kept in %s\n", logs);
+			hint("rank logs kept in %s", logs);
 	} else if (logs && !o.keep_logs && !o.log_dir) {
 		rm_rf(logs);
 	}
