@@ -31,11 +31,6 @@ static const char usage[] =
 "exit status: 0 every file accepted, else that of the first refused file:\n"
 "4 compile_error, 5 load_refused (docs/EXIT_CODES.md)\n";
 
-static int file_readable(const char *path)
-{
-	return access(path, R_OK) == 0;
-}
-
 int cmd_build(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -71,8 +66,7 @@ int cmd_build(int argc, char **argv)
 	o.arch = arch;
 	o.quiet = 1;
 	for (int i = optind; i < argc; i++) {
-		if (!file_readable(argv[i])) {
-			error("cannot read '%s'", argv[i]);
+		if (check_source_file(argv[i]) < 0) {
 			rc = rc ? rc : PKB_EXIT_INPUT;
 			continue;
 		}

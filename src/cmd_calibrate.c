@@ -38,7 +38,7 @@ int cmd_calibrate_child(int argc, char **argv)
 	struct calib c;
 	char err[300];
 	if (calib_measure(&c, err, sizeof err) < 0) {
-		fprintf(stderr, "calibrate: %s\n", err);
+		error("calibrate: %s", err);
 		return PKB_EXIT_RUNTIME;
 	}
 	json_t *m = json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:f}", "device", c.name,
@@ -51,6 +51,12 @@ int cmd_calibrate_child(int argc, char **argv)
 				? json_real(c.flag_round_trip_s * 1e6) : json_null());
 	json_object_set_new(m, "p2p_sm_load_bw", json_real(c.p2p_sm_load_bw));
 	json_object_set_new(m, "p2p_bidir_sm_bw", json_real(c.p2p_bidir_sm_bw));
+	/* on one GPU nothing crosses a link: null, not a measured 0.0 GB/s
+	 * (issue 30: hw 'local' stored 0.0 peer bandwidth) */
+	static const char *peer_keys[] = { "p2p_ce_bw", "p2p_sm_bw", "p2p_bidir_bw",
+					   "alltoall_rx_bw", "p2p_sm_load_bw", "p2p_bidir_sm_bw" };
+	for (size_t i = 0; c.gpus < 2 && i < sizeof peer_keys / sizeof *peer_keys; i++)
+		json_object_set_new(m, peer_keys[i], json_null());
 	json_object_set_new(m, "empty_call_us", c.empty_call_s > 0
 				? json_real(c.empty_call_s * 1e6) : json_null());
 	/* the flops not measured come from the nominal spec of this GPU family;
@@ -64,7 +70,7 @@ int cmd_calibrate_child(int argc, char **argv)
 		"{s:s,s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:{s:f,s:f,s:f,s:f,s:f},s:s,s:s}",
 		"name", "local", "title", c.name, "gpus", c.gpus, "sm_count", c.sm_count,
 		"l2_bytes", c.l2_bytes, "hbm_bytes", c.hbm_bytes, "hbm_bw", c.hbm_copy_bw,
-		"net_bw", net > 0 ? net : (have_nom ? nom.net_bw : 1.0), "flops",
+		"net_bw", net > 0 ? net : (have_nom ? nom.net_bw : 0.0), "flops",
 		"bf16", c.gemm_bf16_flops,
 		"fp16", have_nom ? nom.flops_fp16 : c.gemm_bf16_flops,
 		"fp8", have_nom ? nom.flops_fp8 : c.gemm_bf16_flops,
@@ -73,6 +79,13 @@ int cmd_calibrate_child(int argc, char **argv)
 		"topology", "measured", "source",
 		have_nom ? "pkb calibrate; fp16/fp8/tf32/fp32 from the nominal spec of this GPU"
 			 : "pkb calibrate; no nominal spec for this GPU: unmeasured flops = bf16");
+	/* net_bw not measured (one GPU): the nominal figure, said so, or none
+	 * at all; roofline then refuses problems that cross the interconnect
+	 * rather than dividing by a made-up 1 B/s */
+	if (!(net > 0) && have_nom)
+		json_object_set_new(hw, "net_bw_source", json_string("nominal: one GPU, not measured"));
+	else if (!(net > 0))
+		json_object_del(hw, "net_bw");
 	json_object_set_new(hw, "measured", m);
 	int rc = json_write_file(argv[1], hw);
 	json_decref(hw);
@@ -131,17 +144,24 @@ int cmd_calibrate(int argc, char **argv)
 	free(log);
 	json_t *m = json_object_get(hw, "measured");
 #define G(k) (json_number_value(json_object_get(m, k)))
+	/* a null figure was not measured (one GPU): say so, not 0.0 */
+#define P(fmt, k, ...)                                                                    \
+	do {                                                                              \
+		if (json_is_number(json_object_get(m, k)))                               \
+			printf(fmt, G(k) / 1e9, ##__VA_ARGS__);                            \
+		else                                                                      \
+			printf("%.12s not measured (one GPU)\n", fmt);                     \
+	} while (0)
 	printf("device      %s x %d\n", json_string_value(json_object_get(m, "device")),
 	       (int)json_integer_value(json_object_get(m, "gpus")));
 	printf("HBM copy    %8.1f GB/s (read + write)\n", G("hbm_copy_bw") / 1e9);
-	printf("peer, CE    %8.1f GB/s one way, GPU 0 -> 1\n", G("p2p_ce_bw") / 1e9);
-	printf("peer, SM    %8.1f GB/s one way (SM stores)\n", G("p2p_sm_bw") / 1e9);
-	printf("peer, SM ld %8.1f GB/s one way (SM loads: GPU 0 reads GPU 1)\n",
-	       G("p2p_sm_load_bw") / 1e9);
-	printf("peer, both  %8.1f GB/s (both ways at once, copy engine)\n", G("p2p_bidir_bw") / 1e9);
-	printf("both, SM    %8.1f GB/s (both ways at once, SM stores)\n", G("p2p_bidir_sm_bw") / 1e9);
-	printf("all-to-all  %8.1f GB/s received per GPU (%d GPUs)\n", G("alltoall_rx_bw") / 1e9,
-	       (int)json_integer_value(json_object_get(m, "alltoall_gpus")));
+	P("peer, CE    %8.1f GB/s one way, GPU 0 -> 1\n", "p2p_ce_bw");
+	P("peer, SM    %8.1f GB/s one way (SM stores)\n", "p2p_sm_bw");
+	P("peer, SM ld %8.1f GB/s one way (SM loads: GPU 0 reads GPU 1)\n", "p2p_sm_load_bw");
+	P("peer, both  %8.1f GB/s (both ways at once, copy engine)\n", "p2p_bidir_bw");
+	P("both, SM    %8.1f GB/s (both ways at once, SM stores)\n", "p2p_bidir_sm_bw");
+	P("all-to-all  %8.1f GB/s received per GPU (%d GPUs)\n", "alltoall_rx_bw",
+	  (int)json_integer_value(json_object_get(m, "alltoall_gpus")));
 	printf("bf16 GEMM   %8.1f TFLOP/s (8192^3)\n", G("gemm_bf16_flops") / 1e12);
 	json_t *rt = json_object_get(m, "flag_round_trip_us");
 	if (json_is_number(rt))
@@ -151,6 +171,7 @@ int cmd_calibrate(int argc, char **argv)
 		printf("empty call  %8.2f us (the timed loop's floor: events around an empty kernel)\n",
 		       json_number_value(ec));
 #undef G
+#undef P
 	char *path = hw_local_path();
 	char *dir = xstrdup(path);
 	*strrchr(dir, '/') = 0;

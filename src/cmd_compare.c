@@ -12,6 +12,7 @@
 #include "util.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -146,8 +147,23 @@ int cmd_compare(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "ih", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i': do_inspect = 1; break;
-		case 'a': atol = atof(optarg); break;
-		case 'r': rtol = atof(optarg); break;
+		case 'a':
+		case 'r': {
+			/* Strict: atof("abc") is 0, which silently asked for an
+			 * exact match (issue 30). */
+			char *end;
+			double v;
+			errno = 0;
+			v = strtod(optarg, &end);
+			if (end == optarg || *end || errno || !(v >= 0) || v > 1e30) {
+				error("--%s wants a number >= 0, not '%s'",
+				      c == 'a' ? "atol" : "rtol", optarg);
+				fputs(usage, stderr);
+				return PKB_EXIT_USAGE;
+			}
+			*(c == 'a' ? &atol : &rtol) = v;
+			break;
+		}
 		case 'e': exact = 1; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return PKB_EXIT_USAGE;

@@ -111,10 +111,8 @@ int cmd_eval(int argc, char **argv)
 		return PKB_EXIT_INPUT;
 	}
 	const char *cand_path = argv[optind + 1];
-	if (access(cand_path, R_OK) != 0) {
-		error("cannot read '%s'", cand_path);
+	if (check_source_file(cand_path) < 0)
 		return PKB_EXIT_INPUT;
-	}
 	struct pkb_io io;
 	if (job_resolve(&o, &io) < 0)
 		return PKB_EXIT_INPUT;
@@ -230,11 +228,14 @@ int cmd_eval(int argc, char **argv)
 	json_object_set_new(rec, "log_dir", json_string(logs));
 	if (out == OUT_PASS && !o.keep_logs && !o.log_dir)
 		rm_rf(logs);
+	/* logs is NULL when nothing was launched (no GPUs, a compile
+	 * error): there is then no folder to point at (issue 30). */
+	else if (!logs)
+		;
 	else if (out != OUT_PASS && res.culprit >= 0)
-		fprintf(stderr, "pkb: rank logs kept in %s (rank %d failed first)\n", logs,
-			res.culprit);
+		hint("rank logs kept in %s (rank %d failed first)", logs, res.culprit);
 	else if (out != OUT_PASS)
-		fprintf(stderr, "pkb: rank logs kept in %s\n", logs);
+		hint("rank logs kept in %s", logs);
 	if (out == OUT_PASS)
 		snprintf(msg, sizeof msg, "%d of %d trials, every output of %d ranks", passed,
 			 o.trials, o.world);

@@ -1,11 +1,13 @@
 /*
  * cmd_list.c -- `pkb list`: every problem with its id, name, category,
- * origin and supported world sizes.
+ * origin, supported world sizes and the world sizes at which it passed the
+ * GPU suite (validated.c).
  */
 #include "cmds.h"
 #include "exitcode.h"
 #include "problem.h"
 #include "util.h"
+#include "validated.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -15,7 +17,13 @@
 static const char usage[] =
 "usage: pkb list [--json FILE] [--category TEXT]\n"
 "\n"
-"List the problems: id, name, category, origin, supported world sizes.\n";
+"List the problems: id, name, category, supported world sizes, gpu-validated\n"
+"(the world sizes at which the reference and every ok_/bad_ candidate passed\n"
+"in the newest GPU suite results under bench/results/, or $PKB_RESULTS;\n"
+"docs/RESULTS.md), origin. --json - writes the JSON to stdout, without the table.\n"
+"\n"
+"  -j, --json FILE        also write the list as JSON (- for stdout)\n"
+"  -c, --category TEXT    only the problems whose category contains TEXT\n";
 
 int cmd_list(int argc, char **argv)
 {
@@ -41,18 +49,30 @@ int cmd_list(int argc, char **argv)
 		return PKB_EXIT_USAGE;
 	}
 	json_t *arr = json_array();
-	printf("%-4s %-36s %-22s %-10s %s\n", "id", "name", "category", "worlds", "origin");
+	/* With --json - stdout carries the JSON alone, so the table goes
+	 * to /dev/null rather than in front of it. */
+	FILE *tab = json_path && !strcmp(json_path, "-") ? NULL : stdout;
+	if (tab)
+		fprintf(tab, "%-4s %-36s %-22s %-11s %-14s %s\n", "id", "name", "category", "worlds",
+			"gpu-validated", "origin");
+	json_t *newest = validated_load();
 	for (int i = 0; i < problem_count(); i++) {
 		const struct pkb_problem *p = problem_at(i);
 		if (category && !strstr(p->category, category))
 			continue;
 		char w[128];
 		problem_worlds_str(p, w, sizeof w);
-		printf("%03d  %-36s %-22s %-10s %s\n", p->id, p->name, p->category, w, p->origin);
-		json_array_append_new(arr, json_pack("{s:i,s:s,s:s,s:s,s:s,s:s}", "id", p->id,
+		char v[64];
+		json_t *vw = validated_worlds(newest, p, v, sizeof v);
+		if (tab)
+			fprintf(tab, "%03d  %-36s %-22s %-11s %-14s %s\n", p->id, p->name, p->category,
+				w, v, p->origin);
+		json_array_append_new(arr, json_pack("{s:i,s:s,s:s,s:s,s:s,s:s,s:o}", "id", p->id,
 						     "name", p->name, "title", p->title, "category",
-						     p->category, "origin", p->origin, "worlds", w));
+						     p->category, "origin", p->origin, "worlds", w,
+						     "gpu_validated", vw));
 	}
+	json_decref(newest);
 	int rc = 0;
 	if (json_path && json_write_file(json_path, arr) < 0)
 		rc = PKB_EXIT_INPUT;

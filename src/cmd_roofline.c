@@ -125,6 +125,8 @@ int cmd_roofline(int argc, char **argv)
 		hw_name = access(local, R_OK) == 0 ? "local" : "h100_8";
 		free(local);
 	}
+	if (job_check_shape(&o) < 0)
+		return PKB_EXIT_INPUT;
 	struct hw_spec h;
 	char err[600];
 	if (hw_load(hw_name, &h, err, sizeof err) < 0) {

@@ -86,8 +86,7 @@ int cmd_run(int argc, char **argv)
 		return PKB_EXIT_INPUT;
 	int is_ref = !strcmp(solution, "reference"), trace_failed = 0;
 	char *src = is_ref ? problem_reference_path(o.p) : xstrdup(solution);
-	if (!is_ref && access(src, R_OK) != 0) {
-		error("cannot read '%s'", src);
+	if (!is_ref && check_source_file(src) < 0) {
 		free(src);
 		return PKB_EXIT_INPUT;
 	}
@@ -170,7 +169,7 @@ int cmd_run(int argc, char **argv)
 	if (out != OUT_PASS) {
 		printf("%s: %s\n", outcome_name(out), msg);
 		if (logs)
-			fprintf(stderr, "pkb: rank logs kept in %s\n", logs);
+			hint("rank logs kept in %s", logs);
 	} else if (logs && !o.keep_logs && !o.log_dir) {
 		rm_rf(logs);
 	}

@@ -167,12 +167,26 @@ int gpu_count(void)
 	return n;
 }
 
+/* Byte counts are int64 (roofline, show, the buffers): bound the shape so
+ * that they fit (issue 30: roofline --m 2^40 --n 2^40 printed 0 B of HBM).
+ * 2^40 elements is 4 TiB of fp32 per tensor, 20x an H200's memory; times
+ * W <= 63, 4 bytes and a few tensors it stays below 2^50. */
+int job_check_shape(const struct job_opts *o)
+{
+	if (o->m > (1ll << 31) || o->n > (1ll << 31) || o->m * o->n > (1ll << 40))
+		return error("M=%lld N=%lld is too large: M and N at most 2^31 and M*N at "
+			     "most 2^40 elements", o->m, o->n);
+	return 0;
+}
+
 int job_resolve(struct job_opts *o, struct pkb_io *io)
 {
 	if (!o->world) {
 		int g = gpu_count();
 		o->world = g >= 2 ? g : 2;
 	}
+	if (job_check_shape(o) < 0)
+		return -1;
 	struct pkb_dims d = {
 		.world = o->world, .rank = 0, .m = o->m, .n = o->n,
 		.dtype = (pkb_dtype)dtype_parse(o->dtype), .trial = o->trial0,

@@ -85,6 +85,8 @@ void job_opts_init(struct job_opts *o);
 /* handle one option of JOB_LONG_OPTIONS: 1 if it was one, 0 if not, -1 bad */
 int job_opt(struct job_opts *o, int c, const char *arg);
 /* describe the problem at the options' dims (world resolved) */
+/* -1 (after error()) when M, N or M*N are too large for int64 byte counts */
+int job_check_shape(const struct job_opts *o);
 int job_resolve(struct job_opts *o, struct pkb_io *io);
 
 struct job_solution {

@@ -103,7 +103,9 @@ int hw_load_file(const char *path, struct hw_spec *h, char *err, size_t n)
 			  : positive(o, "l2_bytes", &h->l2_bytes) ? "l2_bytes"
 			  : positive(o, "hbm_bytes", &h->hbm_bytes) ? "hbm_bytes"
 			  : positive(o, "hbm_bw", &h->hbm_bw) ? "hbm_bw"
-			  : positive(o, "net_bw", &h->net_bw) ? "net_bw"
+			  /* net_bw may be absent: calibrated on one GPU, not measured */
+			  : json_object_get(o, "net_bw") && !json_is_null(json_object_get(o, "net_bw"))
+				    && positive(o, "net_bw", &h->net_bw) ? "net_bw"
 			  : positive(f, "bf16", &h->flops_bf16) ? "flops.bf16"
 			  : positive(f, "fp16", &h->flops_fp16) ? "flops.fp16"
 			  : positive(f, "fp8", &h->flops_fp8) ? "flops.fp8"
@@ -187,8 +189,14 @@ int roofline_compute(const struct pkb_problem *p, const struct pkb_dims *d,
 				 "non-finite value at rank %d", p->id, p->name, rank);
 			return -1;
 		}
+		if (c.net_bytes > 0 && !(h->net_bw > 0)) {
+			snprintf(err, n, "hardware '%s' has no interconnect bandwidth (calibrated on "
+				 "one GPU: not measured); pick another with --hw, or run 'pkb "
+				 "calibrate' on two or more GPUs", h->name);
+			return -1;
+		}
 		double pk = peak(h, c.flop_kind, d->dtype);
-		double tn = c.net_bytes / h->net_bw, th = c.hbm_bytes / h->hbm_bw, tf = c.flops / pk;
+		double tn = c.net_bytes <= 0 ? 0 : c.net_bytes / h->net_bw, th = c.hbm_bytes / h->hbm_bw, tf = c.flops / pk;
 		double tb = fmax(tn, fmax(th, tf));
 		r->t_net = fmax(r->t_net, tn);
 		r->t_hbm = fmax(r->t_hbm, th);

@@ -296,9 +296,28 @@ int run_logged(char *const *argv, const char *log, double timeout_s)
 int json_write_file(const char *path, json_t *value)
 {
 	char *txt = json_dumps(value, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-	int r = txt ? write_file_atomic(path, txt, strlen(txt)) : -1;
+	int r = -1;
+	/* "-" is stdout, as for every other tool that takes an output path
+	 * (issue 30: `--json -` wrote a file named '-'). */
+	if (txt && !strcmp(path, "-"))
+		r = (fputs(txt, stdout) < 0 || fputc('\n', stdout) < 0 || fflush(stdout)) ? -1 : 0;
+	else if (txt)
+		r = write_file_atomic(path, txt, strlen(txt));
 	free(txt);
 	if (r < 0)
 		error("cannot write '%s'", path);
 	return r;
+}
+
+int check_source_file(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return error("cannot read '%s': %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return error("'%s' is not a source file (a %s)", path,
+			     S_ISDIR(st.st_mode) ? "directory" : "special file");
+	if (access(path, R_OK) != 0)
+		return error("cannot read '%s': %s", path, strerror(errno));
+	return 0;
 }

@@ -1,6 +1,21 @@
 /*
  * util.h -- error reporting (git's die/error/BUG), allocation that cannot
  * fail, clocks and small file helpers shared by every module.
+ *
+ * How a failure is reported (one rule for the host code, issue 22):
+ *  - a user's error (bad input, a missing file, a refused option) in any
+ *    module: `return error("...")` (prints "error: ...", returns -1), with
+ *    hint() for what to do next; the caller passes -1 up. Only cmd_* turn
+ *    -1 into a documented exit code (docs/EXIT_CODES.md).
+ *  - where the message must also land in a result record (a verdict's
+ *    message, roofline's "error" key), a module fills a caller's char
+ *    err[n] and returns -1 instead of printing; the caller prints or stores.
+ *  - a harness bug (an impossible state, out of memory): BUG(), which exits
+ *    with PKB_EXIT_INTERNAL. Never for something a user or candidate can do.
+ *  - die() only in main.c and cmd_*, where nothing is left to clean up.
+ *  - other stderr lines go through warning() and hint(), never a bare
+ *    fprintf(stderr); the exceptions are raw tool output passed on as it
+ *    came (nvcc's log) and job_progress's "pkb: ..." lines.
  */
 #ifndef PKB_UTIL_H
 #define PKB_UTIL_H
@@ -33,6 +48,9 @@ struct json_t;
 int json_write_file(const char *path, struct json_t *value);
 
 uint64_t now_ns(void);         /* CLOCK_MONOTONIC */
+/* 0 for a regular readable file, else error() naming why and -1: a
+ * directory given as a candidate was an I/O error, then compile_error. */
+int check_source_file(const char *path);
 char *read_file(const char *path, size_t *len);   /* NULL on error (errno) */
 int write_file_atomic(const char *path, const void *buf, size_t len);
 int mkdir_p(const char *path);

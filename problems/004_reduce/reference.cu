@@ -10,34 +10,14 @@
  * Bytes: the root receives M*N*e (ring/chain toward the root, every rank
  * receives and forwards one copy), 2 MiB at M = N = 1024, bf16.
  */
-#include <cuda_runtime.h>
-#include <nccl.h>
-#include "pkb.h"
+#include "pkb_ref.cuh"
 
 PKB_SOLUTION;
 
-static ncclDataType_t nccl_type(pkb_dtype t)
-{
-	switch (t) {
-	case PKB_BF16: return ncclBfloat16;
-	case PKB_FP16: return ncclFloat16;
-	case PKB_FP32: return ncclFloat32;
-	case PKB_FP64: return ncclFloat64;
-	case PKB_I8: return ncclInt8;
-	case PKB_U8: return ncclUint8;
-	case PKB_I32: return ncclInt32;
-	case PKB_I64: return ncclInt64;
-	default: return (ncclDataType_t)-1;
-	}
-}
-
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	if ((int)nccl_type(ctx->in[0].dtype) < 0) {
-		ctx->svc->log(ctx, "004 reference: unsupported dtype %d", ctx->in[0].dtype);
-		return 1;
-	}
-	return 0;
+	ncclDataType_t t;
+	return pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &t);
 }
 
 extern "C" int pkb_run(pkb_ctx *ctx)
@@ -45,17 +25,13 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	const pkb_tensor *x = &ctx->in[0];
 	int dst = (int)pkb_param_get(ctx, "dst", 0);
 	cudaStream_t st = (cudaStream_t)ctx->stream;
-	ncclResult_t r = ncclReduce(x->data, ctx->out[0].data, (size_t)x->numel,
-				    nccl_type(x->dtype), ncclSum, dst,
-				    (ncclComm_t)ctx->nccl_comm, st);
-	if (r != ncclSuccess) {
-		ctx->svc->log(ctx, "ncclReduce: %s", ncclGetErrorString(r));
-		return 1;
-	}
-	if (ctx->rank != dst &&
-	    cudaMemcpyAsync(ctx->out[0].data, x->data, x->bytes, cudaMemcpyDeviceToDevice,
-			    st) != cudaSuccess)
-		return 1;
+	ncclDataType_t t;
+	PKB_CK(pkb_ref_nccl_type(ctx, x->dtype, &t));
+	PKB_CK_NCCL(ctx, ncclReduce(x->data, ctx->out[0].data, (size_t)x->numel, t, ncclSum, dst,
+				    (ncclComm_t)ctx->nccl_comm, st));
+	if (ctx->rank != dst)
+		PKB_CK_CUDA(ctx, cudaMemcpyAsync(ctx->out[0].data, x->data, x->bytes,
+						 cudaMemcpyDeviceToDevice, st));
 	return 0;
 }
 

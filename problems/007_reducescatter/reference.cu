@@ -8,45 +8,23 @@
  * Bytes each rank must receive: (W-1) * M*N*e, 6 MiB at M = N = 1024, bf16,
  * W = 4.
  */
-#include <nccl.h>
-#include "pkb.h"
+#include "pkb_ref.cuh"
 
 PKB_SOLUTION;
 
-static ncclDataType_t nccl_type(pkb_dtype t)
-{
-	switch (t) {
-	case PKB_BF16: return ncclBfloat16;
-	case PKB_FP16: return ncclFloat16;
-	case PKB_FP32: return ncclFloat32;
-	case PKB_FP64: return ncclFloat64;
-	case PKB_I8: return ncclInt8;
-	case PKB_U8: return ncclUint8;
-	case PKB_I32: return ncclInt32;
-	case PKB_I64: return ncclInt64;
-	default: return (ncclDataType_t)-1;
-	}
-}
-
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	if ((int)nccl_type(ctx->in[0].dtype) < 0) {
-		ctx->svc->log(ctx, "007 reference: unsupported dtype %d", ctx->in[0].dtype);
-		return 1;
-	}
-	return 0;
+	ncclDataType_t t;
+	return pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &t);
 }
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
 	const pkb_tensor *y = &ctx->out[0];
-	ncclResult_t r = ncclReduceScatter(ctx->in[0].data, y->data, (size_t)y->numel,
-					   nccl_type(y->dtype), ncclSum,
-					   (ncclComm_t)ctx->nccl_comm, (cudaStream_t)ctx->stream);
-	if (r != ncclSuccess) {
-		ctx->svc->log(ctx, "ncclReduceScatter: %s", ncclGetErrorString(r));
-		return 1;
-	}
+	ncclDataType_t t;
+	PKB_CK(pkb_ref_nccl_type(ctx, y->dtype, &t));
+	PKB_CK_NCCL(ctx, ncclReduceScatter(ctx->in[0].data, y->data, (size_t)y->numel, t, ncclSum,
+					   (ncclComm_t)ctx->nccl_comm, (cudaStream_t)ctx->stream));
 	return 0;
 }
 

@@ -21,6 +21,7 @@
 #include <nccl.h>
 #include <stdlib.h>
 #include "pkb.h"
+#include "pkb_ref.cuh"
 #include "pkb_device.cuh"
 
 PKB_SOLUTION;
@@ -89,22 +90,9 @@ __global__ void colsum_final(const float *ws, T *partial, int chunks, int64_t n2
 	}
 }
 
-static ncclDataType_t nccl_type(pkb_dtype t)
-{
-	switch (t) {
-	case PKB_BF16: return ncclBfloat16;
-	case PKB_FP16: return ncclFloat16;
-	case PKB_FP32: return ncclFloat32;
-	default: return (ncclDataType_t)-1;
-	}
-}
-
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	if ((int)nccl_type(ctx->in[0].dtype) < 0) {
-		ctx->svc->log(ctx, "009 reference: unsupported dtype %d", ctx->in[0].dtype);
-		return 1;
-	}
+	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	struct state *s = (struct state *)calloc(1, sizeof *s);
 	if (!s)
 		return 1;
@@ -153,10 +141,11 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	case PKB_BF16: launch<__nv_bfloat16>(ctx, s); break;
 	case PKB_FP16: launch<__half>(ctx, s); break;
 	case PKB_FP32: launch<float>(ctx, s); break;
-	default: return 1;
+	default: return pkb_ref_float_dtype(ctx, t);
 	}
-	if (cudaGetLastError() != cudaSuccess)
-		return 1;
+	PKB_CK_LAUNCH(ctx);
+	ncclDataType_t nt;
+	PKB_CK(pkb_ref_nccl_type(ctx, t, &nt));
 
 	size_t n = (size_t)ctx->in[0].shape[1];
 	char *p = (char *)s->partial;
@@ -164,9 +153,9 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	cudaStream_t st = (cudaStream_t)ctx->stream;
 	/* d_gamma is out[0], d_beta out[1]; one group, one launch */
 	ncclGroupStart();
-	ncclResult_t r1 = ncclAllReduce(p, ctx->out[0].data, n, nccl_type(t), ncclSum, comm, st);
+	ncclResult_t r1 = ncclAllReduce(p, ctx->out[0].data, n, nt, ncclSum, comm, st);
 	ncclResult_t r2 = ncclAllReduce(p + n * pkb_dtype_size(t), ctx->out[1].data, n,
-					nccl_type(t), ncclSum, comm, st);
+					nt, ncclSum, comm, st);
 	ncclResult_t r3 = ncclGroupEnd();
 	if (r1 != ncclSuccess || r2 != ncclSuccess || r3 != ncclSuccess) {
 		ctx->svc->log(ctx, "ncclAllReduce: %s", ncclGetErrorString(

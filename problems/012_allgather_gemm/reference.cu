@@ -15,46 +15,16 @@
  * Traffic: each rank receives (W-1) * M*K/W*e bytes (768 KiB at M = 1024,
  * bf16, W = 4); GEMM 2*M*K*N = 1.07 GFLOP at M = N = 1024.
  */
-#include <stdio.h>
 #include <stdlib.h>
-#include <stdint.h>
-#include <cuda_runtime.h>
-#include <cublas_v2.h>
-#include <nccl.h>
-#include "pkb.h"
+#include "pkb_ref.cuh"
 
 PKB_SOLUTION;
 
-#define WORKSPACE_BYTES (32u << 20)   /* cuBLAS's recommendation for Hopper */
-
-#define CK_CUDA(ctx, call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-	return 1; } } while (0)
-#define CK_NCCL(ctx, call) do { ncclResult_t e_ = (call); if (e_ != ncclSuccess) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, ncclGetErrorString(e_)); \
-	return 1; } } while (0)
-#define CK_BLAS(ctx, call) do { cublasStatus_t e_ = (call); if (e_ != CUBLAS_STATUS_SUCCESS) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, cublasGetStatusString(e_)); \
-	return 1; } } while (0)
-
 struct state {
-	cublasHandle_t blas;
-	cudaStream_t bound;     /* the stream the handle is bound to */
-	int is_bound;
-	void *workspace;
+	struct pkb_ref_blas blas;
 	void *gathered;         /* (W, M, K/W) */
 	void *a_full;           /* (M, K) */
 };
-
-static ncclDataType_t nccl_type(pkb_dtype t)
-{
-	return t == PKB_BF16 ? ncclBfloat16 : t == PKB_FP16 ? ncclFloat16 : ncclFloat32;
-}
-
-static cudaDataType blas_type(pkb_dtype t)
-{
-	return t == PKB_BF16 ? CUDA_R_16BF : t == PKB_FP16 ? CUDA_R_16F : CUDA_R_32F;
-}
 
 /* dst (rows, W*cols)[i, w*cols + j] = src (W, rows, cols)[w, i, j], in units
  * U of sizeof(U) bytes (cols counted in units). */
@@ -94,23 +64,14 @@ static void launch_cat(const void *src, void *dst, int64_t rows, int64_t row_byt
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	pkb_dtype t = ctx->in[0].dtype;
-	if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32) {
-		ctx->svc->log(ctx, "012 reference: unsupported dtype %d", t);
-		return 1;
-	}
+	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	struct state *s = (struct state *)calloc(1, sizeof *s);
 	if (!s)
 		return 1;
 	ctx->user = s;
-	CK_BLAS(ctx, cublasCreate(&s->blas));
-	/* fp32 reductions inside cuBLAS (split-K), as the fp32 accumulation the
-	 * tolerance assumes; no TF32 (CUBLAS_COMPUTE_32F below, torch's default) */
-	CK_BLAS(ctx, cublasSetMathMode(s->blas, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
-		CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-	CK_CUDA(ctx, cudaMalloc(&s->workspace, WORKSPACE_BYTES));
-	CK_CUDA(ctx, cudaMalloc(&s->gathered, ctx->in[0].bytes * ctx->world));
-	CK_CUDA(ctx, cudaMalloc(&s->a_full, ctx->in[0].bytes * ctx->world));
+	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->gathered, ctx->in[0].bytes * ctx->world));
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->a_full, ctx->in[0].bytes * ctx->world));
 	return 0;
 }
 
@@ -122,25 +83,16 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	pkb_dtype t = a->dtype;
 	int64_t m = a->shape[0], kl = a->shape[1], k = b->shape[0], n = b->shape[1];
 
-	if (!s->is_bound || s->bound != st) {
-		/* cublasSetStream drops the user workspace: set it again after */
-		CK_BLAS(ctx, cublasSetStream(s->blas, st));
-		CK_BLAS(ctx, cublasSetWorkspace(s->blas, s->workspace, WORKSPACE_BYTES));
-		s->bound = st;
-		s->is_bound = 1;
-	}
-
-	CK_NCCL(ctx, ncclAllGather(a->data, s->gathered, (size_t)a->numel, nccl_type(t),
-				   (ncclComm_t)ctx->nccl_comm, st));
+	PKB_CK(pkb_ref_blas_bind(ctx, &s->blas, st));
+	ncclDataType_t nt;
+	PKB_CK(pkb_ref_nccl_type(ctx, t, &nt));
+	PKB_CK_NCCL(ctx, ncclAllGather(a->data, s->gathered, (size_t)a->numel, nt,
+				       (ncclComm_t)ctx->nccl_comm, st));
 	launch_cat(s->gathered, s->a_full, m, kl * (int64_t)pkb_dtype_size(t), ctx->world, st);
-	CK_CUDA(ctx, cudaGetLastError());
-
-	const float one = 1.0f, zero = 0.0f;
-	CK_BLAS(ctx, cublasGemmEx(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k,
-				  &one, b->data, blas_type(t), (int)n,
-				  s->a_full, blas_type(t), (int)k,
-				  &zero, ctx->out[0].data, blas_type(t), (int)n,
-				  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+	PKB_CK_LAUNCH(ctx);
+	/* out (M, N) = A (M, K) @ B (K, N), row-major */
+	PKB_CK(pkb_ref_gemm_rm(ctx, s->blas.h, 0, 0, m, n, k, 1.0, s->a_full, k, b->data, n,
+			       0.0, ctx->out[0].data, n, t));
 	return 0;
 }
 
@@ -149,9 +101,7 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	struct state *s = (struct state *)ctx->user;
 	if (!s)
 		return 0;
-	if (s->blas)
-		cublasDestroy(s->blas);
-	cudaFree(s->workspace);
+	pkb_ref_blas_fini(&s->blas);
 	cudaFree(s->gathered);
 	cudaFree(s->a_full);
 	free(s);

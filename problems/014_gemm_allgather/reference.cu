@@ -22,41 +22,14 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <cuda_runtime.h>
-#include <cublas_v2.h>
-#include <nccl.h>
-#include "pkb.h"
+#include "pkb_ref.cuh"
 
 PKB_SOLUTION;
 
-#define WORKSPACE_BYTES (32u << 20)   /* cuBLAS's recommendation for Hopper */
-
-#define CK_CUDA(ctx, call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-	return 1; } } while (0)
-#define CK_NCCL(ctx, call) do { ncclResult_t e_ = (call); if (e_ != ncclSuccess) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, ncclGetErrorString(e_)); \
-	return 1; } } while (0)
-#define CK_BLAS(ctx, call) do { cublasStatus_t e_ = (call); if (e_ != CUBLAS_STATUS_SUCCESS) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, cublasGetStatusString(e_)); \
-	return 1; } } while (0)
-
 struct state {
-	cublasHandle_t blas;
-	cudaStream_t bound;     /* the stream the handle is bound to */
-	int is_bound;
-	void *workspace;
+	struct pkb_ref_blas blas;
 	void *gathered;         /* (W, M, Nl) */
 };
-
-static ncclDataType_t nccl_type(pkb_dtype t)
-{
-	return t == PKB_BF16 ? ncclBfloat16 : t == PKB_FP16 ? ncclFloat16 : ncclFloat32;
-}
-
-static cudaDataType blas_type(pkb_dtype t)
-{
-	return t == PKB_BF16 ? CUDA_R_16BF : t == PKB_FP16 ? CUDA_R_16F : CUDA_R_32F;
-}
 
 /* dst (rows, W*cols)[i, w*cols + j] = src (W, rows, cols)[w, i, j], in units
  * U of sizeof(U) bytes (cols counted in units). */
@@ -96,22 +69,13 @@ static void launch_cat(const void *src, void *dst, int64_t rows, int64_t row_byt
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	pkb_dtype t = ctx->in[0].dtype;
-	if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32) {
-		ctx->svc->log(ctx, "014 reference: unsupported dtype %d", t);
-		return 1;
-	}
+	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	struct state *s = (struct state *)calloc(1, sizeof *s);
 	if (!s)
 		return 1;
 	ctx->user = s;
-	CK_BLAS(ctx, cublasCreate(&s->blas));
-	/* fp32 reductions inside cuBLAS (split-K), as the fp32 accumulation the
-	 * tolerance assumes; no TF32 (CUBLAS_COMPUTE_32F below, torch's default) */
-	CK_BLAS(ctx, cublasSetMathMode(s->blas, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
-		CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-	CK_CUDA(ctx, cudaMalloc(&s->workspace, WORKSPACE_BYTES));
-	CK_CUDA(ctx, cudaMalloc(&s->gathered, ctx->out[0].bytes));
+	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->gathered, ctx->out[0].bytes));
 	return 0;
 }
 
@@ -126,24 +90,15 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	size_t count = (size_t)(m * nl);
 	char *mine = (char *)s->gathered + (size_t)ctx->rank * count * e;
 
-	if (!s->is_bound || s->bound != st) {
-		/* cublasSetStream drops the user workspace: set it again after */
-		CK_BLAS(ctx, cublasSetStream(s->blas, st));
-		CK_BLAS(ctx, cublasSetWorkspace(s->blas, s->workspace, WORKSPACE_BYTES));
-		s->bound = st;
-		s->is_bound = 1;
-	}
-
-	const float one = 1.0f, zero = 0.0f;
-	CK_BLAS(ctx, cublasGemmEx(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)nl, (int)m, (int)k,
-				  &one, b->data, blas_type(t), (int)nl,
-				  a->data, blas_type(t), (int)k,
-				  &zero, mine, blas_type(t), (int)nl,
-				  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-	CK_NCCL(ctx, ncclAllGather(mine, s->gathered, count, nccl_type(t),
-				   (ncclComm_t)ctx->nccl_comm, st));
+	PKB_CK(pkb_ref_blas_bind(ctx, &s->blas, st));
+	/* mine (M, Nl) = A (M, K) @ B (K, Nl), row-major */
+	PKB_CK(pkb_ref_gemm_rm(ctx, s->blas.h, 0, 0, m, nl, k, 1.0, a->data, k, b->data, nl,
+			       0.0, mine, nl, t));
+	ncclDataType_t nt;
+	PKB_CK(pkb_ref_nccl_type(ctx, t, &nt));
+	PKB_CK_NCCL(ctx, ncclAllGather(mine, s->gathered, count, nt, (ncclComm_t)ctx->nccl_comm, st));
 	launch_cat(s->gathered, ctx->out[0].data, m, nl * (int64_t)e, ctx->world, st);
-	CK_CUDA(ctx, cudaGetLastError());
+	PKB_CK_LAUNCH(ctx);
 	return 0;
 }
 
@@ -152,9 +107,7 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	struct state *s = (struct state *)ctx->user;
 	if (!s)
 		return 0;
-	if (s->blas)
-		cublasDestroy(s->blas);
-	cudaFree(s->workspace);
+	pkb_ref_blas_fini(&s->blas);
 	cudaFree(s->gathered);
 	free(s);
 	ctx->user = NULL;

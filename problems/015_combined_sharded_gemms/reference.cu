@@ -25,50 +25,21 @@
  * Traffic: (W-1) * Ml*Hl*e bytes received per rank (96 KiB at M = 1024,
  * bf16, W = 4); GEMMs 2*Ml*H*F*2 = 134 MFLOP per rank there.
  */
-#include <stdio.h>
-#include <stdlib.h>
 #include <stdint.h>
-#include <cuda_runtime.h>
+#include <stdlib.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <cublas_v2.h>
-#include <nccl.h>
-#include "pkb.h"
+#include "pkb_ref.cuh"
 #include "pkb_device.cuh"
 
 PKB_SOLUTION;
 
-#define WORKSPACE_BYTES (32u << 20)   /* cuBLAS's recommendation for Hopper */
-
-#define CK_CUDA(ctx, call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-	return 1; } } while (0)
-#define CK_NCCL(ctx, call) do { ncclResult_t e_ = (call); if (e_ != ncclSuccess) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, ncclGetErrorString(e_)); \
-	return 1; } } while (0)
-#define CK_BLAS(ctx, call) do { cublasStatus_t e_ = (call); if (e_ != CUBLAS_STATUS_SUCCESS) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, cublasGetStatusString(e_)); \
-	return 1; } } while (0)
-
 struct state {
-	cublasHandle_t blas;
-	cudaStream_t bound;     /* the stream the handle is bound to */
-	int is_bound;
-	void *workspace;
+	struct pkb_ref_blas blas;
 	void *recv;             /* (W, Ml, Hl): row block `rank` of every x_local */
 	void *x;                /* (Ml, H) */
 	void *h;                /* (Ml, F): h, then a = silu(h) in place */
 };
-
-static ncclDataType_t nccl_type(pkb_dtype t)
-{
-	return t == PKB_BF16 ? ncclBfloat16 : t == PKB_FP16 ? ncclFloat16 : ncclFloat32;
-}
-
-static cudaDataType blas_type(pkb_dtype t)
-{
-	return t == PKB_BF16 ? CUDA_R_16BF : t == PKB_FP16 ? CUDA_R_16F : CUDA_R_32F;
-}
 
 /* dst (rows, W*cols)[i, w*cols + j] = src (W, rows, cols)[w, i, j], in units
  * U of sizeof(U) bytes (cols counted in units). */
@@ -131,25 +102,17 @@ static void launch_silu(void *h, int64_t n, pkb_dtype t, cudaStream_t st)
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32) {
-		ctx->svc->log(ctx, "015 reference: unsupported dtype %d", t);
-		return 1;
-	}
+	PKB_CK(pkb_ref_float_dtype(ctx, t));
 	struct state *s = (struct state *)calloc(1, sizeof *s);
 	if (!s)
 		return 1;
 	ctx->user = s;
 	size_t e = pkb_dtype_size(t);
 	int64_t ml = ctx->out[0].shape[0], hd = ctx->out[0].shape[1], f = ctx->in[1].shape[1];
-	CK_BLAS(ctx, cublasCreate(&s->blas));
-	/* fp32 reductions inside cuBLAS (split-K), as the fp32 accumulation the
-	 * tolerance assumes; no TF32 (CUBLAS_COMPUTE_32F below, torch's default) */
-	CK_BLAS(ctx, cublasSetMathMode(s->blas, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
-		CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-	CK_CUDA(ctx, cudaMalloc(&s->workspace, WORKSPACE_BYTES));
-	CK_CUDA(ctx, cudaMalloc(&s->recv, (size_t)(ml * hd) * e));
-	CK_CUDA(ctx, cudaMalloc(&s->x, (size_t)(ml * hd) * e));
-	CK_CUDA(ctx, cudaMalloc(&s->h, (size_t)(ml * f) * e));
+	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->recv, (size_t)(ml * hd) * e));
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->x, (size_t)(ml * hd) * e));
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->h, (size_t)(ml * f) * e));
 	return 0;
 }
 
@@ -165,41 +128,33 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	int64_t ml = ctx->out[0].shape[0];
 	size_t blk = (size_t)(ml * hl);   /* elements of one (Ml, Hl) block */
 
-	if (!s->is_bound || s->bound != st) {
-		/* cublasSetStream drops the user workspace: set it again after */
-		CK_BLAS(ctx, cublasSetStream(s->blas, st));
-		CK_BLAS(ctx, cublasSetWorkspace(s->blas, s->workspace, WORKSPACE_BYTES));
-		s->bound = st;
-		s->is_bound = 1;
-	}
+	PKB_CK(pkb_ref_blas_bind(ctx, &s->blas, st));
+	ncclDataType_t nt;
+	PKB_CK(pkb_ref_nccl_type(ctx, t, &nt));
 
 	/* all-to-all: row block p of x_local goes to rank p */
 	const char *xs = (const char *)x->data;
 	char *rv = (char *)s->recv;
-	CK_CUDA(ctx, cudaMemcpyAsync(rv + ctx->rank * blk * e, xs + ctx->rank * blk * e,
+	PKB_CK_CUDA(ctx, cudaMemcpyAsync(rv + ctx->rank * blk * e, xs + ctx->rank * blk * e,
 				     blk * e, cudaMemcpyDeviceToDevice, st));
-	CK_NCCL(ctx, ncclGroupStart());
+	PKB_CK_NCCL(ctx, ncclGroupStart());
 	for (int p = 0; p < ctx->world; p++) {
 		if (p == ctx->rank)
 			continue;
-		CK_NCCL(ctx, ncclSend(xs + p * blk * e, blk, nccl_type(t), p, comm, st));
-		CK_NCCL(ctx, ncclRecv(rv + p * blk * e, blk, nccl_type(t), p, comm, st));
+		PKB_CK_NCCL(ctx, ncclSend(xs + p * blk * e, blk, nt, p, comm, st));
+		PKB_CK_NCCL(ctx, ncclRecv(rv + p * blk * e, blk, nt, p, comm, st));
 	}
-	CK_NCCL(ctx, ncclGroupEnd());
+	PKB_CK_NCCL(ctx, ncclGroupEnd());
 	launch_cat(s->recv, s->x, ml, hl * (int64_t)e, ctx->world, st);
-	CK_CUDA(ctx, cudaGetLastError());
+	PKB_CK_CUDA(ctx, cudaGetLastError());
 
-	const float one = 1.0f, zero = 0.0f;
-	cudaDataType ct = blas_type(t);
-	CK_BLAS(ctx, cublasGemmEx(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)f, (int)ml, (int)hd,
-				  &one, w1->data, ct, (int)f, s->x, ct, (int)hd,
-				  &zero, s->h, ct, (int)f, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+	/* h (Ml, F) = x (Ml, H) @ w1 (H, F); out (Ml, H) = silu(h) @ w2 (F, H) */
+	PKB_CK(pkb_ref_gemm_rm(ctx, s->blas.h, 0, 0, ml, f, hd, 1.0, s->x, hd, w1->data, f,
+			       0.0, s->h, f, t));
 	launch_silu(s->h, ml * f, t, st);
-	CK_CUDA(ctx, cudaGetLastError());
-	CK_BLAS(ctx, cublasGemmEx(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)hd, (int)ml, (int)f,
-				  &one, w2->data, ct, (int)hd, s->h, ct, (int)f,
-				  &zero, ctx->out[0].data, ct, (int)hd,
-				  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+	PKB_CK_LAUNCH(ctx);
+	PKB_CK(pkb_ref_gemm_rm(ctx, s->blas.h, 0, 0, ml, hd, f, 1.0, s->h, f, w2->data, hd,
+			       0.0, ctx->out[0].data, hd, t));
 	return 0;
 }
 
@@ -208,9 +163,7 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	struct state *s = (struct state *)ctx->user;
 	if (!s)
 		return 0;
-	if (s->blas)
-		cublasDestroy(s->blas);
-	cudaFree(s->workspace);
+	pkb_ref_blas_fini(&s->blas);
 	cudaFree(s->recv);
 	cudaFree(s->x);
 	cudaFree(s->h);

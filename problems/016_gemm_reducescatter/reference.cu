@@ -17,64 +17,25 @@
  * Traffic: (W-1)/W * M*N*e bytes received per rank (1.5 MiB at
  * M = N = 1024, bf16, W = 4); GEMM 2*M*Kl*N = 268 MFLOP per rank there.
  */
-#include <stdio.h>
 #include <stdlib.h>
-#include <stdint.h>
-#include <cuda_runtime.h>
-#include <cublas_v2.h>
-#include <nccl.h>
-#include "pkb.h"
+#include "pkb_ref.cuh"
 
 PKB_SOLUTION;
 
-#define WORKSPACE_BYTES (32u << 20)   /* cuBLAS's recommendation for Hopper */
-
-#define CK_CUDA(ctx, call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-	return 1; } } while (0)
-#define CK_NCCL(ctx, call) do { ncclResult_t e_ = (call); if (e_ != ncclSuccess) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, ncclGetErrorString(e_)); \
-	return 1; } } while (0)
-#define CK_BLAS(ctx, call) do { cublasStatus_t e_ = (call); if (e_ != CUBLAS_STATUS_SUCCESS) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, cublasGetStatusString(e_)); \
-	return 1; } } while (0)
-
 struct state {
-	cublasHandle_t blas;
-	cudaStream_t bound;     /* the stream the handle is bound to */
-	int is_bound;
-	void *workspace;
+	struct pkb_ref_blas blas;
 	void *partial;          /* C_r (M, N) */
 };
 
-static ncclDataType_t nccl_type(pkb_dtype t)
-{
-	return t == PKB_BF16 ? ncclBfloat16 : t == PKB_FP16 ? ncclFloat16 : ncclFloat32;
-}
-
-static cudaDataType blas_type(pkb_dtype t)
-{
-	return t == PKB_BF16 ? CUDA_R_16BF : t == PKB_FP16 ? CUDA_R_16F : CUDA_R_32F;
-}
-
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	pkb_dtype t = ctx->in[0].dtype;
-	if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32) {
-		ctx->svc->log(ctx, "016 reference: unsupported dtype %d", t);
-		return 1;
-	}
+	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	struct state *s = (struct state *)calloc(1, sizeof *s);
 	if (!s)
 		return 1;
 	ctx->user = s;
-	CK_BLAS(ctx, cublasCreate(&s->blas));
-	/* fp32 reductions inside cuBLAS (split-K), as the fp32 accumulation the
-	 * tolerance assumes; no TF32 (CUBLAS_COMPUTE_32F below, torch's default) */
-	CK_BLAS(ctx, cublasSetMathMode(s->blas, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
-		CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-	CK_CUDA(ctx, cudaMalloc(&s->workspace, WORKSPACE_BYTES));
-	CK_CUDA(ctx, cudaMalloc(&s->partial, ctx->out[0].bytes * ctx->world));
+	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->partial, ctx->out[0].bytes * ctx->world));
 	return 0;
 }
 
@@ -87,22 +48,14 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	pkb_dtype t = a->dtype;
 	int64_t m = a->shape[0], kl = a->shape[1], n = b->shape[1];
 
-	if (!s->is_bound || s->bound != st) {
-		/* cublasSetStream drops the user workspace: set it again after */
-		CK_BLAS(ctx, cublasSetStream(s->blas, st));
-		CK_BLAS(ctx, cublasSetWorkspace(s->blas, s->workspace, WORKSPACE_BYTES));
-		s->bound = st;
-		s->is_bound = 1;
-	}
-
-	const float one = 1.0f, zero = 0.0f;
-	CK_BLAS(ctx, cublasGemmEx(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)kl,
-				  &one, b->data, blas_type(t), (int)n,
-				  a->data, blas_type(t), (int)kl,
-				  &zero, s->partial, blas_type(t), (int)n,
-				  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-	CK_NCCL(ctx, ncclReduceScatter(s->partial, c->data, (size_t)c->numel, nccl_type(t),
-				       ncclSum, (ncclComm_t)ctx->nccl_comm, st));
+	PKB_CK(pkb_ref_blas_bind(ctx, &s->blas, st));
+	/* C_r (M, N) = A_r (M, Kl) @ B_r (Kl, N), row-major */
+	PKB_CK(pkb_ref_gemm_rm(ctx, s->blas.h, 0, 0, m, n, kl, 1.0, a->data, kl, b->data, n,
+			       0.0, s->partial, n, t));
+	ncclDataType_t nt;
+	PKB_CK(pkb_ref_nccl_type(ctx, t, &nt));
+	PKB_CK_NCCL(ctx, ncclReduceScatter(s->partial, c->data, (size_t)c->numel, nt, ncclSum,
+					   (ncclComm_t)ctx->nccl_comm, st));
 	return 0;
 }
 
@@ -111,9 +64,7 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	struct state *s = (struct state *)ctx->user;
 	if (!s)
 		return 0;
-	if (s->blas)
-		cublasDestroy(s->blas);
-	cudaFree(s->workspace);
+	pkb_ref_blas_fini(&s->blas);
 	cudaFree(s->partial);
 	free(s);
 	ctx->user = NULL;

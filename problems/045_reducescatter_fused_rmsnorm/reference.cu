@@ -19,6 +19,7 @@
 #include <nccl.h>
 #include <stdlib.h>
 #include "pkb.h"
+#include "pkb_ref.cuh"
 #include "pkb_device.cuh"
 
 PKB_SOLUTION;
@@ -31,16 +32,6 @@ PKB_SOLUTION;
 struct state {
 	void *rs;   /* [chunk] the reduce-scatter result */
 };
-
-static ncclDataType_t nccl_type(pkb_dtype t)
-{
-	switch (t) {
-	case PKB_BF16: return ncclBfloat16;
-	case PKB_FP16: return ncclFloat16;
-	case PKB_FP32: return ncclFloat32;
-	default: return (ncclDataType_t)-1;
-	}
-}
 
 /* a warp per row; hidden <= 128, so each lane keeps its <= 4 values */
 template <typename T>
@@ -72,8 +63,10 @@ mean_rmsnorm(const T *s, const T *gamma, T *y, int64_t rows, int hidden, float i
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	if ((int)nccl_type(ctx->in[0].dtype) < 0 || ctx->in[1].numel > MAX_HIDDEN) {
-		ctx->svc->log(ctx, "045 reference: unsupported dtype or hidden size");
+	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
+	if (ctx->in[1].numel > MAX_HIDDEN) {
+		ctx->svc->log(ctx, "045 reference: hidden size %lld over %d",
+			      (long long)ctx->in[1].numel, MAX_HIDDEN);
 		return 1;
 	}
 	struct state *s = (struct state *)calloc(1, sizeof *s);
@@ -103,20 +96,19 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 {
 	struct state *s = (struct state *)ctx->user;
 	pkb_dtype t = ctx->in[0].dtype;
-	ncclResult_t r = ncclReduceScatter(ctx->in[0].data, s->rs, (size_t)ctx->out[0].numel,
-					   nccl_type(t), ncclSum, (ncclComm_t)ctx->nccl_comm,
-					   (cudaStream_t)ctx->stream);
-	if (r != ncclSuccess) {
-		ctx->svc->log(ctx, "ncclReduceScatter: %s", ncclGetErrorString(r));
-		return 1;
-	}
+	ncclDataType_t nt;
+	PKB_CK(pkb_ref_nccl_type(ctx, t, &nt));
+	PKB_CK_NCCL(ctx, ncclReduceScatter(ctx->in[0].data, s->rs, (size_t)ctx->out[0].numel, nt,
+					   ncclSum, (ncclComm_t)ctx->nccl_comm,
+					   (cudaStream_t)ctx->stream));
 	switch (t) {
 	case PKB_BF16: launch<__nv_bfloat16>(ctx, s); break;
 	case PKB_FP16: launch<__half>(ctx, s); break;
 	case PKB_FP32: launch<float>(ctx, s); break;
-	default: return 1;
+	default: return pkb_ref_float_dtype(ctx, t);
 	}
-	return cudaGetLastError() == cudaSuccess ? 0 : 1;
+	PKB_CK_LAUNCH(ctx);
+	return 0;
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)

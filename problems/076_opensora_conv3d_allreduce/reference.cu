@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <time.h>
 #include "pkb.h"
+#include "pkb_ref.cuh"
 #include "pkb_device.cuh"   /* pkb_to_float, pkb_from_float */
 
 PKB_SOLUTION;
@@ -177,11 +178,6 @@ static cudnnDataType_t dnn_type(pkb_dtype t)
 {
 	return t == PKB_BF16 ? CUDNN_DATA_BFLOAT16 : t == PKB_FP16 ? CUDNN_DATA_HALF
 						      : CUDNN_DATA_FLOAT;
-}
-
-static ncclDataType_t nccl_type(pkb_dtype t)
-{
-	return t == PKB_BF16 ? ncclBfloat16 : t == PKB_FP16 ? ncclFloat16 : ncclFloat32;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -595,8 +591,7 @@ static int search(pkb_ctx *ctx, struct state *s, struct shape *sh, const struct 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32)
-		return 1;
+	PKB_CK(pkb_ref_float_dtype(ctx, t));   /* it returned 1 without a word */
 	struct state *s = (struct state *)calloc(1, sizeof *s);
 	if (!s)
 		return 1;
@@ -736,8 +731,9 @@ static int run_t(pkb_ctx *ctx, struct state *s)
 		    cudaStreamWaitEvent(s->side, s->conv_done[c], 0))
 			return 1;
 		int64_t n = (int64_t)sl->nt * out_frame * s->cout;
-		ncclResult_t r = ncclAllReduce(y, y, (size_t)n, nccl_type(ctx->in[0].dtype), ncclSum,
-					       s->comm, s->side);
+		ncclDataType_t nt;
+		PKB_CK(pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &nt));
+		ncclResult_t r = ncclAllReduce(y, y, (size_t)n, nt, ncclSum, s->comm, s->side);
 		if (r != ncclSuccess) {
 			ctx->svc->log(ctx, "076: ncclAllReduce: %s", ncclGetErrorString(r));
 			return 1;

@@ -1,0 +1,155 @@
+/*
+ * validated.c -- `pkb list`'s gpu-validated column: the world sizes at which
+ * a problem passed the GPU suite, read from the suite results tools/test-gpu
+ * writes (bench/results/ *suite*.jsonl, or $PKB_RESULTS), never a flag kept
+ * by hand. The rule, also in docs/RESULTS.md: for each (problem, W, solution)
+ * at the default shape the newest record counts (files in name order, which
+ * starts with the date, a run's parts before the run: cmp_results; then line
+ * order; a record marked not_run is no record); W is listed when the reference and
+ * every ok_ and bad_ file now in the problem's solutions/ have such a record
+ * and each got the outcome it expected (outcome == expect; a record without
+ * a result, e.g. not_run, falls back to its exit code).
+ */
+#include "validated.h"
+#include "exitcode.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* File order: by name without ".jsonl", except that a name sorts after
+ * the names it is the start of: the parts of one run over several device
+ * calls are named after it with a suffix (suite_w8_partial,
+ * suite_w8_call1_j3) and the whole run, written last, has the short name
+ * (suite_w8). Plain strcmp put the parts after the whole ('.' < '_'). */
+static int cmp_results(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	size_t lx = strlen(x) - 6, ly = strlen(y) - 6;   /* both end in .jsonl */
+	size_t l = lx < ly ? lx : ly;
+	int c = strncmp(x, y, l);
+	if (c)
+		return c;
+	return lx == ly ? 0 : lx < ly ? 1 : -1;
+}
+
+/* newest[W][solution base name] = passed (1) or not (0), for one problem */
+static int record_passed(json_t *r)
+{
+	const char *expect = json_string_value(json_object_get(r, "expect"));
+	json_t *res = json_object_get(r, "result");
+	const char *got = json_string_value(json_object_get(res, "outcome"));
+	if (!expect)
+		return 0;
+	if (got)
+		return !strcmp(got, expect);
+	int want = outcome_parse(expect);
+	json_t *ex = json_object_get(r, "exit");
+	return want >= 0 && json_is_integer(ex) &&
+	       json_integer_value(ex) == outcome_exit_code((enum pkb_outcome)want);
+}
+
+static const char *base_name(const char *s)
+{
+	const char *b = strrchr(s, '/');
+	return b ? b + 1 : s;
+}
+
+json_t *validated_load(void)
+{
+	const char *env = getenv("PKB_RESULTS");
+	char *dir = env && *env ? xstrdup(env) : xstrfmt("%s/bench/results", pkb_root());
+	json_t *newest = json_object();   /* "problem W solution" -> true/false */
+	DIR *d = opendir(dir);
+	char **names = NULL;
+	size_t n = 0;
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t l = strlen(e->d_name);
+		if (strstr(e->d_name, "suite") && l > 6 && !strcmp(e->d_name + l - 6, ".jsonl")) {
+			names = xrealloc(names, (n + 1) * sizeof *names);
+			names[n++] = xstrdup(e->d_name);
+		}
+	}
+	if (d)
+		closedir(d);
+	qsort(names, n, sizeof *names, cmp_results);
+	for (size_t i = 0; i < n; i++) {
+		char *path = xstrfmt("%s/%s", dir, names[i]);
+		char *txt = read_file(path, NULL);
+		for (char *line = txt, *next; line && *line; line = next) {
+			next = strchr(line, '\n');
+			if (next)
+				*next++ = 0;
+			else
+				next = line + strlen(line);
+			/* early files have lines that are not JSON ("seconds":,): skipped */
+			json_t *r = json_loads(line, 0, NULL);
+			const char *p = json_string_value(json_object_get(r, "problem"));
+			const char *sol = json_string_value(json_object_get(r, "solution"));
+			const char *shape = json_string_value(json_object_get(r, "shape"));
+			json_t *w = json_object_get(r, "world");
+			/* a case not run (test-gpu's -t deadline) says nothing: it does
+			 * not hide an earlier outcome */
+			if (p && sol && json_is_integer(w) && (!shape || !strcmp(shape, "default")) &&
+			    !json_is_true(json_object_get(r, "not_run"))) {
+				char *key = xstrfmt("%s %lld %s", p, (long long)json_integer_value(w),
+						    base_name(sol));
+				json_object_set_new(newest, key, json_boolean(record_passed(r)));
+				free(key);
+			}
+			json_decref(r);
+		}
+		free(txt);
+		free(path);
+		free(names[i]);
+	}
+	free(names);
+	free(dir);
+	return newest;
+}
+
+/* "2,4" or "-" into buf, and the sizes as a JSON array */
+json_t *validated_worlds(json_t *newest, const struct pkb_problem *p, char *buf, size_t len)
+{
+	char *pdir = problem_dir(p), *sdir = xstrfmt("%s/solutions", pdir);
+	char name[160];
+	snprintf(name, sizeof name, "%03d_%s", p->id, p->name);
+	/* the cases: the reference and every ok_ and bad_ file now on disk */
+	char **cases = xmalloc(sizeof *cases);
+	size_t nc = 0;
+	cases[nc++] = xstrdup("reference");
+	DIR *d = opendir(sdir);
+	for (struct dirent *e; d && (e = readdir(d));)
+		if (!strncmp(e->d_name, "ok_", 3) || !strncmp(e->d_name, "bad_", 4)) {
+			cases = xrealloc(cases, (nc + 1) * sizeof *cases);
+			cases[nc++] = xstrdup(e->d_name);
+		}
+	if (d)
+		closedir(d);
+	json_t *arr = json_array();
+	size_t off = 0;
+	buf[0] = 0;
+	for (int w = 1; w <= 63; w++) {
+		int all = 1;
+		for (size_t i = 0; i < nc && all; i++) {
+			char *key = xstrfmt("%s %d %s", name, w, cases[i]);
+			all = json_is_true(json_object_get(newest, key));
+			free(key);
+		}
+		if (!all)
+			continue;
+		json_array_append_new(arr, json_integer(w));
+		if (off < len)
+			off += snprintf(buf + off, len - off, "%s%d", off ? "," : "", w);
+	}
+	if (!buf[0])
+		snprintf(buf, len, "-");
+	for (size_t i = 0; i < nc; i++)
+		free(cases[i]);
+	free(cases);
+	free(sdir);
+	free(pdir);
+	return arr;
+}

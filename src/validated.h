@@ -1,0 +1,12 @@
+/* validated.h -- pkb list's gpu-validated column from the committed suite results */
+#ifndef PKB_VALIDATED_H
+#define PKB_VALIDATED_H
+#include "problem.h"
+#include <stddef.h>
+struct json_t;
+/* the newest outcome of every (problem, W, solution) at the default shape */
+struct json_t *validated_load(void);
+/* the world sizes at which every case of p passed: "2,4" or "-" in buf, and as an array */
+struct json_t *validated_worlds(struct json_t *newest, const struct pkb_problem *p, char *buf,
+				size_t len);
+#endif

@@ -1,0 +1,58 @@
+# pkb list's gpu-validated column, from a results folder of the test's own
+# (PKB_RESULTS): W listed when the newest record of the reference and of every
+# ok_/bad_ file got its expected outcome; a newer failure, a missing case or a
+# part of a run read after the whole run must not list it; not_run hides nothing
+. "$(dirname "$0")/lib.sh"
+R=$TMP/results
+mkdir -p "$R"
+# rec FILE PROBLEM W SOLUTION EXPECT OUTCOME [extra JSON fields]
+rec() {
+	printf '{"problem":"%s","world":%s,"shape":"default","solution":"%s","expect":"%s","exit":0,"seconds":1,"gpus":"0,1","result":{"outcome":"%s"}%s}\n' \
+		"$2" "$3" "$4" "$5" "$6" "${7:-}" >> "$R/$1"
+}
+# every case of PROBLEM at W, all as expected
+all_pass() {
+	rec "$1" "$2" "$3" reference pass pass
+	for f in "$ROOT/problems/$2/solutions/"ok_*.cu; do
+		rec "$1" "$2" "$3" "problems/$2/solutions/$(basename "$f")" pass pass
+	done
+	for f in "$ROOT/problems/$2/solutions/"bad_*.cu; do
+		rec "$1" "$2" "$3" "problems/$2/solutions/$(basename "$f")" mismatch mismatch
+	done
+}
+all_pass 2026-01-01_suite_a.jsonl 001_allreduce 2
+all_pass 2026-01-01_suite_a.jsonl 001_allreduce 4
+all_pass 2026-01-01_suite_a.jsonl 001_allreduce 8
+# 001 at W = 4: the newest run of the reference failed
+rec 2026-01-02_suite_b.jsonl 001_allreduce 4 reference pass timeout
+# 001 at W = 8: a later case not run changes nothing
+rec 2026-01-02_suite_b.jsonl 001_allreduce 8 reference pass pass ',"not_run":true'
+# 002 at W = 2: one ok_ file has no record
+all_pass 2026-01-01_suite_a.jsonl 002_allgather 2
+grep -v 'ok_ce_steps' "$R/2026-01-01_suite_a.jsonl" > "$R/x" && mv "$R/x" "$R/2026-01-01_suite_a.jsonl"
+# 003 at W = 2: a failing part (suite_c_part) and the whole run (suite_c),
+# which passed; the whole run is the newer
+all_pass 2026-01-03_suite_c.jsonl 003_broadcast 2
+rec 2026-01-03_suite_c_part.jsonl 003_broadcast 2 reference pass runtime_error
+# a line that is not JSON (as in early files) is skipped
+echo '{"problem":"003_broadcast","world":2,"seconds":,}' >> "$R/2026-01-03_suite_c.jsonl"
+# a file without "suite" in its name is not read
+rec 2026-01-04_aa.jsonl 001_allreduce 2 reference pass timeout
+export PKB_RESULTS=$R
+expect_exit 0 "$PKB" list
+expect_grep '^id .* gpu-validated ' "$TMP/out"
+expect_grep '^001 .* any>=2 +2,8 ' "$TMP/out"
+expect_grep '^002 .* any>=2 +- ' "$TMP/out"
+expect_grep '^003 .* any>=2 +2 ' "$TMP/out"
+expect_grep '^004 .* any>=2 +- ' "$TMP/out"
+expect_exit 0 "$PKB" list --json -
+python3 - "$TMP/out" <<'PY' && ok || not_ok "list --json: gpu_validated"
+import json, sys
+d = {p["id"]: p["gpu_validated"] for p in json.load(open(sys.argv[1]))}
+assert d[1] == [2, 8] and d[2] == [] and d[3] == [2] and d[4] == [], d
+PY
+# the committed results: the column is read from bench/results without PKB_RESULTS
+unset PKB_RESULTS
+expect_exit 0 "$PKB" list
+expect_grep '^001 .* any>=2 +[0-9]' "$TMP/out"
+done_testing
