@@ -259,7 +259,7 @@ static pid_t spawn_rank(const struct launch_opts *o, int r, int sock)
 		const char *argv[] = { pkb_self_exe(), "__rank", NULL };
 		execve(argv[0], (char *const *)argv, env);
 	}
-	fprintf(stderr, "pkb: cannot exec rank program: %s\n", strerror(errno));
+	error("cannot exec the rank program: %s", strerror(errno));
 	_exit(127);
 }
 

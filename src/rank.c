@@ -64,7 +64,7 @@ noreturn void rank_fail(struct rank_env *E, enum pkb_outcome cat, const char *fm
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "rank %d: %s: %s\n", E->rank, outcome_name(cat), msg);
+	error("rank %d: %s: %s", E->rank, outcome_name(cat), msg);
 	json_t *j = json_pack("{s:s,s:s}", "category", outcome_name(cat), "message", msg);
 	char *txt = json_dumps(j, JSON_COMPACT);
 	proto_send(E->fd, MSG_FAIL, txt, strlen(txt));
@@ -150,7 +150,7 @@ static int svc_symm_alloc(pkb_ctx *ctx, size_t bytes, pkb_symm *out)
 	struct symm_block *b = &s->symm[s->n_symm];
 	if (symm_make(s->env, bytes, b) < 0) {
 		/* into this rank's log, which is kept when init then fails */
-		fprintf(stderr, "pkb: symm_alloc of %zu bytes for the %s failed: %s\n", bytes,
+		warning("symm_alloc of %zu bytes for the %s failed: %s", bytes,
 			s->role, s->env->symm_err);
 		return -1;
 	}
@@ -184,6 +184,7 @@ static void svc_log(pkb_ctx *ctx, const char *fmt, ...)
 	struct solution *s = sol_of(ctx);
 	va_list ap;
 	va_start(ap, fmt);
+	/* the solution's own lines, passed on as they came (util.h's exception) */
 	fprintf(stderr, "[%s rank %d] ", s ? s->role : "?", s ? s->env->rank : -1);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
@@ -641,7 +642,7 @@ int rank_main(void)
 	char *buf;
 	size_t len;
 	if (proto_recv(E->fd, &t, &buf, &len) < 0 || t != MSG_JOB) {
-		fprintf(stderr, "pkb __rank: no job on fd %d (this command is internal)\n", E->fd);
+		error("pkb __rank: no job on fd %d (this command is internal)", E->fd);
 		return PKB_EXIT_USAGE;
 	}
 	json_error_t je;
