@@ -97,6 +97,34 @@ int hw_load_file(const char *path, struct hw_spec *h, char *err, size_t n)
 		return -1;
 	}
 	json_t *f = json_object_get(o, "flops");
+	/* a misspelt key ("nlt_bw") would leave its peak silently unset */
+	static const char *known[] = { "name", "title", "gpus", "sm_count", "l2_bytes", "hbm_bytes",
+				       "hbm_bw", "net_bw", "net_bw_source", "flops", "link",
+				       "topology", "source", "measured", NULL };
+	static const char *known_flops[] = { "bf16", "fp16", "fp8", "tf32", "fp32", NULL };
+	const char *unknown = NULL, *key;
+	json_t *v;
+	json_object_foreach(o, key, v) {
+		int i = 0;
+		while (known[i] && strcmp(known[i], key))
+			i++;
+		if (!known[i] && !unknown)
+			unknown = key;
+	}
+	json_object_foreach(json_is_object(f) ? f : NULL, key, v) {
+		int i = 0;
+		while (known_flops[i] && strcmp(known_flops[i], key))
+			i++;
+		if (!known_flops[i] && !unknown)
+			unknown = key;
+	}
+	if (unknown) {
+		snprintf(err, n, "%s: unknown key '%s' (known: gpus sm_count l2_bytes hbm_bytes hbm_bw "
+				 "net_bw flops.{bf16,fp16,fp8,tf32,fp32} name title link topology source)",
+			 h->path, unknown);
+		json_decref(o);
+		return -1;
+	}
 	double gpus = 0, sms = 0;
 	const char *bad = positive(o, "gpus", &gpus) ? "gpus"
 			  : positive(o, "sm_count", &sms) ? "sm_count"

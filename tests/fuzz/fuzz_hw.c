@@ -1,8 +1,8 @@
 /*
  * fuzz_hw.c -- libFuzzer target: any hw/NAME.json (a machine description,
  * possibly written by `pkb calibrate` or by hand) is loaded or refused with a
- * message, and an accepted one has every peak positive and finite; never a
- * crash or undefined behaviour (built with ASan and UBSan).
+ * message, and an accepted one has every peak positive and finite (net_bw
+ * 0 when absent); never a crash or undefined behaviour (ASan and UBSan).
  */
 #include "roofline.h"
 #include "util.h"
@@ -29,7 +29,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		return 0;
 	}
-	double peaks[] = { h.l2_bytes, h.hbm_bytes, h.hbm_bw, h.net_bw, h.flops_bf16,
+	/* net_bw may be absent (0: calibrated on one GPU), never negative or NaN */
+	if (!(h.net_bw == 0 || (h.net_bw > 0 && isfinite(h.net_bw))))
+		abort();
+	double peaks[] = { h.l2_bytes, h.hbm_bytes, h.hbm_bw, h.flops_bf16,
 			   h.flops_fp16, h.flops_fp8, h.flops_tf32, h.flops_fp32 };
 	for (size_t i = 0; i < sizeof peaks / sizeof *peaks; i++)
 		if (!(peaks[i] > 0) || !isfinite(peaks[i]))

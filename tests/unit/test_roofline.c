@@ -60,6 +60,23 @@ int main(void)
 	fclose(f);
 	CHECK(hw_load_file(path, &h, err, sizeof err) < 0 && strstr(err, "'net_bw'"));
 	f = fopen(path, "w");
+	fputs("{\"gpus\": 4, \"sm_count\": 132, \"l2_bytes\": 1, \"hbm_bytes\": 1, \"hbm_bw\": 1,"
+	      " \"nlt_bw\": 5, \"flops\": {\"bf16\": 1, \"fp16\": 1, \"fp8\": 1, \"tf32\": 1,"
+	      " \"fp32\": 1}}", f);
+	fclose(f);
+	CHECK(hw_load_file(path, &h, err, sizeof err) < 0 && strstr(err, "unknown key 'nlt_bw'"));
+	f = fopen(path, "w");
+	fputs("{\"gpus\": 4, \"sm_count\": 132, \"l2_bytes\": 1, \"hbm_bytes\": 1, \"hbm_bw\": 1,"
+	      " \"flops\": {\"bf16\": 1, \"fp16\": 1, \"fp8\": 1, \"tf32\": 1, \"fp32\": 1,"
+	      " \"bf61\": 2}}", f);
+	fclose(f);
+	CHECK(hw_load_file(path, &h, err, sizeof err) < 0 && strstr(err, "unknown key 'bf61'"));
+	f = fopen(path, "w");
+	fputs("{\"gpus\": 4, \"sm_count\": 132, \"l2_bytes\": 1, \"hbm_bytes\": 1, \"hbm_bw\": 1,"
+	      " \"flops\": {\"bf16\": 1, \"fp16\": 1, \"fp8\": 1, \"tf32\": 1, \"fp32\": 1}}", f);
+	fclose(f);
+	CHECK(hw_load_file(path, &h, err, sizeof err) == 0 && h.net_bw == 0 && h.gpus == 4);
+	f = fopen(path, "w");
 	fputs("{\n\"gpus\": 4,\n oops", f);
 	fclose(f);
 	CHECK(hw_load_file(path, &h, err, sizeof err) < 0 && strstr(err, "line 3"));
