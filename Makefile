@@ -109,10 +109,12 @@ $(BUILD)/tests/fake_rank: tests/unit/fake_rank.c src/proto.c src/util.c src/exit
 	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(UNIT_LIBS)
 
 # fuzz targets (clang's libFuzzer, with ASan and UBSan): the readers of
-# untrusted files; `make fuzz` runs each for FUZZ_S seconds from the committed
-# corpus (tests/fuzz/corpus/NAME), new inputs going to a temporary folder
+# untrusted files; `make fuzz` runs each from the committed corpus
+# (tests/fuzz/corpus/NAME) for FUZZ_RUNS inputs of seed 1 (the same on every
+# machine), or for FUZZ_S seconds when set (exploration), new inputs going to a
+# temporary folder
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_S     ?= 10
+FUZZ_RUNS  ?= 30000
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.c
 	@mkdir -p $(dir $@)
 	@echo "  CLANG   $<"
@@ -121,7 +123,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table
 		$(BUILD)/problems_table.c $(UNIT_LIBS)
 
 fuzz: $(FUZZ_TARGETS)
-	@tools/run-fuzz $(FUZZ_S) $(FUZZ_TARGETS)
+	@tools/run-fuzz $(if $(FUZZ_S),$(FUZZ_S)s,$(FUZZ_RUNS)) $(FUZZ_TARGETS)
 
 deps:
 	@sh tools/deps.sh
