@@ -35,7 +35,7 @@ PROB_OBJ  := $(patsubst problems/%/problem.c,$(BUILD)/problems/%.o,$(PROB_SRC))
 HOST_OBJ  := $(patsubst src/%.c,$(BUILD)/%.o,$(HOST_SRC))
 CU_OBJ    := $(BUILD)/kernels.o $(BUILD)/calibrate.o
 
-.PHONY: all run test test-gpu unit sanitize cli nvcc-check fuzz deps clean bench
+.PHONY: all run test test-gpu unit sanitize cli nvcc-check fuzz deps clean bench sandbox-probe
 all: $(BUILD)/pkb
 
 $(BUILD)/%.o: src/%.c $(wildcard src/*.h include/*.h) | $(BUILD)
@@ -104,7 +104,8 @@ $(BUILD)/san/%: tests/unit/%.c $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.
 	@echo "  CC+SAN  $<"
 	@$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -o $@ $< $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.c $(UNIT_LIBS)
 
-$(BUILD)/tests/fake_rank: tests/unit/fake_rank.c src/proto.c src/util.c src/exitcode.c src/wire.c
+$(BUILD)/tests/fake_rank: tests/unit/fake_rank.c src/proto.c src/util.c src/exitcode.c src/wire.c \
+                         src/sandbox.c
 	@mkdir -p $(dir $@)
 	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(UNIT_LIBS)
 
@@ -121,6 +122,17 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table
 	@clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined -o $@ $< $(UNIT_DEPS) $(PROB_SRC) \
 		$(BUILD)/problems_table.c $(UNIT_LIBS)
+
+# the sandbox on one GPU (tests/gpu/sandbox_probe.cu): built here, run on a
+# GPU machine
+sandbox-probe: $(BUILD)/tests/sandbox_probe
+$(BUILD)/tests/sandbox_probe: tests/gpu/sandbox_probe.cu src/sandbox.c src/wire.c src/util.c \
+                              src/proto.c src/sandbox.h
+	@mkdir -p $(dir $@)
+	@echo "  NVCC    $<"
+	@$(NVCC) $(NVFLAGS) $(addprefix -isystem ,$(DEPS_INC)) -c $< -o $@.o
+	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $@.o src/sandbox.c src/wire.c src/util.c src/proto.c \
+		$(LDLIBS)
 
 fuzz: $(FUZZ_TARGETS)
 	@tools/run-fuzz $(if $(FUZZ_S),$(FUZZ_S)s,$(FUZZ_RUNS)) $(FUZZ_TARGETS)

@@ -106,6 +106,7 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 	case 1006: o->log_dir = arg; return 1;
 	case 1007: o->keep_logs = 1; return 1;
 	case 1008: o->arch = arg; return 1;
+	case 1013: o->no_sandbox = 1; return 1;
 	case 1009:
 		if (parse_ll(arg, 1, 3600000, &v) < 0)
 			return error("--device-timeout takes milliseconds, not '%s'", arg);
@@ -282,6 +283,7 @@ int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, 
 	wj.trials = o->trials;
 	wj.trial0 = o->trial0;
 	wj.device_timeout_ms = o->device_timeout_ms;
+	wj.sandbox = !o->no_sandbox;
 	if (o->save_dir)
 		bad |= snprintf(wj.save_dir, sizeof wj.save_dir, "%s", o->save_dir) >=
 		       (int)sizeof wj.save_dir;

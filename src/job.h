@@ -27,6 +27,7 @@ struct job_opts {
 	const char *save_dir;     /* run --save: absolute path */
 	const char *log_dir;     /* NULL: a temporary one, kept on failure */
 	int keep_logs;
+	int no_sandbox;          /* --no-sandbox: ranks load solutions unconfined */
 	const char *arch;
 	double deadline_s[PH_KIND_COUNT];
 	double compile_s;
@@ -53,6 +54,7 @@ struct job_opts {
 	{ "timing", required_argument, NULL, 1010 }, \
 	{ "trace", required_argument, NULL, 1011 }, \
 	{ "hw", required_argument, NULL, 1012 }, \
+	{ "no-sandbox", no_argument, NULL, 1013 }, \
 	{ "quiet", no_argument, NULL, 'q' }, \
 	{ "help", no_argument, NULL, 'h' }
 
@@ -79,6 +81,8 @@ struct job_opts {
 "                         kept and named when the run fails)\n" \
 "      --keep-logs        keep the logs of a run that passed\n" \
 "      --arch SM          nvcc target (default sm_90a, or $PKB_ARCH)\n" \
+"      --no-sandbox       ranks load solutions without their seccomp filter and\n" \
+"                         Landlock rules (trusted code only; docs/ANTI_CHEAT.md)\n" \
 "  -q, --quiet            no progress on stderr\n"
 
 void job_opts_init(struct job_opts *o);

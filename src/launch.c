@@ -11,7 +11,7 @@
 #define _GNU_SOURCE
 #include "launch.h"
 #include "proto.h"   /* defines: proto_send, proto_reader */
-#include "sandbox.h"   /* defines: sandbox_env_build */
+#include "sandbox.h"   /* defines: sandbox_env_build, SANDBOX_EXIT */
 #include "util.h"    /* defines: xmalloc, now_ns, error */
 #include "wire.h"    /* defines: wire_job_address */
 
@@ -364,11 +364,28 @@ int launch_run(const struct launch_opts *o, struct launch_result *res)
 		for (int r = 0; r < W; r++) {
 			struct rank_report *rr = &res->ranks[r];
 			if (rr->exited) {
-				if (!rr->done && !rr->failed) {
+				if (!rr->done && !rr->failed && WIFEXITED(rr->status)
+				    && WEXITSTATUS(rr->status) == SANDBOX_EXIT) {
+					/* its own FAIL message was lost: the log names the call */
+					fail_rank(&L, r, OUT_LOAD_REFUSED, "rank %d was ended by its "
+						  "sandbox (a forbidden system call, named in its log) "
+						  "in phase '%s'", r, rr->phase);
+				} else if (!rr->done && !rr->failed && WIFSIGNALED(rr->status)
+					   && WTERMSIG(rr->status) == SIGSYS) {
+					/* the filter's trap with SIGSYS blocked: the kernel kills
+					 * without running the handler that would name the call */
+					fail_rank(&L, r, OUT_LOAD_REFUSED, "rank %d was killed by "
+						  "SIGSYS in phase '%s': a system call its sandbox "
+						  "forbids, made with signals blocked (as system(), "
+						  "popen() and posix_spawn() start a process), so it "
+						  "cannot be named", r, rr->phase);
+				} else if (!rr->done && !rr->failed) {
 					char how[96];
 					describe_exit(rr->status, how, sizeof how);
-					fail_rank(&L, r, OUT_RUNTIME_ERROR, "rank %d %s in phase '%s'",
-						  r, how, rr->phase);
+					fail_rank(&L, r, OUT_RUNTIME_ERROR, "rank %d %s in phase '%s'%s",
+						  r, how, rr->phase, WIFEXITED(rr->status)
+						  && WEXITSTATUS(rr->status) == 0 ? " (an _exit() of the "
+						  "solution? a rank never ends before it finishes)" : "");
 				}
 				continue;
 			}

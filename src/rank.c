@@ -29,6 +29,7 @@
 #include "proto.h"     /* defines: proto_send, proto_recv */
 #include "rank_env.h"  /* defines: struct rank_env, struct solution, symm_make, do_perf */
 #include "safetensors.h"
+#include "sandbox.h"   /* defines: sandbox_rank_enter, sandbox_exit_guard */
 #include "util.h"
 
 #include <cuda_runtime_api.h>
@@ -55,6 +56,7 @@ void phase(struct rank_env *E, enum phase_kind kind, const char *fmt, ...)
 	vsnprintf(buf + off, sizeof buf - (size_t)off, fmt, ap);
 	va_end(ap);
 	proto_send(E->fd, MSG_PHASE, buf, strlen(buf));
+	snprintf(E->phase_now, sizeof E->phase_now, "%s", buf + off);
 }
 
 noreturn void rank_fail(struct rank_env *E, enum pkb_outcome cat, const char *fmt, ...)
@@ -632,6 +634,21 @@ static void nccl_setup(struct rank_env *E)
 	free(all);
 }
 
+/* Enter the sandbox (src/sandbox.h) before the first solution is loaded:
+ * its constructors run inside dlopen. */
+static void enter_sandbox(struct rank_env *E)
+{
+	if (!E->job.sandbox)
+		return;
+	char err[300];
+	int r = sandbox_rank_enter(&E->job, E->fd, err, sizeof err);
+	if (r < 0)
+		rank_fail(E, OUT_ENV_ERROR, "cannot enter the sandbox: %s (--no-sandbox runs "
+			  "trusted code without it)", err);
+	if (r > 0 && E->rank == 0)
+		warning("%s", err);
+}
+
 int rank_main(void)
 {
 	struct rank_env *E = xcalloc(1, sizeof *E);
@@ -659,6 +676,9 @@ int rank_main(void)
 	E->local_rank = E->job.local_rank;
 	const char *mode = E->job.mode;
 
+	/* a rank ends by returning from here after DONE (or by rank_fail's
+	 * _exit): an exit() before that is a solution's, named as such */
+	sandbox_exit_guard(E->fd, E->phase_now, &E->finishing);
 	setup(E);
 	int need_nccl = 0;
 	for (int i = 0; i < E->job.n_sol; i++)
@@ -670,6 +690,7 @@ int rank_main(void)
 	E->n_sol = E->job.n_sol;
 	if (E->n_sol < 1 || E->n_sol > MAX_SOL)
 		rank_fail(E, OUT_INTERNAL, "a job has 1 or 2 solutions");
+	enter_sandbox(E);
 	for (int i = 0; i < E->n_sol; i++)
 		load_solution(E, &E->sol[i], E->job.sol[i].role, E->job.sol[i].so,
 			      E->job.sol[i].nccl);
@@ -689,5 +710,6 @@ int rank_main(void)
 	if (E->nccl)
 		ncclCommDestroy(E->nccl);
 	proto_send(E->fd, MSG_DONE, NULL, 0);
+	E->finishing = 1;
 	return 0;
 }

@@ -69,6 +69,8 @@ struct rank_env {
 	uint32_t *align_epochs, *align_err;
 	uint64_t device_timeout_ns;
 	char symm_err[200];           /* why the last symmetric allocation failed */
+	char phase_now[256];          /* the last phase announced, for the exit hook */
+	int finishing;                /* the harness's own return from rank_main */
 };
 
 /* a CUDA or NCCL call whose failure ends the rank with its category */

@@ -5,10 +5,13 @@
  */
 #define _GNU_SOURCE
 #include "sandbox.h"
+#include "proto.h"   /* defines: proto_send, MSG_FAIL */
 #include "util.h"
+#include "wire.h"    /* defines: struct wire_job */
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <linux/landlock.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -125,6 +128,7 @@ static const char *const forbidden[] = {
 static struct { int nr; const char *name; } named[MAX_NAMED];
 static int n_named;
 static char last_violation[64];
+static int report_fd = -1;
 
 static void remember(const char *name)
 {
@@ -166,6 +170,18 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	last_violation[k] = 0;
 	ssize_t w = write(2, line, o);
 	(void)w;
+	if (report_fd >= 0) {
+		/* the parent's verdict, as rank_fail would send it (send() is
+		 * async-signal-safe; names are identifiers: nothing to escape) */
+		char msg[256];
+		size_t m = put(msg, 0, sizeof msg, "{\"category\":\"load_refused\",\"message\":"
+					       "\"forbidden system call ");
+		m = put(msg, m, sizeof msg, name);
+		m = put(msg, m, sizeof msg, " (");
+		m = put(msg, m, sizeof msg, p);
+		m = put(msg, m, sizeof msg, "): the rank's sandbox ended it (docs/ANTI_CHEAT.md)\"}");
+		proto_send(report_fd, MSG_FAIL, msg, m);
+	}
 	_exit(SANDBOX_EXIT);
 }
 
@@ -332,4 +348,75 @@ int sandbox_landlock(const char *const *ro, const char *const *rw, char *err, si
 	}
 	close(rs);
 	return bad ? -1 : 0;
+}
+
+/* ---- the rank ------------------------------------------------------------------ */
+
+static struct { int fd; const char *phase; const int *finishing; } guard;
+
+static void on_exit_guard(int status, void *arg)
+{
+	(void)arg;
+	if (*guard.finishing)
+		return;
+	char msg[400];
+	snprintf(msg, sizeof msg, "exit(%d) was called during '%s' (a solution may not end the "
+		 "rank process)", status, guard.phase);
+	error("%s", msg);
+	json_t *j = json_pack("{s:s,s:s}", "category", "runtime_error", "message", msg);
+	char *txt = json_dumps(j, JSON_COMPACT);
+	if (txt)
+		proto_send(guard.fd, MSG_FAIL, txt, strlen(txt));
+	free(txt);
+	json_decref(j);
+}
+
+void sandbox_exit_guard(int fd, const char *phase, const int *finishing)
+{
+	guard.fd = fd;
+	guard.phase = phase;
+	guard.finishing = finishing;
+	on_exit(on_exit_guard, NULL);
+}
+
+int sandbox_rank_enter(const struct wire_job *j, int fd, char *err, size_t n)
+{
+	static const char *const system_ro[] = { "/usr", "/lib", "/lib64", "/lib32", "/etc",
+						 "/opt", "/proc", "/sys", NULL };
+	const char *ro[64], *rw[3];
+	char *own[48];
+	int nro = 0, nown = 0, nrw = 0;
+	for (int i = 0; system_ro[i]; i++)
+		ro[nro++] = system_ro[i];
+	unsigned flags = 0;
+	for (int i = 0; i < j->n_sol && i < WIRE_MAX_SOL; i++) {
+		flags |= j->sol[i].nccl ? SANDBOX_ALLOW_INET : 0;
+		char *d = xstrdup(j->sol[i].so), *slash = strrchr(d, '/');
+		if (slash && slash != d)
+			*slash = 0;
+		else
+			strcpy(d, slash ? "/" : ".");
+		ro[nro++] = own[nown++] = d;
+	}
+	/* a CUDA or NCCL of the user's own, loaded lazily (cuBLAS, cuFFT ...) */
+	char *lib = xstrdup(getenv("LD_LIBRARY_PATH") ? getenv("LD_LIBRARY_PATH") : "");
+	for (char *save = NULL, *t = strtok_r(lib, ":", &save); t && nown < 48 && nro < 62;
+	     t = strtok_r(NULL, ":", &save))
+		if (t[0] == '/')
+			ro[nro++] = own[nown++] = xstrdup(t);
+	free(lib);
+	ro[nro] = NULL;
+	rw[nrw++] = "/dev";
+	if (j->save_dir[0])
+		rw[nrw++] = j->save_dir;
+	rw[nrw] = NULL;
+
+	int r = sandbox_seccomp(flags, err, n);
+	if (r == 0) {
+		report_fd = fd;
+		r = sandbox_landlock(ro, rw, err, n);
+	}
+	for (int i = 0; i < nown; i++)
+		free(own[i]);
+	return r;
 }

@@ -55,6 +55,28 @@ int sandbox_landlock_abi(char *why, size_t n);
  * err says so), -1 with err on failure. Irreversible. */
 int sandbox_landlock(const char *const *ro, const char *const *rw, char *err, size_t n);
 
+/* The sandbox of a rank running job `j` (wire.h), entered right before its
+ * first dlopen of a solution (after CUDA's context and NCCL's communicator
+ * exist); the fake rank of the tests enters it the same way. The seccomp
+ * filter (INET sockets allowed when a solution of the job gets NCCL: NCCL
+ * 2.28 connects to its peers' proxy threads lazily, at their first
+ * collective), then Landlock: read below the system folders (/usr /lib
+ * /lib64 /etc /opt /proc /sys), the solution objects' folders and each
+ * LD_LIBRARY_PATH entry; read and write below /dev (the GPUs' nodes, NCCL's
+ * /dev/shm) and the job's save folder. A forbidden call then also sends a
+ * load_refused FAIL message on `report_fd` (the parent link; -1: none)
+ * before the rank ends. 0; 1 when Landlock is missing (files unrestricted:
+ * err says so, to warn); -1 with err. */
+struct wire_job;
+int sandbox_rank_enter(const struct wire_job *j, int report_fd, char *err, size_t n);
+
+/* exit() called before the rank finishes is a solution's: from then on, an
+ * exit() while *finishing is 0 sends a runtime_error FAIL on report_fd
+ * naming the call, its status and *phase (the last phase the rank
+ * announced), before the process ends. _exit() runs no hook: the parent
+ * names a rank that ended before DONE. */
+void sandbox_exit_guard(int report_fd, const char *phase, const int *finishing);
+
 /* The name of the forbidden call the last SIGSYS of this process named
  * (for tests): "" when none. */
 const char *sandbox_last_violation(void);

@@ -13,6 +13,7 @@ void wire_job_init(struct wire_job *j)
 {
 	memset(j, 0, sizeof *j);
 	j->atol = j->rtol = -1;
+	j->sandbox = 1;
 	j->rank = j->world = j->local_rank = -1;
 }
 
@@ -24,6 +25,7 @@ json_t *wire_job_pack(const struct wire_job *j)
 			      "trial0", j->trial0, "device_timeout_ms", j->device_timeout_ms);
 	if (j->save_dir[0])
 		json_object_set_new(o, "save_dir", json_string(j->save_dir));
+	json_object_set_new(o, "sandbox", json_boolean(j->sandbox));
 	if (j->atol >= 0)
 		json_object_set_new(o, "atol", json_real(j->atol));
 	if (j->rtol >= 0)
@@ -132,6 +134,7 @@ int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, si
 	json_t *rtol = want(in, "job", "rtol", JSON_REAL, 0, &bad, err, n);
 	json_t *sols = want(in, "job", "solutions", JSON_ARRAY, 1, &bad, err, n);
 	json_t *perf = want(in, "job", "perf", JSON_OBJECT, 0, &bad, err, n);
+	json_t *sandbox = want(in, "job", "sandbox", JSON_TRUE, 0, &bad, err, n);
 	if (bad)
 		return -1;
 	if (!fits_int(trials) || !fits_int(trial0) || !fits_int(dt) || trials < 0 || dt < 0) {
@@ -139,6 +142,7 @@ int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, si
 		return -1;
 	}
 	j->trials = (int)trials;
+	j->sandbox = !sandbox || json_is_true(sandbox);   /* absent: sandboxed */
 	j->trial0 = (int)trial0;
 	j->device_timeout_ms = (int)dt;
 	j->atol = atol ? json_number_value(atol) : -1;

@@ -29,6 +29,8 @@ struct wire_job {
 	int trials, trial0;
 	int device_timeout_ms;    /* 0: the rank's default (5000) */
 	char save_dir[4096];      /* run --save; "" none */
+	int sandbox;              /* 1: the rank enters its sandbox before loading
+				     (src/sandbox.h); 0: --no-sandbox */
 	double atol, rtol;        /* < 0: the problem's own */
 	int n_sol;
 	struct wire_solution sol[WIRE_MAX_SOL];
@@ -40,7 +42,7 @@ struct wire_job {
 	int rank, world, local_rank;   /* launch.c's, per rank; -1 until then */
 };
 
-/* defaults: no save_dir, no tolerances, no perf, not yet addressed */
+/* defaults: no save_dir, no tolerances, no perf, sandboxed, not yet addressed */
 void wire_job_init(struct wire_job *j);
 /* the job as sent (rank, world and local_rank only when rank >= 0) */
 json_t *wire_job_pack(const struct wire_job *j);

@@ -11,6 +11,12 @@
  *   coll      an allgather of the rank number; checks what comes back
  *   slow      as ok, after 0.5 s in the first trial
  *   env       as ok, after writing its whole environment to stderr (its log)
+ *   load      as the real rank does (issue 30): the exit guard, the sandbox
+ *             (unless the job says --no-sandbox), dlopen of every solution
+ *             (constructors run), then the candidate's pkb_init, pkb_run per
+ *             trial and pkb_fini on a context with no tensors (the
+ *             reference's entry points need a GPU and are not called); a
+ *             non-zero return is a runtime_error; then as ok
  * With a "perf" object in the job, every mode that gets through the trials
  * also sends a perf record per solution: the reference's calls take 10 us,
  * the candidate's 5 us (start 20 us apart). Perf-only misbehaviour:
@@ -19,11 +25,14 @@
  *   modify    a timed call modified its inputs
  */
 #define _GNU_SOURCE
+#include "pkb.h"
 #include "phases.h"
 #include "proto.h"
+#include "sandbox.h"
 #include "util.h"
 #include "wire.h"
 
+#include <dlfcn.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +41,8 @@
 #include <unistd.h>
 
 static int fd;
+static char phase_now[256];   /* for the exit guard, as the rank keeps it */
+static int finishing;
 
 static void say(enum msg_type t, const char *s)
 {
@@ -53,6 +64,64 @@ static void phase(enum phase_kind k, const char *detail)
 	char buf[256];
 	snprintf(buf, sizeof buf, "%s|%s", phase_kind_name(k), detail);
 	say(MSG_PHASE, buf);
+	snprintf(phase_now, sizeof phase_now, "%s", detail);
+}
+
+static int fail(const char *category, const char *msg)
+{
+	json_t *j = json_pack("{s:s,s:s}", "category", category, "message", msg);
+	char *txt = json_dumps(j, JSON_COMPACT);
+	say(MSG_FAIL, txt);
+	free(txt);
+	json_decref(j);
+	return 1;
+}
+
+/* mode "load": what rank.c does from the sandbox to the last pkb_fini */
+static int load_and_call(const struct wire_job *job)
+{
+	char err[300], msg[600];
+	sandbox_exit_guard(fd, phase_now, &finishing);
+	int r = job->sandbox ? sandbox_rank_enter(job, fd, err, sizeof err) : 0;
+	if (r < 0) {
+		snprintf(msg, sizeof msg, "cannot enter the sandbox: %s", err);
+		return fail("env_error", msg);
+	}
+	int (*init)(pkb_ctx *) = NULL, (*run)(pkb_ctx *) = NULL, (*fini)(pkb_ctx *) = NULL;
+	for (int i = 0; i < job->n_sol; i++) {
+		snprintf(msg, sizeof msg, "loading the %s", job->sol[i].role);
+		phase(PH_LOAD, msg);
+		void *dl = dlopen(job->sol[i].so, RTLD_NOW | RTLD_LOCAL);
+		if (!dl) {
+			snprintf(msg, sizeof msg, "cannot load the %s: %s", job->sol[i].role, dlerror());
+			return fail("load_refused", msg);
+		}
+		if (strcmp(job->sol[i].role, "reference")) {
+			*(void **)&init = dlsym(dl, "pkb_init");
+			*(void **)&run = dlsym(dl, "pkb_run");
+			*(void **)&fini = dlsym(dl, "pkb_fini");
+		}
+	}
+	if (!init || !run || !fini)
+		return 0;   /* the reference alone: nothing to call */
+	pkb_ctx ctx = { .abi_version = PKB_ABI_VERSION, .rank = job->rank, .world = job->world,
+			.local_rank = job->local_rank };
+	phase(PH_INIT, "pkb_init of the candidate");
+	if ((r = init(&ctx)))
+		goto bad;
+	for (int k = 0; k < (job->trials > 0 ? job->trials : 1); k++) {
+		snprintf(msg, sizeof msg, "trial %d: candidate", k);
+		phase(PH_TRIAL, msg);
+		if ((r = run(&ctx)))
+			goto bad;
+	}
+	phase(PH_FINI, "pkb_fini of the candidate");
+	if ((r = fini(&ctx)))
+		goto bad;
+	return 0;
+bad:
+	snprintf(msg, sizeof msg, "%s of the candidate returned %d", phase_now, r);
+	return fail("runtime_error", msg);
 }
 
 int main(void)
@@ -81,6 +150,10 @@ int main(void)
 	if (only && atoi(only) != rank)
 		mode = "ok";
 	phase(PH_CUDA_INIT, "pretending");
+	if (!strcmp(mode, "load") && load_and_call(&job)) {
+		finishing = 1;   /* its FAIL is sent: the guard has nothing to add */
+		return 1;
+	}
 	phase(PH_INIT, "pkb_init of the candidate");
 	phase(PH_TRIAL, "trial 0: candidate");
 	if (!strcmp(mode, "hang"))
@@ -163,5 +236,6 @@ int main(void)
 	}
 	phase(PH_FINI, "tearing down");
 	say(MSG_DONE, NULL);
+	finishing = 1;
 	return 0;
 }

@@ -24,6 +24,7 @@ static void full_job(struct wire_job *j)
 	j->trial0 = 5;
 	j->device_timeout_ms = 2500;
 	strcpy(j->save_dir, "/tmp/save here");
+	j->sandbox = 0;   /* --no-sandbox */
 	j->atol = 0.25;
 	j->rtol = 0;   /* zero is a given tolerance, not "none" */
 	j->n_sol = 2;
@@ -50,7 +51,7 @@ static int same(const struct wire_job *a, const struct wire_job *b)
 		 a->device_timeout_ms == b->device_timeout_ms && !strcmp(a->save_dir, b->save_dir) &&
 		 a->atol == b->atol && a->rtol == b->rtol && a->n_sol == b->n_sol &&
 		 a->has_perf == b->has_perf && a->rank == b->rank && a->world == b->world &&
-		 a->local_rank == b->local_rank;
+		 a->local_rank == b->local_rank && a->sandbox == b->sandbox;
 	for (int i = 0; ok && i < a->n_sol; i++)
 		ok = !strcmp(a->sol[i].role, b->sol[i].role) && !strcmp(a->sol[i].so, b->sol[i].so) &&
 		     a->sol[i].nccl == b->sol[i].nccl;
@@ -200,6 +201,13 @@ int main(void)
 	      !json_object_get(m, "perf") && !json_object_get(m, "rank"));
 	CHECK(wire_job_unpack(m, &b, 0, err, sizeof err) == 0 && same(&a, &b));
 	CHECK(b.atol < 0 && b.rtol < 0 && !b.has_perf && !b.save_dir[0]);
+	/* ranks are sandboxed unless the job says otherwise, absent key included */
+	CHECK(b.sandbox == 1 && json_is_true(json_object_get(m, "sandbox")));
+	json_object_del(m, "sandbox");
+	CHECK(wire_job_unpack(m, &b, 0, err, sizeof err) == 0 && b.sandbox == 1);
+	json_object_set_new(m, "sandbox", json_string("no"));
+	CHECK(wire_job_unpack(m, &b, 0, err, sizeof err) < 0 && strstr(err, "'sandbox'"));
+	json_object_set_new(m, "sandbox", json_true());
 	/* a rank needs its address: refused before, accepted after */
 	CHECK(wire_job_unpack(m, &b, 1, err, sizeof err) < 0 && strstr(err, "rank"));
 	wire_job_address(m, 3, 4, 3);

@@ -1,0 +1,35 @@
+/*
+ * 001_allreduce, known-bad (issue 30, the rank's sandbox): lists the user's
+ * home folder (where ~/.ssh, ~/.netrc and API key files live) from pkb_init,
+ * and returns 1 when it cannot: Landlock lets a rank read only the system
+ * folders, its objects' folders and LD_LIBRARY_PATH. Without Landlock it would
+ * read on and end as a mismatch.
+ * pkb-expect: runtime_error
+ * pkb-caught-by: sandbox
+ */
+#include <dirent.h>
+#include <pwd.h>
+#include <unistd.h>
+#include "pkb.h"
+
+PKB_SOLUTION;
+
+extern "C" int pkb_init(pkb_ctx *ctx)
+{
+	(void)ctx;
+	struct passwd *pw = getpwuid(getuid());
+	DIR *d = pw ? opendir(pw->pw_dir) : NULL;
+	if (!d)
+		return 1;
+	int n = 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n < 0;
+}
+extern "C" int pkb_run(pkb_ctx *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+extern "C" int pkb_fini(pkb_ctx *ctx) { (void)ctx; return 0; }
