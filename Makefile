@@ -87,7 +87,8 @@ SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 # unit tests link the host modules that need no GPU; test_problems links the registry
 UNIT_DEPS := src/util.c src/dtype.c src/compare.c src/stats.c src/safetensors.c src/proto.c \
              src/launch.c src/exitcode.c src/problem.c src/report.c src/loader.c src/build.c \
-             src/perfplan.c src/roofline.c src/sandbox.c src/spec.c src/prompt.c src/llm.c
+             src/perfplan.c src/roofline.c src/sandbox.c src/spec.c src/prompt.c src/llm.c \
+             src/opts.c
 UNIT_LIBS := -l:libjansson.so.4 -l:libelf.so.1 -lcrypto -l:libseccomp.so.2 -lm
 
 # the parent-rank contract (wire.h): test_wire, test_launch's jobs

@@ -11,59 +11,46 @@
 #include "report.h"
 #include "util.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] =
+static const char head[] =
 "usage: pkb eval ID FILE.cu [options]\n"
 "\n"
 "Run the candidate FILE.cu and problem ID's reference on identical inputs for\n"
 "every trial, on every rank, in one launch, and compare every output.\n"
-"\n"
-"  -b, --backend B        what the candidate may use: cuda (default: no NCCL),\n"
-"                         nccl-device (NCCL's windows and device API, no host\n"
-"                         collectives), or reference (anything: for A/A checks)\n"
-"  -t, --trials K         trials (default 5), each with fresh inputs\n"
-"      --atol A, --rtol R override the problem's tolerances (docs/TOLERANCE.md)\n"
-JOB_OPTIONS_HELP
+"\n";
+static const char tail[] =
 "\n"
 "exit status: 0 pass, 3 mismatch, 4 compile_error, 5 load_refused,\n"
 "6 runtime_error, 7 timeout, 8 flagged, 9 no suitable GPU (docs/EXIT_CODES.md)\n";
 
-static int finish(struct job_opts *o, json_t *rec, enum pkb_outcome out, const char *msg)
-{
-	json_object_set_new(rec, "outcome", json_string(outcome_name(out)));
-	json_object_set_new(rec, "exit_code", json_integer(outcome_exit_code(out)));
-	if (msg && *msg)
-		json_object_set_new(rec, "message", json_string(msg));
-	if (o->json_path) {
-		json_write_file(o->json_path, rec);
-	}
-	json_decref(rec);
-	printf("%s%s%s\n", outcome_name(out), msg && *msg ? ": " : "", msg ? msg : "");
-	return outcome_exit_code(out);
-}
+enum { OPT_ATOL = OPT_JOB_END, OPT_RTOL };
+static const struct opt eval_opts[] = {
+	{ 'b', "backend", "B", "what the candidate may use: cuda (default: no NCCL),\n"
+			       "nccl-device (NCCL's windows and device API, no host\n"
+			       "collectives), or reference (anything: for A/A checks)" },
+	{ 't', "trials", "K", "trials (default 5), each with fresh inputs" },
+	{ OPT_ATOL, "atol", "A", "override the problem's absolute tolerance\n"
+				 "(docs/TOLERANCE.md)" },
+	{ OPT_RTOL, "rtol", "R", "override the problem's relative tolerance" },
+	OPTS_END,
+};
+static const struct opt *const tables[] = { eval_opts, job_opts_dims, job_opts_json,
+					    job_opts_launch, NULL };
 
 int cmd_eval(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "backend", required_argument, NULL, 'b' },
-		{ "trials", required_argument, NULL, 't' },
-		{ "atol", required_argument, NULL, 2001 },
-		{ "rtol", required_argument, NULL, 2002 },
-		JOB_LONG_OPTIONS,
-		{ 0 },
-	};
 	struct job_opts o;
 	job_opts_init(&o);
 	o.trials = 5;
 	const char *backend = "cuda";
 	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "b:t:g:d:j:qh", longopts, NULL)) != -1) {
+	struct opts_parser P;
+	opts_init(&P, tables);
+	while ((c = opts_next(&P, argc, argv)) != -1) {
 		int r = job_opt(&o, c, optarg);
 		if (r < 0)
 			return PKB_EXIT_USAGE;
@@ -78,24 +65,25 @@ int cmd_eval(int argc, char **argv)
 				return PKB_EXIT_USAGE;
 			}
 			break;
-		case 2001:
-		case 2002: {
+		case OPT_ATOL:
+		case OPT_RTOL: {
 			char *end;
 			double v = strtod(optarg, &end);
-			if (*end || v < 0) {
-				error("--%s takes a non-negative number", c == 2001 ? "atol" : "rtol");
+			if (end == optarg || *end || !(v >= 0)) {
+				error("--%s takes a non-negative number, not '%s'",
+				      c == OPT_ATOL ? "atol" : "rtol", optarg);
 				return PKB_EXIT_USAGE;
 			}
-			*(c == 2001 ? &o.atol : &o.rtol) = v;
+			*(c == OPT_ATOL ? &o.atol : &o.rtol) = v;
 			break;
 		}
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return PKB_EXIT_USAGE;
+		case 'h': opts_usage(stdout, head, tables, tail); return 0;
+		default: opts_usage(stderr, head, tables, tail); return PKB_EXIT_USAGE;
 		}
 	}
 	if (argc - optind != 2) {
 		error("eval takes a problem and a candidate file");
-		fputs(usage, stderr);
+		opts_usage(stderr, head, tables, tail);
 		return PKB_EXIT_USAGE;
 	}
 	if (!loader_backend_valid(backend)) {
@@ -135,7 +123,7 @@ int cmd_eval(int argc, char **argv)
 		free(ref_path);
 		char m2[4200];
 		snprintf(m2, sizeof m2, "the reference does not build: %s", msg);
-		return finish(&o, rec, OUT_INTERNAL, m2);
+		return job_finish(&o, rec, OUT_INTERNAL, m2, NULL, -1, 1, 0);
 	}
 	out = job_build(&o, &sols[1], backend, msg, sizeof msg);
 	json_object_set_new(rec, "compile_flags", json_string(sols[1].build->flags));
@@ -153,7 +141,7 @@ int cmd_eval(int argc, char **argv)
 		if (out == OUT_COMPILE_ERROR)
 			json_object_set_new(rec, "compiler_output", json_string(msg));
 		free(ref_path);
-		return finish(&o, rec, out, line);
+		return job_finish(&o, rec, out, line, NULL, -1, 1, 0);
 	}
 
 	struct launch_result res;
@@ -161,7 +149,8 @@ int cmd_eval(int argc, char **argv)
 	char *logs = NULL;
 	if (job_launch(&o, "eval", sols, 2, &res, &R, &logs) < 0) {
 		free(ref_path);
-		return finish(&o, rec, OUT_INTERNAL, "could not start the ranks");
+		return job_finish(&o, rec, OUT_INTERNAL, "could not start the ranks", NULL, -1,
+				  1, 0);
 	}
 	json_object_set_new(rec, "launch", report_launch_json(&res));
 	json_object_set_new(rec, "trial_records", json_incref(R.trial));
@@ -187,7 +176,9 @@ int cmd_eval(int argc, char **argv)
 	if (out == OUT_PASS && o.measure_perf) {
 		struct perf_summary ref, cand;
 		report_perf(R.perf, "reference", o.world, o.iters, &ref);
-		report_perf(R.perf, "candidate", o.world, o.iters, &cand);
+		char rl_line[300];
+		out = job_perf(&o, R.perf, "candidate", ref.st.median, rec, &cand, &trace_failed,
+			       rl_line, sizeof rl_line, msg, sizeof msg);
 		json_object_set_new(rec, "reference_perf", report_perf_json(&ref));
 		json_object_set_new(rec, "candidate_perf", report_perf_json(&cand));
 		double speedup = cand.st.median > 0 ? ref.st.median / cand.st.median : 0;
@@ -195,19 +186,10 @@ int cmd_eval(int argc, char **argv)
 		json_object_set_new(rec, "timing", json_pack("{s:s,s:i,s:i,s:s}", "mode", cand.mode,
 							     "iters", o.iters, "block", cand.block,
 							     "device", cand.device));
-		if (o.trace_path && job_write_trace(&o, R.perf) < 0)
-			trace_failed = 1;
-		char rl_line[300];
-		int below = 0;
-		json_object_set_new(rec, "roofline", job_roofline(&o, cand.device, cand.st.median,
-								   ref.st.median, &below, rl_line,
-								   sizeof rl_line));
 		/* the reference is trusted: only its records must be there */
 		if (!ref.ok) {
 			out = OUT_INTERNAL;
 			snprintf(msg, sizeof msg, "timing records missing");
-		} else {
-			out = report_perf_verdict(&cand, "candidate", below, rl_line, msg, sizeof msg);
 		}
 		if (out == OUT_PASS) {
 			printf("%-10s %10s %10s %10s %10s %10s %8s\n", "", "median_us", "mean_us",
@@ -225,30 +207,19 @@ int cmd_eval(int argc, char **argv)
 			printf("%s\n", rl_line);
 		}
 	}
-	json_object_set_new(rec, "log_dir", json_string(logs));
-	if (out == OUT_PASS && !o.keep_logs && !o.log_dir)
-		rm_rf(logs);
-	/* logs is NULL when nothing was launched (no GPUs, a compile
-	 * error): there is then no folder to point at (issue 30). */
-	else if (!logs)
-		;
-	else if (out != OUT_PASS && res.culprit >= 0)
-		hint("rank logs kept in %s (rank %d failed first)", logs, res.culprit);
-	else if (out != OUT_PASS)
-		hint("rank logs kept in %s", logs);
 	if (out == OUT_PASS)
 		snprintf(msg, sizeof msg, "%d of %d trials, every output of %d ranks", passed,
 			 o.trials, o.world);
 	json_decref(R.trial);
 	json_decref(R.run);
 	json_decref(R.perf);
-	launch_result_free(&res);
-	free(logs);
-	free(ref_path);
 	for (int i = 0; i < 2; i++) {
 		build_result_free(sols[i].build);
 		free(sols[i].build);
 	}
-	int rc = finish(&o, rec, out, msg);
-	return rc == 0 && trace_failed ? PKB_EXIT_INPUT : rc;
+	free(ref_path);
+	int rc = job_finish(&o, rec, out, msg, logs, res.culprit, 1, trace_failed);
+	launch_result_free(&res);
+	free(logs);
+	return rc;
 }

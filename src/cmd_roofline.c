@@ -11,27 +11,29 @@
 #include "roofline.h"
 #include "util.h"
 
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] =
-"usage: pkb roofline ID|--all [--hw NAME] [--gpus W] [--m M --n N] [--dtype T] [--json FILE]\n"
+static const char head[] =
+"usage: pkb roofline ID|--all [--hw NAME] [options]\n"
 "\n"
 "The lower bounds of problem ID at these dims on machine NAME: bytes each rank\n"
 "must receive over the interconnect, bytes it must move through HBM, FLOPs it\n"
 "must do, each over the machine's peak; the bound is their max (overlapped),\n"
-"and their sum is shown too (serial). docs/ROOFLINE.md. Needs no GPU.\n"
-"\n"
-"      --hw NAME          hw/NAME.json, or local (from 'pkb calibrate'); default:\n"
-"                         local if calibrated, else h100_8\n"
-"  -g, --gpus W           world size (default: the machine's GPU count)\n"
-"      --m M, --n N       base shape (default 1024 1024)\n"
-"  -d, --dtype T          bf16 | fp16 | fp32 (default bf16)\n"
-"      --all              every problem, one line each\n"
-"  -j, --json FILE        write the bounds as JSON\n";
+"and their sum is shown too (serial). docs/ROOFLINE.md. Needs no GPU. Here\n"
+"--gpus defaults to the machine's GPU count.\n"
+"\n";
+
+enum { OPT_RL_HW = OPT_JOB_END, OPT_ALL };
+static const struct opt roofline_opts[] = {
+	{ OPT_RL_HW, "hw", "NAME", "hw/NAME.json, or local (from 'pkb calibrate'); default:\n"
+				   "local if calibrated, else h100_8" },
+	{ OPT_ALL, "all", NULL, "every problem, one line each" },
+	OPTS_END,
+};
+static const struct opt *const tables[] = { roofline_opts, job_opts_dims, job_opts_json, NULL };
 
 static void human(double v, const char *unit, char *buf, size_t n)
 {
@@ -82,36 +84,26 @@ static void print_one(const struct pkb_problem *p, const struct pkb_dims *d,
 
 int cmd_roofline(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "hw", required_argument, NULL, 'H' },
-		{ "all", no_argument, NULL, 'A' },
-		{ "gpus", required_argument, NULL, 'g' },
-		{ "m", required_argument, NULL, 'M' },
-		{ "n", required_argument, NULL, 'N' },
-		{ "dtype", required_argument, NULL, 'd' },
-		{ "json", required_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct job_opts o;
 	job_opts_init(&o);
 	const char *hw_name = NULL;
 	int all = 0, c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "g:d:j:h", longopts, NULL)) != -1) {
-		if (c == 'H') {
+	struct opts_parser P;
+	opts_init(&P, tables);
+	while ((c = opts_next(&P, argc, argv)) != -1) {
+		if (c == OPT_RL_HW) {
 			hw_name = optarg;
-		} else if (c == 'A') {
+		} else if (c == OPT_ALL) {
 			all = 1;
 		} else if (c == 'h') {
-			fputs(usage, stdout);
+			opts_usage(stdout, head, tables, NULL);
 			return 0;
 		} else {
 			int r = c == '?' ? 0 : job_opt(&o, c, optarg);
 			if (r < 0)
 				return PKB_EXIT_USAGE;
 			if (!r) {
-				fputs(usage, stderr);
+				opts_usage(stderr, head, tables, NULL);
 				return PKB_EXIT_USAGE;
 			}
 		}

@@ -13,39 +13,37 @@
 #include "report.h"
 #include "util.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] =
+static const char head[] =
 "usage: pkb run ID [--solution reference|FILE.cu] [options]\n"
 "\n"
 "Run one solution of problem ID for one trial on every rank.\n"
-"\n"
-"  -s, --solution S       reference (default) or a candidate FILE.cu\n"
-"  -b, --backend B        the candidate's backend: cuda (default), nccl-device\n"
-"  -k, --trial K          which trial's inputs (default 0)\n"
-"      --save DIR         write rank_R_inputs/outputs.safetensors into DIR\n"
-JOB_OPTIONS_HELP;
+"\n";
+
+enum { OPT_SAVE = OPT_JOB_END };
+static const struct opt run_opts[] = {
+	{ 's', "solution", "S", "reference (default) or a candidate FILE.cu" },
+	{ 'b', "backend", "B", "the candidate's backend: cuda (default), nccl-device" },
+	{ 'k', "trial", "K", "which trial's inputs (default 0)" },
+	{ OPT_SAVE, "save", "DIR", "write rank_R_inputs/outputs.safetensors into DIR" },
+	OPTS_END,
+};
+static const struct opt *const tables[] = { run_opts, job_opts_dims, job_opts_json,
+					    job_opts_launch, NULL };
 
 int cmd_run(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "solution", required_argument, NULL, 's' },
-		{ "backend", required_argument, NULL, 'b' },
-		{ "trial", required_argument, NULL, 'k' },
-		{ "save", required_argument, NULL, 2001 },
-		JOB_LONG_OPTIONS,
-		{ 0 },
-	};
 	struct job_opts o;
 	job_opts_init(&o);
 	const char *solution = "reference", *backend = "cuda", *save = NULL;
 	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:b:k:g:d:j:qh", longopts, NULL)) != -1) {
+	struct opts_parser P;
+	opts_init(&P, tables);
+	while ((c = opts_next(&P, argc, argv)) != -1) {
 		int r = job_opt(&o, c, optarg);
 		if (r < 0)
 			return PKB_EXIT_USAGE;
@@ -61,14 +59,14 @@ int cmd_run(int argc, char **argv)
 				return PKB_EXIT_USAGE;
 			}
 			break;
-		case 2001: save = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return PKB_EXIT_USAGE;
+		case OPT_SAVE: save = optarg; break;
+		case 'h': opts_usage(stdout, head, tables, NULL); return 0;
+		default: opts_usage(stderr, head, tables, NULL); return PKB_EXIT_USAGE;
 		}
 	}
 	if (argc - optind != 1) {
 		error("run takes one problem");
-		fputs(usage, stderr);
+		opts_usage(stderr, head, tables, NULL);
 		return PKB_EXIT_USAGE;
 	}
 	if (!loader_backend_valid(backend)) {
@@ -107,7 +105,7 @@ int cmd_run(int argc, char **argv)
 				"solution", solution, "world", o.world, "m", (json_int_t)o.m,
 				"n", (json_int_t)o.n, "dtype", o.dtype, "trial", o.trial0);
 	job_stamp(rec);
-	struct launch_result res = { 0 };
+	struct launch_result res = { .culprit = -1 };
 	struct job_records R = { 0 };
 	char *logs = NULL;
 	if (out == OUT_PASS) {
@@ -139,16 +137,10 @@ int cmd_run(int argc, char **argv)
 		json_object_set_new(rec, "ranks", json_incref(R.run));
 		if (o.measure_perf) {
 			struct perf_summary ps;
-			report_perf(R.perf, sol.role, o.world, o.iters, &ps);
-			json_object_set_new(rec, "perf", report_perf_json(&ps));
-			if (o.trace_path && job_write_trace(&o, R.perf) < 0)
-				trace_failed = 1;
 			char rl_line[300];
-			int below = 0;
-			json_object_set_new(rec, "roofline", job_roofline(&o, ps.device, ps.st.median, 0,
-									   &below, rl_line,
-									   sizeof rl_line));
-			out = report_perf_verdict(&ps, sol.role, below, rl_line, msg, sizeof msg);
+			out = job_perf(&o, R.perf, sol.role, 0, rec, &ps, &trace_failed, rl_line,
+				       sizeof rl_line, msg, sizeof msg);
+			json_object_set_new(rec, "perf", report_perf_json(&ps));
 			if (out == OUT_PASS) {
 				printf("time: median %.2f us, mean %.2f, min %.2f, p90 %.2f, std %.2f "
 				       "(n=%d, max over %d ranks, %s)\n", ps.st.median * 1e3,
@@ -160,30 +152,17 @@ int cmd_run(int argc, char **argv)
 		if (save_abs)
 			printf("saved inputs and outputs of %d ranks to %s\n", o.world, save_abs);
 	}
-	json_object_set_new(rec, "outcome", json_string(outcome_name(out)));
-	if (*msg)
-		json_object_set_new(rec, "message", json_string(msg));
-	if (o.json_path) {
-		json_write_file(o.json_path, rec);
-	}
-	if (out != OUT_PASS) {
-		printf("%s: %s\n", outcome_name(out), msg);
-		if (logs)
-			hint("rank logs kept in %s", logs);
-	} else if (logs && !o.keep_logs && !o.log_dir) {
-		rm_rf(logs);
-	}
-	json_decref(rec);
 	json_decref(R.trial);
 	json_decref(R.run);
 	json_decref(R.perf);
-	launch_result_free(&res);
-	free(logs);
 	free(src);
 	free(save_abs);
 	if (sol.build) {
 		build_result_free(sol.build);
 		free(sol.build);
 	}
-	return out == OUT_PASS && trace_failed ? PKB_EXIT_INPUT : outcome_exit_code(out);
+	int rc = job_finish(&o, rec, out, msg, logs, res.culprit, 0, trace_failed);
+	launch_result_free(&res);
+	free(logs);
+	return rc;
 }

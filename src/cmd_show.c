@@ -9,16 +9,23 @@
 #include "problem.h"
 #include "util.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
-"usage: pkb show ID [--gpus W] [--m M] [--n N] [--dtype T] [--json FILE] [--brief]\n"
+static const char head[] =
+"usage: pkb show ID [options]\n"
 "\n"
 "Show problem ID: its task statement, then its inputs and outputs at these dims\n"
-"(defaults W=4, M=N=1024, bf16) and where its reference lives.\n";
+"(defaults W=4, M=N=1024, bf16) and where its reference lives.\n"
+"\n";
+
+enum { OPT_BRIEF = OPT_JOB_END };
+static const struct opt show_opts[] = {
+	{ OPT_BRIEF, "brief", NULL, "the inputs and outputs only, not the task statement" },
+	OPTS_END,
+};
+static const struct opt *const tables[] = { show_opts, job_opts_dims, job_opts_json, NULL };
 
 static const char *dist_name(const struct pkb_dist *d, char *buf, size_t n)
 {
@@ -33,29 +40,25 @@ static const char *dist_name(const struct pkb_dist *d, char *buf, size_t n)
 
 int cmd_show(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "brief", no_argument, NULL, 'B' },
-		JOB_LONG_OPTIONS,
-		{ 0 },
-	};
 	struct job_opts o;
 	job_opts_init(&o);
 	o.world = 4;
 	int brief = 0, c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "g:d:j:qhB", longopts, NULL)) != -1) {
+	struct opts_parser P;
+	opts_init(&P, tables);
+	while ((c = opts_next(&P, argc, argv)) != -1) {
 		int r = job_opt(&o, c, optarg);
 		if (r < 0)
 			return PKB_EXIT_USAGE;
 		if (r)
 			continue;
-		if (c == 'B') {
+		if (c == OPT_BRIEF) {
 			brief = 1;
 		} else if (c == 'h') {
-			fputs(usage, stdout);
+			opts_usage(stdout, head, tables, NULL);
 			return 0;
 		} else {
-			fputs(usage, stderr);
+			opts_usage(stderr, head, tables, NULL);
 			return PKB_EXIT_USAGE;
 		}
 	}

@@ -38,6 +38,45 @@ void job_opts_init(struct job_opts *o)
 	memcpy(o->deadline_s, lo.deadline_s, sizeof o->deadline_s);
 }
 
+const struct opt job_opts_dims[] = {
+	{ 'g', "gpus", "W", "world size (default: every GPU here)" },
+	{ OPT_M, "m", "M", "base shape: rows (default 1024)" },
+	{ OPT_N, "n", "N", "base shape: columns (default 1024)" },
+	{ 'd', "dtype", "T", "bf16 | fp16 | fp32 (default bf16)" },
+	OPTS_END,
+};
+const struct opt job_opts_json[] = {
+	{ 'j', "json", "FILE", "write the full result as JSON ('-': stdout)" },
+	OPTS_END,
+};
+const struct opt job_opts_launch[] = {
+	{ OPT_SEED, "seed", "S", "input seed (default 42)" },
+	{ OPT_MEASURE_PERF, "measure-perf", NULL, "time the solution(s) (docs/TIMING.md)" },
+	{ OPT_WARMUP, "warmup", "N", "warmup calls per solution (default 500)" },
+	{ OPT_ITERS, "iters", "N", "timed calls per solution (default 100)" },
+	{ OPT_TIMING, "timing", "MODE", "warm (default): inputs rotated through groups over\n"
+					"3 x L2; cold: also L2 flushed before every call;\n"
+					"graph: each call replayed from a CUDA graph" },
+	{ OPT_TRACE, "trace", "FILE", "write the timed calls of every rank as a\n"
+				      "Chrome/Perfetto trace (JSON)" },
+	{ OPT_HW, "hw", "NAME", "the machine of the roofline (hw/NAME.json or local;\n"
+				"default: the nominal one of this GPU; docs/ROOFLINE.md)" },
+	{ OPT_DEADLINE, "deadline", "K=S", "phase K's deadline in seconds (repeatable); K and\n"
+					   "its default:" PKB_PHASES_HELP "\n"
+					   "  compile (300 s): nvcc, in the parent" },
+	{ OPT_DEVICE_TIMEOUT, "device-timeout", "MS", "bounded device waits give up after MS\n"
+						      "(default 5000)" },
+	{ OPT_LOG_DIR, "log-dir", "DIR", "per-rank logs here (default: a temporary folder,\n"
+					 "kept and named when the run fails)" },
+	{ OPT_KEEP_LOGS, "keep-logs", NULL, "keep the logs of a run that passed" },
+	{ OPT_ARCH, "arch", "SM", "nvcc target (default sm_90a, or $PKB_ARCH)" },
+	{ OPT_NO_SANDBOX, "no-sandbox", NULL, "ranks load solutions without their seccomp filter\n"
+					      "and Landlock rules (trusted code only;\n"
+					      "docs/ANTI_CHEAT.md)" },
+	{ 'q', "quiet", NULL, "no progress on stderr" },
+	OPTS_END,
+};
+
 static int parse_ll(const char *s, long long lo, long long hi, long long *out)
 {
 	char *end;
@@ -57,12 +96,12 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 			return error("--gpus takes a world size from 1 to 63, not '%s'", arg);
 		o->world = (int)v;
 		return 1;
-	case 'M':
-	case 'N':
+	case OPT_M:
+	case OPT_N:
 		if (parse_ll(arg, 1, 1ll << 40, &v) < 0)
-			return error("--%c takes a positive integer, not '%s'", c == 'M' ? 'm' : 'n',
+			return error("--%c takes a positive integer, not '%s'", c == OPT_M ? 'm' : 'n',
 				     arg);
-		*(c == 'M' ? &o->m : &o->n) = v;
+		*(c == OPT_M ? &o->m : &o->n) = v;
 		return 1;
 	case 'd': {
 		int t = dtype_parse(arg);
@@ -71,21 +110,22 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 		o->dtype = dtype_name((pkb_dtype)t);
 		return 1;
 	}
-	case 1001:
+	case OPT_SEED:
 		if (parse_ll(arg, 0, (1ll << 62), &v) < 0)
 			return error("--seed takes a non-negative integer, not '%s'", arg);
 		o->seed = v;
 		return 1;
 	case 'j': o->json_path = arg; return 1;
-	case 1002: o->measure_perf = 1; return 1;
-	case 1003:
-	case 1004:
-		if (parse_ll(arg, c == 1003 ? 0 : 1, 1000000, &v) < 0)
-			return error("--%s takes a count, not '%s'", c == 1003 ? "warmup" : "iters", arg);
-		*(c == 1003 ? &o->warmup : &o->iters) = (int)v;
+	case OPT_MEASURE_PERF: o->measure_perf = 1; return 1;
+	case OPT_WARMUP:
+	case OPT_ITERS:
+		if (parse_ll(arg, c == OPT_WARMUP ? 0 : 1, 1000000, &v) < 0)
+			return error("--%s takes a count, not '%s'", c == OPT_WARMUP ? "warmup" : "iters",
+				     arg);
+		*(c == OPT_WARMUP ? &o->warmup : &o->iters) = (int)v;
 		o->measure_perf = 1;
 		return 1;
-	case 1005: {
+	case OPT_DEADLINE: {
 		const char *eq = strchr(arg, '=');
 		char *end;
 		double s = eq ? strtod(eq + 1, &end) : 0;
@@ -103,23 +143,23 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 		o->deadline_s[k] = s;
 		return 1;
 	}
-	case 1006: o->log_dir = arg; return 1;
-	case 1007: o->keep_logs = 1; return 1;
-	case 1008: o->arch = arg; return 1;
-	case 1013: o->no_sandbox = 1; return 1;
-	case 1009:
+	case OPT_LOG_DIR: o->log_dir = arg; return 1;
+	case OPT_KEEP_LOGS: o->keep_logs = 1; return 1;
+	case OPT_ARCH: o->arch = arg; return 1;
+	case OPT_NO_SANDBOX: o->no_sandbox = 1; return 1;
+	case OPT_DEVICE_TIMEOUT:
 		if (parse_ll(arg, 1, 3600000, &v) < 0)
 			return error("--device-timeout takes milliseconds, not '%s'", arg);
 		o->device_timeout_ms = (int)v;
 		return 1;
-	case 1010:
+	case OPT_TIMING:
 		if (perf_mode_parse(arg) < 0)
 			return error("--timing takes warm, cold or graph, not '%s'", arg);
 		o->timing = arg;
 		o->measure_perf = 1;
 		return 1;
-	case 1011: o->trace_path = arg; o->measure_perf = 1; return 1;
-	case 1012: {
+	case OPT_TRACE: o->trace_path = arg; o->measure_perf = 1; return 1;
+	case OPT_HW: {
 		struct hw_spec h;
 		char err[600];
 		if (hw_load(arg, &h, err, sizeof err) < 0)
@@ -388,4 +428,41 @@ void job_stamp(json_t *rec)
 	json_object_set_new(rec, "pkb_version", json_string(PKB_VERSION));
 	json_object_set_new(rec, "date", json_string(date));
 	json_object_set_new(rec, "host", json_string(host));
+}
+
+enum pkb_outcome job_perf(const struct job_opts *o, json_t *perf, const char *role, double ref_ms,
+			  json_t *rec, struct perf_summary *ps, int *trace_failed, char *line,
+			  size_t line_n, char *msg, size_t n)
+{
+	report_perf(perf, role, o->world, o->iters, ps);
+	if (o->trace_path && job_write_trace(o, perf) < 0)
+		*trace_failed = 1;
+	int below = 0;
+	json_object_set_new(rec, "roofline", job_roofline(o, ps->device, ps->st.median, ref_ms,
+							   &below, line, line_n));
+	return report_perf_verdict(ps, role, below, line, msg, n);
+}
+
+int job_finish(const struct job_opts *o, json_t *rec, enum pkb_outcome out, const char *msg,
+	       const char *logs, int culprit, int print_pass, int trace_failed)
+{
+	json_object_set_new(rec, "outcome", json_string(outcome_name(out)));
+	json_object_set_new(rec, "exit_code", json_integer(outcome_exit_code(out)));
+	if (msg && *msg)
+		json_object_set_new(rec, "message", json_string(msg));
+	json_object_set_new(rec, "log_dir", logs ? json_string(logs) : json_null());
+	if (o->json_path)
+		json_write_file(o->json_path, rec);
+	json_decref(rec);
+	if (out != OUT_PASS || print_pass)
+		printf("%s%s%s\n", outcome_name(out), msg && *msg ? ": " : "", msg ? msg : "");
+	/* logs is NULL when nothing was launched (no GPUs, a compile error):
+	 * there is then no folder to point at */
+	if (out == OUT_PASS && logs && !o->keep_logs && !o->log_dir)
+		rm_rf(logs);
+	else if (out != OUT_PASS && logs && culprit >= 0)
+		hint("rank logs kept in %s (rank %d failed first)", logs, culprit);
+	else if (out != OUT_PASS && logs)
+		hint("rank logs kept in %s", logs);
+	return out == OUT_PASS && trace_failed ? PKB_EXIT_INPUT : outcome_exit_code(out);
 }

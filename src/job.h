@@ -6,9 +6,9 @@
 #ifndef PKB_JOB_H
 #define PKB_JOB_H
 
-#include <getopt.h>
 #include <jansson.h>
 #include "launch.h"    /* defines: struct launch_result */
+#include "opts.h"      /* defines: struct opt */
 #include "problem.h"   /* defines: struct pkb_problem, pkb_io */
 
 struct job_opts {
@@ -35,58 +35,20 @@ struct job_opts {
 	int quiet;
 };
 
-/* the options both commands take; each command appends its own */
-#define JOB_LONG_OPTIONS \
-	{ "gpus", required_argument, NULL, 'g' }, \
-	{ "m", required_argument, NULL, 'M' }, \
-	{ "n", required_argument, NULL, 'N' }, \
-	{ "dtype", required_argument, NULL, 'd' }, \
-	{ "seed", required_argument, NULL, 1001 }, \
-	{ "json", required_argument, NULL, 'j' }, \
-	{ "measure-perf", no_argument, NULL, 1002 }, \
-	{ "warmup", required_argument, NULL, 1003 }, \
-	{ "iters", required_argument, NULL, 1004 }, \
-	{ "deadline", required_argument, NULL, 1005 }, \
-	{ "log-dir", required_argument, NULL, 1006 }, \
-	{ "keep-logs", no_argument, NULL, 1007 }, \
-	{ "arch", required_argument, NULL, 1008 }, \
-	{ "device-timeout", required_argument, NULL, 1009 }, \
-	{ "timing", required_argument, NULL, 1010 }, \
-	{ "trace", required_argument, NULL, 1011 }, \
-	{ "hw", required_argument, NULL, 1012 }, \
-	{ "no-sandbox", no_argument, NULL, 1013 }, \
-	{ "quiet", no_argument, NULL, 'q' }, \
-	{ "help", no_argument, NULL, 'h' }
-
-#define JOB_OPTIONS_HELP \
-"  -g, --gpus W           world size (default: every GPU here)\n" \
-"      --m M, --n N       base shape (default 1024 1024)\n" \
-"  -d, --dtype T          bf16 | fp16 | fp32 (default bf16)\n" \
-"      --seed S           input seed (default 42)\n" \
-"  -j, --json FILE        write the full result as JSON\n" \
-"      --measure-perf     time the solution(s) (docs/TIMING.md)\n" \
-"      --warmup N         warmup calls per solution (default 500)\n" \
-"      --iters N          timed calls per solution (default 100)\n" \
-"      --timing MODE      warm (default): inputs rotated through groups over\n" \
-"                         3 x L2; cold: also L2 flushed before every call;\n" \
-"                         graph: each call replayed from a CUDA graph\n" \
-"      --trace FILE       write the timed calls of every rank as a\n" \
-"                         Chrome/Perfetto trace (JSON)\n" \
-"      --hw NAME          the machine of the roofline (hw/NAME.json or local;\n" \
-"                         default: the nominal one of this GPU; docs/ROOFLINE.md)\n" \
-"      --deadline K=S     phase deadline in seconds; K: start, cuda_init,\n" \
-"                         nccl_init, load, init, trial, timing, save, fini, compile\n" \
-"      --device-timeout MS  bounded device waits give up after MS (default 5000)\n" \
-"      --log-dir DIR      per-rank logs here (default: a temporary folder,\n" \
-"                         kept and named when the run fails)\n" \
-"      --keep-logs        keep the logs of a run that passed\n" \
-"      --arch SM          nvcc target (default sm_90a, or $PKB_ARCH)\n" \
-"      --no-sandbox       ranks load solutions without their seccomp filter and\n" \
-"                         Landlock rules (trusted code only; docs/ANTI_CHEAT.md)\n" \
-"  -q, --quiet            no progress on stderr\n"
+/* The option groups of the commands that run or describe a job (opts.h):
+ * the dims (show, roofline, eval, run), --json, and the launch's (eval, run).
+ * job_opt handles every id of them. */
+enum job_opt_id {
+	OPT_M = 1001, OPT_N, OPT_SEED, OPT_MEASURE_PERF, OPT_WARMUP, OPT_ITERS, OPT_TIMING,
+	OPT_TRACE, OPT_HW, OPT_DEADLINE, OPT_DEVICE_TIMEOUT, OPT_LOG_DIR, OPT_KEEP_LOGS,
+	OPT_ARCH, OPT_NO_SANDBOX,
+	OPT_JOB_END   /* commands number their own options from here */
+};
+extern const struct opt job_opts_dims[], job_opts_json[], job_opts_launch[];
 
 void job_opts_init(struct job_opts *o);
-/* handle one option of JOB_LONG_OPTIONS: 1 if it was one, 0 if not, -1 bad */
+/* handle one option of the three groups: 1 if it was one, 0 if not, -1 bad
+ * (after error()) */
 int job_opt(struct job_opts *o, int c, const char *arg);
 /* describe the problem at the options' dims (world resolved) */
 /* -1 (after error()) when M, N or M*N are too large for int64 byte counts */
@@ -125,6 +87,22 @@ json_t *job_roofline(const struct job_opts *o, const char *device, double t_ms, 
 		     int *below, char *line, size_t n);
 /* pkb's version, the date (UTC) and the host, into a result record */
 void job_stamp(json_t *rec);
+
+/* The tails eval and run share. job_perf: the timed calls of `role`
+ * summed up (*ps), the --trace file (*trace_failed set when it cannot be
+ * written), the roofline of its median (against ref_ms, or 0) into
+ * rec["roofline"] and `line`, and the timing verdict with its message. */
+struct perf_summary;
+enum pkb_outcome job_perf(const struct job_opts *o, json_t *perf, const char *role, double ref_ms,
+			  json_t *rec, struct perf_summary *ps, int *trace_failed, char *line,
+			  size_t line_n, char *msg, size_t n);
+/* job_finish: outcome, exit_code, message and log_dir into rec, written to
+ * --json; the verdict line "outcome: msg" on stdout (a pass only when
+ * print_pass); the rank logs removed after a pass (unless kept) or named in
+ * a hint (with the culprit rank, >= 0); rec freed. The exit status: the
+ * outcome's, or 1 when a pass could not write its trace. */
+int job_finish(const struct job_opts *o, json_t *rec, enum pkb_outcome out, const char *msg,
+	       const char *logs, int culprit, int print_pass, int trace_failed);
 void job_progress(const struct job_opts *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

@@ -17,13 +17,13 @@
 /* X(ID, name, default budget s, help); docs/PROCESS.md has the same table
  * (and compile's, which is the parent's: --deadline compile=S) */
 #define PKB_PHASES(X) \
-	X(START,     start,     30,  "process start until its first message") \
+	X(START,     start,     30,  "process start to its first message") \
 	X(CUDA_INIT, cuda_init, 60,  "CUDA context and stream") \
-	X(NCCL_INIT, nccl_init, 60,  "communicator (only when a solution uses NCCL)") \
+	X(NCCL_INIT, nccl_init, 60,  "NCCL communicator, when one is used") \
 	X(LOAD,      load,      30,  "dlopen, ABI check, signal pads") \
 	X(INIT,      init,      60,  "each solution's pkb_init") \
-	X(TRIAL,     trial,     60,  "one trial of one solution: inputs, the call, the checks") \
-	X(TIMING,    timing,    300, "each timing step (warmup, timed blocks, re-checks)") \
+	X(TRIAL,     trial,     60,  "a solution's trial, checks included") \
+	X(TIMING,    timing,    300, "each step: warmup, blocks, re-checks") \
 	X(SAVE,      save,      120, "run --save") \
 	X(FINI,      fini,      30,  "pkb_fini, teardown")
 
@@ -41,11 +41,11 @@ static inline const char *phase_kind_name(enum phase_kind k)
 	return (unsigned)k < PH_KIND_COUNT ? names[k] : "?";
 }
 
-/* The --deadline help, one string literal (the option side concatenates
- * it into its help): a line per phase, "  NAME  budget s: help", indented
- * to the help's second column (25 spaces). */
+/* The --deadline help, one string literal (job.c's option table
+ * concatenates it into its help, opts.h aligns each line): a line per
+ * phase, "  name (budget s): help". */
 #define PKB_PHASE_HELP_(id, name, s, help) \
-	"                           " #name " (" #s " s): " help "\n"
+	"\n  " #name " (" #s " s): " help
 #define PKB_PHASES_HELP PKB_PHASES(PKB_PHASE_HELP_)
 
 #endif

@@ -1,0 +1,71 @@
+/*
+ * opts.c -- see opts.h.
+ */
+#include "opts.h"
+#include "util.h"
+
+#include <string.h>
+
+static int is_letter(int id)
+{
+	return (id >= 'a' && id <= 'z') || (id >= 'A' && id <= 'Z');
+}
+
+void opts_init(struct opts_parser *p, const struct opt *const *tables)
+{
+	memset(p, 0, sizeof *p);
+	int n = 0;
+	size_t s = 0;
+	for (int t = 0; tables[t]; t++)
+		for (const struct opt *o = tables[t]; o->name; o++) {
+			if (n >= OPTS_MAX)
+				BUG("more than %d options", OPTS_MAX);
+			for (int k = 0; k < n; k++)
+				if (!strcmp(p->lo[k].name, o->name) || p->lo[k].val == o->id)
+					BUG("option --%s given twice (or its id %d)", o->name, o->id);
+			p->lo[n++] = (struct option){ o->name, o->arg ? required_argument : no_argument,
+						      NULL, o->id };
+			if (is_letter(o->id)) {
+				p->so[s++] = (char)o->id;
+				if (o->arg)
+					p->so[s++] = ':';
+			}
+		}
+	p->lo[n] = (struct option){ "help", no_argument, NULL, 'h' };
+	p->so[s++] = 'h';
+	p->so[s] = 0;
+	optind = 1;
+}
+
+int opts_next(struct opts_parser *p, int argc, char **argv)
+{
+	return getopt_long(argc, argv, p->so, p->lo, NULL);
+}
+
+void opts_help(FILE *f, const struct opt *const *tables)
+{
+	for (int t = 0; tables[t]; t++)
+		for (const struct opt *o = tables[t]; o->name; o++) {
+			char left[64];
+			int l = snprintf(left, sizeof left, "  %c%c%s--%s%s%s", is_letter(o->id) ? '-' : ' ',
+					 is_letter(o->id) ? o->id : ' ', is_letter(o->id) ? ", " : "  ",
+					 o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+			/* a long left side keeps two spaces before its help */
+			fprintf(f, "%s%*s", left, l < 25 ? 25 - l : 2, "");
+			for (const char *h = o->help; *h; h++) {
+				fputc(*h, f);
+				if (*h == '\n')
+					fprintf(f, "%25s", "");
+			}
+			fputc('\n', f);
+		}
+}
+
+void opts_usage(FILE *f, const char *head, const struct opt *const *tables, const char *tail)
+{
+	if (head)
+		fputs(head, f);
+	opts_help(f, tables);
+	if (tail)
+		fputs(tail, f);
+}
