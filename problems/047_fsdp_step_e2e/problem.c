@@ -19,8 +19,8 @@
  * Inputs that differ from the original's (argued in README.md, "Inputs"):
  * every rank's parameter shard is N(0,1) (the original draws the parameters
  * on rank 0 only and zeros elsewhere, so W2 = b2 = 0, the forward output is
- * identically zero and W1, b1 get exactly zero gradient: four of the six
- * GEMMs would be dead), and the moments are a mid-training state, m ~
+ * identically zero and W1, b1 get exactly zero gradient: three of the
+ * five GEMMs would be dead), and the moments are a mid-training state, m ~
  * N(0, 0.1) and v ~ U(1e-3, 3e-3), instead of zeros (with zero moments the
  * update is lr*sign(g)*c(step), and the sign of the near-zero gradients
  * that a bf16 reduce-scatter leaves is set by its summation order).
