@@ -9,47 +9,47 @@
 #include "exitcode.h"
 #include "job.h"      /* defines: job_build, the path eval takes */
 #include "loader.h"   /* defines: loader_backend_valid, loader_backend_uses_nccl */
+#include "opts.h"
 #include "util.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] =
+static const char head[] =
 "usage: pkb build FILE.cu... [--backend B] [--arch SM] [-q]\n"
 "\n"
 "Compile each solution into the compile cache and check its symbols as\n"
 "eval would (docs/ANTI_CHEAT.md). Needs no GPU.\n"
-"\n"
-"  -b, --backend B        cuda (default), nccl-device (NCCL's device API, no host\n"
-"                         collectives), or reference (anything; for references)\n"
-"      --arch SM          nvcc target (default sm_90a, or $PKB_ARCH)\n"
-"  -q, --quiet            print failures only\n"
+"\n";
+static const char tail[] =
 "\n"
 "exit status: 0 every file accepted, else that of the first refused file:\n"
 "4 compile_error, 5 load_refused (docs/EXIT_CODES.md)\n";
 
+static const struct opt build_opts[] = {
+	{ 'b', "backend", "B", "cuda (default), nccl-device (NCCL's device API, no host\n"
+			       "collectives), or reference (anything; for references)" },
+	{ OPT_ARCH, "arch", "SM", "nvcc target (default sm_90a, or $PKB_ARCH)" },
+	{ 'q', "quiet", NULL, "print failures only" },
+	OPTS_END,
+};
+static const struct opt *const tables[] = { build_opts, NULL };
+
 int cmd_build(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "backend", required_argument, NULL, 'b' },
-		{ "arch", required_argument, NULL, 'a' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	const char *backend = "cuda", *arch = NULL;   /* NULL: $PKB_ARCH or sm_90a */
 	int quiet = 0, c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "b:qh", longopts, NULL)) != -1) {
+	struct opts_parser P;
+	opts_init(&P, tables);
+	while ((c = opts_next(&P, argc, argv)) != -1) {
 		switch (c) {
 		case 'b': backend = optarg; break;
-		case 'a': arch = optarg; break;
+		case OPT_ARCH: arch = optarg; break;
 		case 'q': quiet = 1; break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return PKB_EXIT_USAGE;
+		case 'h': opts_usage(stdout, head, tables, tail); return 0;
+		default: opts_usage(stderr, head, tables, tail); return PKB_EXIT_USAGE;
 		}
 	}
 	if (optind == argc) {

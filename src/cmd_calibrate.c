@@ -9,16 +9,16 @@
 #include "job.h"        /* defines: gpu_count */
 #include "kernels.h"    /* defines: struct calib, calib_measure */
 #include "roofline.h"   /* defines: hw_local_path, hw_for_device */
+#include "opts.h"
 #include "util.h"
 
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] =
+static const char head[] =
 "usage: pkb calibrate [--json FILE] [--timeout S]\n"
 "\n"
 "Measure this machine: HBM copy bandwidth; peer bandwidth one way (copy\n"
@@ -26,9 +26,15 @@ static const char usage[] =
 "all-to-all; bf16 GEMM FLOP/s; the round trip of a device-side flag between\n"
 "two GPUs; the timed loop's floor (an empty call). Stored as the hardware\n"
 "'local' (docs/ROOFLINE.md) in the cache folder. Takes about a minute.\n"
-"\n"
-"  -j, --json FILE        also write the measurements here\n"
-"      --timeout S        give up after S seconds (default 300)\n";
+"\n";
+
+enum { OPT_TIMEOUT = 1000 };
+static const struct opt calibrate_opts[] = {
+	{ 'j', "json", "FILE", "also write the measurements here" },
+	{ OPT_TIMEOUT, "timeout", "S", "give up after S seconds (default 300)" },
+	OPTS_END,
+};
+static const struct opt *const tables[] = { calibrate_opts, NULL };
 
 /* the child: measure, write {measured, hw} as JSON to argv[1] */
 int cmd_calibrate_child(int argc, char **argv)
@@ -94,26 +100,29 @@ int cmd_calibrate_child(int argc, char **argv)
 
 int cmd_calibrate(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "json", required_argument, NULL, 'j' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	const char *json_path = NULL;
 	double timeout = 300;
 	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "j:h", longopts, NULL)) != -1) {
+	struct opts_parser P;
+	opts_init(&P, tables);
+	while ((c = opts_next(&P, argc, argv)) != -1) {
 		switch (c) {
 		case 'j': json_path = optarg; break;
-		case 't': timeout = atof(optarg); break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return PKB_EXIT_USAGE;
+		case OPT_TIMEOUT: {
+			char *end;
+			timeout = strtod(optarg, &end);
+			if (end == optarg || *end || !(timeout > 0) || timeout > 86400) {
+				error("--timeout takes seconds (0 < S <= 86400), not '%s'", optarg);
+				return PKB_EXIT_USAGE;
+			}
+			break;
+		}
+		case 'h': opts_usage(stdout, head, tables, NULL); return 0;
+		default: opts_usage(stderr, head, tables, NULL); return PKB_EXIT_USAGE;
 		}
 	}
 	if (optind != argc || timeout <= 0) {
-		fputs(usage, stderr);
+		opts_usage(stderr, head, tables, NULL);
 		return PKB_EXIT_USAGE;
 	}
 	if (gpu_count() < 1) {

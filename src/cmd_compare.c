@@ -9,23 +9,36 @@
 #include "exitcode.h"
 #include "problem.h"
 #include "safetensors.h"
+#include "opts.h"
 #include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
+static const char head[] =
 "usage: pkb compare DIR_A DIR_B [--atol A] [--rtol R] [--exact]\n"
 "   or: pkb compare --inspect DIR\n"
 "\n"
 "Compare the rank_R_outputs.safetensors files of two `pkb run --save` folders\n"
 "(DIR_A is the reference) with the problem's tolerances, or describe one folder.\n"
+"\n";
+static const char tail[] =
+"\n"
 "exit status: 0 all match, 3 a mismatch, 1 unreadable or incomparable files\n";
+
+enum { OPT_INSPECT = 1000, OPT_ATOL, OPT_RTOL, OPT_EXACT };
+static const struct opt compare_opts[] = {
+	{ OPT_INSPECT, "inspect", NULL, "describe one folder's tensors" },
+	{ OPT_ATOL, "atol", "A", "absolute tolerance in place of the problem's" },
+	{ OPT_RTOL, "rtol", "R", "relative tolerance in place of the problem's" },
+	{ OPT_EXACT, "exact", NULL, "every element bit for bit" },
+	OPTS_END,
+};
+static const struct opt *const tables[] = { compare_opts, NULL };
 
 static int list_outputs(const char *dir, int *ranks, int max)
 {
@@ -36,9 +49,9 @@ static int list_outputs(const char *dir, int *ranks, int max)
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		int r;
-		char tail[64];
-		if (sscanf(e->d_name, "rank_%d_%63s", &r, tail) == 2 &&
-		    !strcmp(tail, "outputs.safetensors") && n < max)
+		char rest[64];
+		if (sscanf(e->d_name, "rank_%d_%63s", &r, rest) == 2 &&
+		    !strcmp(rest, "outputs.safetensors") && n < max)
 			ranks[n++] = r;
 	}
 	closedir(d);
@@ -133,22 +146,15 @@ static struct pkb_tol tol_for(const struct st_file *f, const char *name)
 
 int cmd_compare(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "inspect", no_argument, NULL, 'i' },
-		{ "atol", required_argument, NULL, 'a' },
-		{ "rtol", required_argument, NULL, 'r' },
-		{ "exact", no_argument, NULL, 'e' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	int do_inspect = 0, exact = 0, c;
 	double atol = -1, rtol = -1;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "ih", longopts, NULL)) != -1) {
+	struct opts_parser P;
+	opts_init(&P, tables);
+	while ((c = opts_next(&P, argc, argv)) != -1) {
 		switch (c) {
-		case 'i': do_inspect = 1; break;
-		case 'a':
-		case 'r': {
+		case OPT_INSPECT: do_inspect = 1; break;
+		case OPT_ATOL:
+		case OPT_RTOL: {
 			/* Strict: atof("abc") is 0, which silently asked for an
 			 * exact match (issue 30). */
 			char *end;
@@ -157,16 +163,16 @@ int cmd_compare(int argc, char **argv)
 			v = strtod(optarg, &end);
 			if (end == optarg || *end || errno || !(v >= 0) || v > 1e30) {
 				error("--%s wants a number >= 0, not '%s'",
-				      c == 'a' ? "atol" : "rtol", optarg);
-				fputs(usage, stderr);
+				      c == OPT_ATOL ? "atol" : "rtol", optarg);
+				opts_usage(stderr, head, tables, tail);
 				return PKB_EXIT_USAGE;
 			}
-			*(c == 'a' ? &atol : &rtol) = v;
+			*(c == OPT_ATOL ? &atol : &rtol) = v;
 			break;
 		}
-		case 'e': exact = 1; break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return PKB_EXIT_USAGE;
+		case OPT_EXACT: exact = 1; break;
+		case 'h': opts_usage(stdout, head, tables, tail); return 0;
+		default: opts_usage(stderr, head, tables, tail); return PKB_EXIT_USAGE;
 		}
 	}
 	if (do_inspect) {
@@ -178,7 +184,7 @@ int cmd_compare(int argc, char **argv)
 	}
 	if (argc - optind != 2) {
 		error("compare takes two folders");
-		fputs(usage, stderr);
+		opts_usage(stderr, head, tables, tail);
 		return PKB_EXIT_USAGE;
 	}
 	const char *da = argv[optind], *db = argv[optind + 1];

@@ -8,10 +8,10 @@
 #include "cmds.h"
 #include "exitcode.h"
 #include "job.h"
+#include "opts.h"
 #include "util.h"
 
 #include <cuda_runtime_api.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <nccl.h>
 #include <stdio.h>
@@ -69,29 +69,34 @@ int cmd_probe(int argc, char **argv)
 	return 0;
 }
 
-static const char usage[] =
+static const char head[] =
 "usage: pkb doctor [--json FILE]\n"
 "\n"
 "Check this machine: compiler, driver, GPUs, CUDA and NCCL, peer access.\n"
+"\n";
+static const char tail[] =
+"\n"
 "exit status: 0 ready for multi-GPU runs, 9 something is missing\n";
+
+static const struct opt doctor_opts[] = {
+	{ 'j', "json", "FILE", "also write the checks as JSON" },
+	OPTS_END,
+};
+static const struct opt *const tables[] = { doctor_opts, NULL };
 
 int cmd_doctor(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "json", required_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	const char *json_path = NULL;
 	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "j:h", longopts, NULL)) != -1) {
+	struct opts_parser P;
+	opts_init(&P, tables);
+	while ((c = opts_next(&P, argc, argv)) != -1) {
 		if (c == 'j')
 			json_path = optarg;
 		else if (c == 'h')
-			return fputs(usage, stdout), 0;
+			return opts_usage(stdout, head, tables, tail), 0;
 		else
-			return fputs(usage, stderr), PKB_EXIT_USAGE;
+			return opts_usage(stderr, head, tables, tail), PKB_EXIT_USAGE;
 	}
 	int problems = 0;
 	json_t *rec = json_object();

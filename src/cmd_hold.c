@@ -17,37 +17,43 @@
 #define _GNU_SOURCE
 #include "cmds.h"
 #include "exitcode.h"
+#include "opts.h"
 #include "util.h"
 
 #include <cuda_runtime_api.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
-static const char usage[] =
+static const char head[] =
 "usage: pkb hold [--for SECONDS]\n"
 "\n"
 "Keep a CUDA context open on every visible GPU until SIGTERM or SIGINT,\n"
 "SECONDS have passed, or the process that started it exits; other pkb\n"
 "commands meanwhile start faster (on 8 H200s a launch took 6.3 s, not 10.7).\n"
 "Prints one line when the GPUs are held.\n"
+"\n";
+static const char tail[] =
+"\n"
 "exit status: 0 released, 2 bad usage, 9 no GPU\n";
+
+enum { OPT_FOR = 1000 };
+static const struct opt hold_opts[] = {
+	{ OPT_FOR, "for", "SECONDS", "release after SECONDS (0 < S <= 1e7)" },
+	OPTS_END,
+};
+static const struct opt *const tables[] = { hold_opts, NULL };
 
 int cmd_hold(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "for", required_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	double seconds = 0;
 	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:h", longopts, NULL)) != -1) {
-		if (c == 'f') {
+	struct opts_parser P;
+	opts_init(&P, tables);
+	while ((c = opts_next(&P, argc, argv)) != -1) {
+		if (c == OPT_FOR) {
 			char *end;
 			seconds = strtod(optarg, &end);
 			if (*end || end == optarg || !(seconds > 0) || seconds > 1e7) {
@@ -55,9 +61,9 @@ int cmd_hold(int argc, char **argv)
 				return PKB_EXIT_USAGE;
 			}
 		} else if (c == 'h') {
-			return fputs(usage, stdout), 0;
+			return opts_usage(stdout, head, tables, tail), 0;
 		} else {
-			return fputs(usage, stderr), PKB_EXIT_USAGE;
+			return opts_usage(stderr, head, tables, tail), PKB_EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {

@@ -6,42 +6,42 @@
 #include "cmds.h"
 #include "exitcode.h"
 #include "problem.h"
+#include "opts.h"
 #include "util.h"
 #include "validated.h"
 
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
-static const char usage[] =
+static const char head[] =
 "usage: pkb list [--json FILE] [--category TEXT]\n"
 "\n"
 "List the problems: id, name, category, supported world sizes, gpu-validated\n"
 "(the world sizes at which the reference and every ok_/bad_ candidate passed\n"
 "in the newest GPU suite results under bench/results/, or $PKB_RESULTS;\n"
 "docs/RESULTS.md), origin. --json - writes the JSON to stdout, without the table.\n"
-"\n"
-"  -j, --json FILE        also write the list as JSON (- for stdout)\n"
-"  -c, --category TEXT    only the problems whose category contains TEXT\n";
+"\n";
+
+static const struct opt list_opts[] = {
+	{ 'j', "json", "FILE", "also write the list as JSON (- for stdout)" },
+	{ 'c', "category", "TEXT", "only the problems whose category contains TEXT" },
+	OPTS_END,
+};
+static const struct opt *const tables[] = { list_opts, NULL };
 
 int cmd_list(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "json", required_argument, NULL, 'j' },
-		{ "category", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	const char *json_path = NULL, *category = NULL;
 	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "j:c:h", longopts, NULL)) != -1) {
+	struct opts_parser P;
+	opts_init(&P, tables);
+	while ((c = opts_next(&P, argc, argv)) != -1) {
 		switch (c) {
 		case 'j': json_path = optarg; break;
 		case 'c': category = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return PKB_EXIT_USAGE;
+		case 'h': opts_usage(stdout, head, tables, NULL); return 0;
+		default: opts_usage(stderr, head, tables, NULL); return PKB_EXIT_USAGE;
 		}
 	}
 	if (optind != argc) {

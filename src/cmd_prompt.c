@@ -6,28 +6,35 @@
 #include "exitcode.h"
 #include "problem.h"
 #include "prompt.h"
+#include "opts.h"
 #include "util.h"
 
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
-"usage: pkb prompt ID [--backend B] [--dtype T] [--gpus W] [--m M --n N] [--hw NAME]\n"
-"                     [--template FILE] [--json]\n"
+static const char head[] =
+"usage: pkb prompt ID [options]\n"
 "\n"
 "Print the prompt of problem ID: a system and a user message assembled from\n"
 "the template (default prompts/<backend>.txt) and the problem (docs/GENERATE.md).\n"
-"\n"
-"      --backend B     cuda (default) | nccl-device\n"
-"  -d, --dtype T       bf16 (default) | fp16 | fp32\n"
-"  -g, --gpus W        world size (default 4)\n"
-"      --m M, --n N    base shape (default 1024 1024)\n"
-"      --hw NAME       the machine whose numbers the prompt gives (default h100_8)\n"
-"      --template FILE another template\n"
-"      --json          the messages and hashes as one JSON object\n";
+"\n";
+
+enum { OPT_BACKEND = 1000, OPT_M, OPT_N, OPT_HW, OPT_TEMPLATE, OPT_JSON };
+static const struct opt prompt_opts[] = {
+	{ OPT_BACKEND, "backend", "B", "cuda (default) | nccl-device" },
+	{ 'd', "dtype", "T", "bf16 (default) | fp16 | fp32" },
+	{ 'g', "gpus", "W", "world size (default 4)" },
+	{ OPT_M, "m", "M", "base shape: rows (default 1024)" },
+	{ OPT_N, "n", "N", "base shape: columns (default 1024)" },
+	{ OPT_HW, "hw", "NAME", "the machine whose numbers the prompt gives (default\n"
+				"h100_8)" },
+	{ OPT_TEMPLATE, "template", "FILE", "another template" },
+	{ OPT_JSON, "json", NULL, "the messages and hashes as one JSON object" },
+	OPTS_END,
+};
+static const struct opt *const tables[] = { prompt_opts, NULL };
 
 /* a positive integer option, or -1 */
 static long long pos_arg(const char *opt, const char *s)
@@ -43,44 +50,33 @@ static long long pos_arg(const char *opt, const char *s)
 
 int cmd_prompt(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "backend", required_argument, NULL, 'b' },
-		{ "dtype", required_argument, NULL, 'd' },
-		{ "gpus", required_argument, NULL, 'g' },
-		{ "m", required_argument, NULL, 'M' },
-		{ "n", required_argument, NULL, 'N' },
-		{ "hw", required_argument, NULL, 'H' },
-		{ "template", required_argument, NULL, 'T' },
-		{ "json", no_argument, NULL, 'J' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct prompt_opts o = { .backend = "cuda", .world = 4, .m = 1024, .n = 1024,
 				 .dtype = "bf16", .hw = "h100_8" };
 	int json = 0, c;
 	long long v;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:g:h", longopts, NULL)) != -1) {
+	struct opts_parser P;
+	opts_init(&P, tables);
+	while ((c = opts_next(&P, argc, argv)) != -1) {
 		switch (c) {
-		case 'b': o.backend = optarg; break;
+		case OPT_BACKEND: o.backend = optarg; break;
 		case 'd': o.dtype = optarg; break;
-		case 'H': o.hw = optarg; break;
-		case 'T': o.template_path = optarg; break;
-		case 'J': json = 1; break;
-		case 'g': case 'M': case 'N':
-			v = pos_arg(c == 'g' ? "gpus" : c == 'M' ? "m" : "n", optarg);
+		case OPT_HW: o.hw = optarg; break;
+		case OPT_TEMPLATE: o.template_path = optarg; break;
+		case OPT_JSON: json = 1; break;
+		case 'g': case OPT_M: case OPT_N:
+			v = pos_arg(c == 'g' ? "gpus" : c == OPT_M ? "m" : "n", optarg);
 			if (v < 0)
 				return PKB_EXIT_USAGE;
 			if (c == 'g')
 				o.world = (int)v;
 			else
-				*(c == 'M' ? &o.m : &o.n) = v;
+				*(c == OPT_M ? &o.m : &o.n) = v;
 			break;
 		case 'h':
-			fputs(usage, stdout);
+			opts_usage(stdout, head, tables, NULL);
 			return 0;
 		default:
-			fputs(usage, stderr);
+			opts_usage(stderr, head, tables, NULL);
 			return PKB_EXIT_USAGE;
 		}
 	}
