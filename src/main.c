@@ -2,9 +2,13 @@
  * main.c -- pkb's command table and dispatch.
  *
  * How to add a command: write cmd_<verb>.c with `int cmd_<verb>(int argc,
- * char **argv)` (getopt_long, -h/--help, exit codes from exitcode.h), add
- * its prototype to cmds.h and one line to the table below, and a test
- * tests/cli/tNNNN-<verb>-*.sh. The Makefile picks up every src .c file by glob.
+ * char **argv)`: its options as a table of opts.h (plus job.h's groups when
+ * it runs or describes a job), parsed with opts_init/opts_next and printed
+ * by opts_usage for -h/--help; failures through util.h's error() and the
+ * exit codes of exitcode.h (a new one in docs/EXIT_CODES.md too). Add its
+ * prototype to cmds.h, one line to the table below, its name to
+ * tests/cli/t0001-help.sh's lists and a test tests/cli/tNNNN-<verb>.sh. The
+ * Makefile picks up every src .c file by glob.
  */
 #include "cmds.h"
 #include "exitcode.h"
