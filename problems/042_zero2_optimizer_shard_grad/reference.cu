@@ -1,0 +1,267 @@
+/*
+ * 042_zero2_optimizer_shard_grad reference: the original's steps with NCCL
+ * and cuBLAS. The four parameters are flattened into one buffer on every
+ * rank and ncclBroadcast from rank 0 (in place); the MLP forward and
+ * backward run on views of it with cuBLAS (fp32 accumulation, one rounding
+ * to T per GEMM, as torch's addmm / mm); the flat gradient is
+ * reduce-scattered into this rank's slice; one kernel takes the mean and
+ * runs Adam on the slice, in place in
+ * the flat buffer and into m_part / v_part; an in-place ncclAllGather of the
+ * slices rebuilds the flat vector, which is copied out into W1, b1, W2, b2.
+ *
+ * Roundings, as torch evaluates the original on tensors of dtype T (040's
+ * reference has them op by op):
+ *     h = relu(T(X W1^T + b1)),  out = T(h W2^T + b2)
+ *     dout = T(T(2/numel) * T(out - y))       (mse_loss_backward runs in T)
+ *     dW2 = T(dout^T h), db2 = T(colsum dout), dh = T(dout W2) where h > 0,
+ *     dW1 = T(dh^T X), db1 = T(colsum dh)
+ *     g = T(reduce_scatter_sum(flat)[rank] * (1/W))   NCCL rounds after
+ *                                             every add
+ *     m = T(T(m b1) + (1-b1) g);  v = T(T(v b2) + (1-b2) g g)
+ *     p = T(p + T(T(T(m/bc1) / T(T(sqrt(T(v/bc2))) + eps)) * -lr))
+ * bc1, bc2 from the int64 step on the device (fp64 pow).
+ *
+ * Traffic per rank: P broadcast, (W-1)/W P reduce-scattered, (W-1)/W P
+ * gathered.
+ */
+#include <stdlib.h>
+#include <stdint.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include "pkb_device.cuh"
+#include "pkb_ref.cuh"
+
+PKB_SOLUTION;
+
+#define THREADS 256
+
+struct ref {
+	struct pkb_ref_blas blas;
+	void *f;                /* the flat parameters (P) */
+	void *h, *dh, *o, *g;   /* (chunk, hidden) x2, (chunk, d_out), flat (P) */
+	void *gp;               /* this rank's summed slice (part) */
+};
+
+struct hyper {
+	float b1, b2, one_m_b1, one_m_b2, eps, neg_lr, inv_w;
+	double b1d, b2d;
+};
+
+template <typename T> __device__ __forceinline__ float rt(float x)
+{
+	return pkb_to_float(pkb_from_float<T>(x));
+}
+
+/* every row of a (rows, cols) matrix := b, the C of addmm's beta = 1 */
+template <typename T>
+__global__ void fill_rows(T *c, const T *b, int64_t rows, int64_t cols)
+{
+	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < rows * cols;
+	     i += (int64_t)gridDim.x * THREADS)
+		c[i] = b[i % cols];
+}
+
+template <typename T>
+__global__ void relu(T *x, int64_t n)
+{
+	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < n;
+	     i += (int64_t)gridDim.x * THREADS)
+		if (!(pkb_to_float(x[i]) > 0.0f))
+			x[i] = pkb_from_float<T>(0.0f);
+}
+
+/* mse_loss_backward with grad_output = 1: alpha * (out - y), each op in T */
+template <typename T>
+__global__ void mse_grad(T *o, const T *y, float alpha, int64_t n)
+{
+	float a = rt<T>(alpha);
+	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < n;
+	     i += (int64_t)gridDim.x * THREADS)
+		o[i] = pkb_from_float<T>(a * rt<T>(pkb_to_float(o[i]) - pkb_to_float(y[i])));
+}
+
+/* relu's backward: the gradient where the activation is > 0, else 0 */
+template <typename T>
+__global__ void relu_mask(T *dh, const T *h, int64_t n)
+{
+	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < n;
+	     i += (int64_t)gridDim.x * THREADS)
+		if (!(pkb_to_float(h[i]) > 0.0f))
+			dh[i] = pkb_from_float<T>(0.0f);
+}
+
+/* column sums of (rows, cols) in fp32, one rounding: a bias gradient */
+template <typename T>
+__global__ void colsum(const T *x, T *out, int64_t rows, int64_t cols)
+{
+	int64_t c = blockIdx.x * (int64_t)THREADS + threadIdx.x;
+	if (c >= cols)
+		return;
+	float acc = 0.0f;
+	for (int64_t r = 0; r < rows; r++)
+		acc += pkb_to_float(x[r * cols + c]);
+	out[c] = pkb_from_float<T>(acc);
+}
+
+/* Adam on this rank's slice: p in place in the flat buffer, m and v from
+ * the inputs into the outputs */
+template <typename T>
+__global__ void adam(const T *gsum, T *p, const T *m_in, const T *v_in, T *m_out, T *v_out,
+		     int64_t part, const int64_t *step, struct hyper h)
+{
+	double t = (double)*step;
+	float inv_bc1 = 1.0f / (float)(1.0 - pow(h.b1d, t));
+	float inv_bc2 = 1.0f / (float)(1.0 - pow(h.b2d, t));
+	for (int64_t j = blockIdx.x * (int64_t)THREADS + threadIdx.x; j < part;
+	     j += (int64_t)gridDim.x * THREADS) {
+		float g = rt<T>(pkb_to_float(gsum[j]) * h.inv_w);
+		float m2 = rt<T>(rt<T>(pkb_to_float(m_in[j]) * h.b1) + h.one_m_b1 * g);
+		float v2 = rt<T>(rt<T>(pkb_to_float(v_in[j]) * h.b2) + h.one_m_b2 * g * g);
+		float mh = rt<T>(m2 * inv_bc1);
+		float vh = rt<T>(v2 * inv_bc2);
+		float den = rt<T>(rt<T>(sqrtf(vh)) + h.eps);
+		float upd = rt<T>(rt<T>(mh / den) * h.neg_lr);
+		m_out[j] = pkb_from_float<T>(m2);
+		v_out[j] = pkb_from_float<T>(v2);
+		p[j] = pkb_from_float<T>(pkb_to_float(p[j]) + upd);
+	}
+}
+
+extern "C" int pkb_init(pkb_ctx *ctx)
+{
+	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
+	struct ref *r = (struct ref *)calloc(1, sizeof *r);
+	if (!r)
+		return 1;
+	ctx->user = r;
+	int64_t chunk = ctx->in[0].shape[0], hidden = ctx->in[2].shape[0];
+	int64_t d_out = ctx->in[4].shape[0], e = (int64_t)pkb_dtype_size(ctx->in[0].dtype);
+	int64_t p = 0;
+	for (int i = 0; i < 4; i++)
+		p += ctx->in[2 + i].numel;
+	PKB_CK_CUDA(ctx, cudaMalloc(&r->f, p * e));
+	PKB_CK_CUDA(ctx, cudaMalloc(&r->h, chunk * hidden * e));
+	PKB_CK_CUDA(ctx, cudaMalloc(&r->dh, chunk * hidden * e));
+	PKB_CK_CUDA(ctx, cudaMalloc(&r->o, chunk * d_out * e));
+	PKB_CK_CUDA(ctx, cudaMalloc(&r->g, p * e));
+	PKB_CK_CUDA(ctx, cudaMalloc(&r->gp, ctx->in[6].numel * e));
+	return pkb_ref_blas_init(ctx, &r->blas);
+}
+
+template <typename T>
+static int step(pkb_ctx *ctx, struct ref *r)
+{
+	cudaStream_t st = (cudaStream_t)ctx->stream;
+	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
+	pkb_dtype t = ctx->in[0].dtype;
+	ncclDataType_t nt;
+	PKB_CK(pkb_ref_nccl_type(ctx, t, &nt));
+	int64_t chunk = ctx->in[0].shape[0], d_in = ctx->in[0].shape[1];
+	int64_t hidden = ctx->in[2].shape[0], d_out = ctx->in[4].shape[0];
+	int64_t nh = chunk * hidden, no = chunk * d_out, p = hidden * d_in + hidden +
+		d_out * hidden + d_out, part = ctx->in[6].numel;
+
+	/* flatten on every rank (the original's _flatten_dense_tensors), then
+	 * rank 0's values everywhere */
+	T *f = (T *)r->f;
+	T *w1 = f, *b1 = w1 + hidden * d_in, *w2 = b1 + hidden, *b2 = w2 + d_out * hidden;
+	T *views[4] = { w1, b1, w2, b2 };
+	for (int i = 0; i < 4; i++)
+		PKB_CK_CUDA(ctx, cudaMemcpyAsync(views[i], ctx->in[2 + i].data, ctx->in[2 + i].bytes,
+						 cudaMemcpyDeviceToDevice, st));
+	PKB_CK_NCCL(ctx, ncclBroadcast(f, f, (size_t)p, nt, 0, comm, st));
+
+	const T *x = (const T *)ctx->in[0].data, *y = (const T *)ctx->in[1].data;
+	T *h = (T *)r->h, *dh = (T *)r->dh, *o = (T *)r->o, *g = (T *)r->g;
+	T *g_w1 = g, *g_b1 = g_w1 + hidden * d_in, *g_w2 = g_b1 + hidden;
+	T *g_b2 = g_w2 + d_out * hidden;
+	cublasHandle_t bh = r->blas.h;
+	PKB_CK(pkb_ref_blas_bind(ctx, &r->blas, st));
+	/* forward */
+	fill_rows<T><<<pkb_ref_blocks(nh, THREADS, 1024), THREADS, 0, st>>>(h, b1, chunk, hidden);
+	PKB_CK_LAUNCH(ctx);
+	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 1, chunk, hidden, d_in, 1.0, x, d_in, w1, d_in,
+			       1.0, h, hidden, t));
+	relu<T><<<pkb_ref_blocks(nh, THREADS, 1024), THREADS, 0, st>>>(h, nh);
+	PKB_CK_LAUNCH(ctx);
+	fill_rows<T><<<pkb_ref_blocks(no, THREADS, 1024), THREADS, 0, st>>>(o, b2, chunk, d_out);
+	PKB_CK_LAUNCH(ctx);
+	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 1, chunk, d_out, hidden, 1.0, h, hidden, w2, hidden,
+			       1.0, o, d_out, t));
+
+	/* backward of the mean squared error, then of both layers */
+	mse_grad<T><<<pkb_ref_blocks(no, THREADS, 1024), THREADS, 0, st>>>(
+		o, y, (float)(2.0 / (double)no), no);
+	PKB_CK_LAUNCH(ctx);
+	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 1, 0, d_out, hidden, chunk, 1.0, o, d_out, h, hidden,
+			       0.0, g_w2, hidden, t));
+	colsum<T><<<pkb_ref_blocks(d_out, THREADS, 1024), THREADS, 0, st>>>(o, g_b2, chunk, d_out);
+	PKB_CK_LAUNCH(ctx);
+	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 0, chunk, hidden, d_out, 1.0, o, d_out, w2, hidden,
+			       0.0, dh, hidden, t));
+	relu_mask<T><<<pkb_ref_blocks(nh, THREADS, 1024), THREADS, 0, st>>>(dh, h, nh);
+	PKB_CK_LAUNCH(ctx);
+	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 1, 0, hidden, d_in, chunk, 1.0, dh, hidden, x, d_in,
+			       0.0, g_w1, d_in, t));
+	colsum<T><<<pkb_ref_blocks(hidden, THREADS, 1024), THREADS, 0, st>>>(dh, g_b1, chunk,
+									     hidden);
+	PKB_CK_LAUNCH(ctx);
+
+	/* the gradient reduce-scatter (sum; the mean is taken in the Adam
+	 * kernel): this rank's slice of the sum */
+	PKB_CK_NCCL(ctx, ncclReduceScatter(g, r->gp, (size_t)part, nt, ncclSum, comm, st));
+
+	double b1d = pkb_param_get(ctx, "beta1", 0.9), b2d = pkb_param_get(ctx, "beta2", 0.999);
+	struct hyper hp;
+	hp.b1 = (float)b1d;
+	hp.b2 = (float)b2d;
+	hp.one_m_b1 = (float)(1.0 - b1d);
+	hp.one_m_b2 = (float)(1.0 - b2d);
+	hp.eps = (float)pkb_param_get(ctx, "eps", 1e-8);
+	hp.neg_lr = (float)-pkb_param_get(ctx, "lr", 1e-3);
+	hp.inv_w = 1.0f / (float)ctx->world;   /* div_ by a scalar: times its reciprocal */
+	hp.b1d = b1d;
+	hp.b2d = b2d;
+	int64_t start = (int64_t)ctx->rank * part;
+	adam<T><<<pkb_ref_blocks(part, THREADS, 1024), THREADS, 0, st>>>(
+		(const T *)r->gp, f + start, (const T *)ctx->in[6].data, (const T *)ctx->in[7].data,
+		(T *)ctx->out[4].data, (T *)ctx->out[5].data, part,
+		(const int64_t *)ctx->in[8].data, hp);
+	PKB_CK_LAUNCH(ctx);
+
+	/* the updated slices to every rank (in place: the send buffer is this
+	 * rank's slot), then unflatten into the outputs */
+	PKB_CK_NCCL(ctx, ncclAllGather(f + start, f, (size_t)part, nt, comm, st));
+	for (int i = 0; i < 4; i++)
+		PKB_CK_CUDA(ctx, cudaMemcpyAsync(ctx->out[i].data, views[i], ctx->out[i].bytes,
+						 cudaMemcpyDeviceToDevice, st));
+	return 0;
+}
+
+extern "C" int pkb_run(pkb_ctx *ctx)
+{
+	struct ref *r = (struct ref *)ctx->user;
+	switch (ctx->in[0].dtype) {
+	case PKB_BF16: return step<__nv_bfloat16>(ctx, r);
+	case PKB_FP16: return step<__half>(ctx, r);
+	case PKB_FP32: return step<float>(ctx, r);
+	default: return 1;
+	}
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	struct ref *r = (struct ref *)ctx->user;
+	if (!r)
+		return 0;
+	pkb_ref_blas_fini(&r->blas);
+	cudaFree(r->f);
+	cudaFree(r->h);
+	cudaFree(r->dh);
+	cudaFree(r->o);
+	cudaFree(r->g);
+	cudaFree(r->gp);
+	free(r);
+	ctx->user = NULL;
+	return 0;
+}
