@@ -194,5 +194,30 @@ int main(void)
 	struct pkb_tol t = compare_tol_resolve(PKB_BF16, PKB_TOL_DEFAULT);
 	CHECK(t.rtol == 0x1p-7 && t.terms == 1 && !t.exact);
 	CHECK(compare_tol_resolve(PKB_I32, PKB_TOL_DEFAULT).exact);
+	/* the whole-output bound's absolute floor: a 0-dim fp32 loss whose
+	 * reference is 0 (or near it) accepts an error within atol, as its
+	 * element bound does, and still fails one beyond it; with atol 0 the
+	 * bound stays relative */
+	{
+		float ref0 = 0.0f, c1 = 3e-7f, c2 = 3e-5f, refs = 1e-6f, cs = 1.5e-6f;
+		struct pkb_tol tol = { .atol = 1e-6 };
+		struct cmp_result cr;
+		CHECK(compare_buffers(PKB_FP32, &ref0, &c1, 1, tol, &cr) && !cr.l2_failed);
+		CHECK(!compare_buffers(PKB_FP32, &ref0, &c2, 1, tol, &cr) && cr.n_bad == 1);
+		CHECK(compare_buffers(PKB_FP32, &refs, &cs, 1, tol, &cr));
+		CHECKF(cr.l2_limit > 1 && fabs(cr.l2_rel - 0.5) < 1e-3, "%g %g", cr.l2_rel, cr.l2_limit);
+		struct pkb_tol rel = { .rtol = 1e-6 };
+		CHECK(!compare_buffers(PKB_FP32, &ref0, &c1, 1, rel, &cr));
+		/* many elements each inside atol, systematically: the floor is
+		 * atol * sqrt(n), so a bias of 0.9 atol on a zero reference passes
+		 * and an output biased by 10 x atol fails the element bound */
+		static float z[1000], zb[1000];
+		for (int i = 0; i < 1000; i++)
+			zb[i] = 0.9e-6f;
+		CHECK(compare_buffers(PKB_FP32, z, zb, 1000, tol, &cr));
+		for (int i = 0; i < 1000; i++)
+			zb[i] = 1e-5f;
+		CHECK(!compare_buffers(PKB_FP32, z, zb, 1000, tol, &cr) && cr.n_bad == 1000);
+	}
 	return t_done("test_compare");
 }
