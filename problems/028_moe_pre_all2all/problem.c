@@ -1,0 +1,280 @@
+/*
+ * 028_moe_pre_all2all -- the dispatch of an expert-parallel MoE layer:
+ * permute the tokens expert-major, all-to-all them to the ranks owning
+ * the experts, regroup what arrives by local expert (Megatron-LM
+ * token_permutation / VeOmni token_pre_all2all, inferred).
+ *
+ * 8 experts over W ranks, E_l = 8/W consecutive experts a rank. Rank r
+ * holds hidden_states (M, N) and expert_mask (8, 2, M) fp32, one-hot: slot
+ * k of token t picked expert e; a token's two experts are distinct. With
+ * the dispatch metadata input_splits (W,), output_splits (W,) and
+ * num_global_tokens_per_local_expert (W, E_l) (int64), it returns
+ *     routing_map (8, M) fp32   = expert_mask.sum(1)                  (0/1)
+ *     perm (2M,) int64          = for e = 0..7, the tokens t with
+ *                                 routing_map[e, t] != 0, ascending
+ *     local rows (2M, N)        = hidden_states[perm]: expert-major, so
+ *                                 segment d (input_splits[d] rows) holds
+ *                                 the rows for rank d's experts
+ *     received (2M, N)          = all-to-all: segment d to rank d; from
+ *                                 rank j, output_splits[j] rows, in rank
+ *                                 order
+ *     global_permuted (2M, N)   = received split into chunks of
+ *                                 num_global_tokens_per_local_expert
+ *                                 (row-major: source rank j, local expert
+ *                                 l), reordered to (l, j) order
+ *     org_hidden_states_shape   = [M, N] (a torch.Size in the original)
+ * So global_permuted lists, for each local expert l and each rank j, the
+ * rows of rank j's tokens routed to expert r*E_l + l, in token order.
+ *
+ * The original draws the routing per token (randperm(8)[:2]) but passes
+ * synthetic metadata, [2M/W]*W and 2M/8 per chunk, that ignore it. Here
+ * the metadata is the routing's own: gen_host draws, per trial, the W x W
+ * matrix S[j][d] of rows rank j sends rank d (every row and column sums to
+ * 2M, so every rank receives 2M rows and the shapes stay the original's),
+ * splits each S[j][d] over rank d's experts, and lays out rank j's tokens
+ * to match. Splits range from 0 to a capacity C (below).
+ *
+ * Minimum traffic per rank: the rows of peers' tokens routed to its
+ * experts, at least (2M - ceil(2M/W)) rows, halved when E_l >= 2 (a token
+ * whose two experts are on one rank need travel once): 1.5 MiB at
+ * M = N = 1024, bf16, W = 4.
+ */
+#include <stdlib.h>
+#include "pkb_problem.h"
+
+#define EXPERTS 8
+#define TOPK 2
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* ceil(2M/W): the most rows a rank keeps (S[r][r]) */
+static int64_t keep_cap(const struct pkb_dims *d) { return (TOPK * d->m + d->world - 1) / d->world; }
+
+/* C: the most rows one rank sends another -- a capacity factor of 2, and
+ * at most M per expert (a token hits an expert once) */
+static int64_t capacity(const struct pkb_dims *d)
+{
+	return min64(TOPK * d->m, min64(EXPERTS / d->world * d->m, 2 * keep_cap(d)));
+}
+
+static int describe(const struct pkb_dims *d, struct pkb_io *io)
+{
+	if (d->m < 1 || d->n < 1)
+		return pkb_io_fail(io, "M and N must be >= 1");
+	if (EXPERTS % d->world)
+		return pkb_io_fail(io, "W = %d does not divide the 8 experts", d->world);
+	if (d->m > (1 << 26))
+		return pkb_io_fail(io, "M = %lld: at most 2^26 tokens", (long long)d->m);
+	int64_t el = EXPERTS / d->world, m2 = TOPK * d->m;
+	pkb_io_input(io, "hidden_states", d->dtype, PKB_NORMAL(0, 1), PKB_SHAPE(d->m, d->n));
+	pkb_io_input(io, "expert_mask", PKB_FP32, PKB_HOSTGEN, PKB_SHAPE(EXPERTS, TOPK, d->m));
+	pkb_io_param(io, "num_experts", EXPERTS);
+	pkb_io_input(io, "input_splits", PKB_I64, PKB_HOSTGEN, PKB_SHAPE(d->world));
+	pkb_io_input(io, "output_splits", PKB_I64, PKB_HOSTGEN, PKB_SHAPE(d->world));
+	pkb_io_input(io, "num_global_tokens_per_local_expert", PKB_I64, PKB_HOSTGEN,
+		     PKB_SHAPE(d->world, el));
+	/* rows moved, indices and a 0/1 map: all exact */
+	pkb_io_output(io, "global_permuted_hidden_states", d->dtype, PKB_TOL_EXACT,
+		      PKB_SHAPE(m2, d->n));
+	pkb_io_output(io, "routing_map", PKB_FP32, PKB_TOL_EXACT, PKB_SHAPE(EXPERTS, d->m));
+	pkb_io_output(io, "local_input_permutation_mapping", PKB_I64, PKB_TOL_EXACT,
+		      PKB_SHAPE(m2));
+	pkb_io_output(io, "org_hidden_states_shape", PKB_I64, PKB_TOL_EXACT, PKB_SHAPE(2));
+	return 0;
+}
+
+/* ---- the routing ------------------------------------------------------------ */
+
+/* splitmix64 */
+static uint64_t next(uint64_t *s)
+{
+	uint64_t x = (*s += 0x9e3779b97f4a7c15ull);
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* a stream for (what, rank) of this trial: a function of the dims only,
+ * not of the seed, so that every rank draws its peers' routing alike */
+static uint64_t stream(const struct pkb_dims *d, uint64_t what, int rank)
+{
+	uint64_t s = 0x28d15ull ^ ((uint64_t)(uint32_t)d->trial << 24) ^ ((uint64_t)d->world << 16);
+	s = next(&s) ^ (uint64_t)d->m;
+	s = next(&s) ^ (what << 8) ^ (uint64_t)(uint32_t)rank;
+	next(&s);
+	return s;
+}
+
+/*
+ * S (W x W, row-major): S[j][d] rows rank j sends rank d. The even split
+ * (2M/W, the remainder spread a row apart so that rows and columns both
+ * sum to 2M), then 16 W^2 random exchanges: +t at (a, b) and (c, e), -t at
+ * (a, e) and (c, b), which keep every row and column sum, t drawn up to
+ * what keeps every entry in [0, C] and the diagonal in [0, ceil(2M/W)].
+ */
+static void split_matrix(const struct pkb_dims *d, int64_t *s)
+{
+	int w = d->world;
+	int64_t m2 = TOPK * d->m, q = m2 / w, rem = m2 % w, kc = keep_cap(d), cap = capacity(d);
+	for (int j = 0; j < w; j++)
+		for (int k = 0; k < w; k++)
+			s[j * w + k] = q + ((k - j + w) % w < rem);
+	uint64_t st = stream(d, 1, 0);
+	for (int i = 0; i < 16 * w * w; i++) {
+		int a = (int)(next(&st) % w), c = (int)(next(&st) % (w - 1));
+		int b = (int)(next(&st) % w), e = (int)(next(&st) % (w - 1));
+		c += c >= a;
+		e += e >= b;
+		int64_t up = min64((a == b ? kc : cap) - s[a * w + b], (c == e ? kc : cap) - s[c * w + e]);
+		int64_t t = min64(up, min64(s[a * w + e], s[c * w + b]));
+		if (t < 1)
+			continue;
+		t = 1 + (int64_t)(next(&st) % (uint64_t)t);
+		s[a * w + b] += t;
+		s[c * w + e] += t;
+		s[a * w + e] -= t;
+		s[c * w + b] -= t;
+	}
+}
+
+/* Rank j's hits per expert: S[j][d] split at random over rank d's E_l
+ * experts, each part in [0, M] (S[j][d] <= C <= E_l M). Sums to 2M. */
+static void expert_counts(const struct pkb_dims *d, const int64_t *s, int j, int64_t *cnt)
+{
+	int w = d->world, el = EXPERTS / w;
+	uint64_t st = stream(d, 2, j);
+	for (int r = 0; r < w; r++) {
+		int64_t left = s[j * w + r];
+		for (int l = 0; l < el; l++) {
+			int64_t rest = (int64_t)(el - 1 - l) * d->m;   /* what the others can hold */
+			int64_t lo = left > rest ? left - rest : 0, hi = min64(left, d->m);
+			int64_t v = l == el - 1 ? left : lo + (int64_t)(next(&st) % (uint64_t)(hi - lo + 1));
+			cnt[r * el + l] = v;
+			left -= v;
+		}
+	}
+}
+
+/*
+ * expert_mask of this rank, given its counts per expert (each <= M, sum
+ * 2M). Lay the 2M expert ids out in runs, in a random expert order, and
+ * give token i the ids at i and i + M: distinct, since no run is longer
+ * than M. Then 4M random swaps of ids between tokens that keep both
+ * tokens' experts distinct, a random token order and a random slot order:
+ * the counts stay exact, the pairing is mixed.
+ */
+static int routing_mask(const struct pkb_dims *d, const int64_t *cnt, float *mask)
+{
+	int64_t m = d->m;
+	uint8_t *ex = malloc((size_t)(TOPK * m));
+	if (!ex)
+		return -1;
+	uint64_t st = stream(d, 3, d->rank);
+	int order[EXPERTS];
+	for (int e = 0; e < EXPERTS; e++)
+		order[e] = e;
+	for (int e = EXPERTS - 1; e > 0; e--) {
+		int k = (int)(next(&st) % (uint64_t)(e + 1)), t = order[e];
+		order[e] = order[k];
+		order[k] = t;
+	}
+	int64_t p = 0;
+	for (int i = 0; i < EXPERTS; i++)
+		for (int64_t k = 0; k < cnt[order[i]]; k++)
+			ex[p++] = (uint8_t)order[i];
+	/* token i: ex[i], ex[i + M]; as pairs ex[2i], ex[2i + 1] from here */
+	uint8_t *pair = malloc((size_t)(TOPK * m));
+	if (!pair) {
+		free(ex);
+		return -1;
+	}
+	for (int64_t i = 0; i < m; i++) {
+		pair[2 * i] = ex[i];
+		pair[2 * i + 1] = ex[i + m];
+	}
+	for (int64_t n = 0; m > 1 && n < 4 * m; n++) {
+		uint64_t r = next(&st), k = next(&st);
+		int64_t u = (int64_t)(r % (uint64_t)m), v = (int64_t)(k % (uint64_t)m);
+		int ku = (int)(k >> 62) & 1, kv = (int)(k >> 63);
+		uint8_t x = pair[2 * u + ku], y = pair[2 * v + kv];
+		if (u == v || y == pair[2 * u + 1 - ku] || x == pair[2 * v + 1 - kv])
+			continue;
+		pair[2 * u + ku] = y;
+		pair[2 * v + kv] = x;
+	}
+	for (int64_t i = m - 1; i > 0; i--) {
+		int64_t k = (int64_t)(next(&st) % (uint64_t)(i + 1));
+		uint8_t a = pair[2 * i], b = pair[2 * i + 1];
+		pair[2 * i] = pair[2 * k];
+		pair[2 * i + 1] = pair[2 * k + 1];
+		pair[2 * k] = a;
+		pair[2 * k + 1] = b;
+	}
+	for (int64_t i = 0; i < EXPERTS * TOPK * m; i++)
+		mask[i] = 0.f;
+	for (int64_t t = 0; t < m; t++) {
+		int flip = (int)(next(&st) & 1);
+		for (int k = 0; k < TOPK; k++)
+			mask[((int64_t)pair[2 * t + (k ^ flip)] * TOPK + k) * m + t] = 1.f;
+	}
+	free(pair);
+	free(ex);
+	return 0;
+}
+
+static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
+{
+	(void)seed;
+	int w = d->world, el = EXPERTS / w, r = d->rank;
+	size_t want = index == 1 ? (size_t)EXPERTS * TOPK * d->m * sizeof(float) :
+		      index == 4 ? (size_t)w * el * sizeof(int64_t) : (size_t)w * sizeof(int64_t);
+	if (index < 1 || index > 4 || bytes != want)
+		return -1;
+	int64_t s[EXPERTS * EXPERTS], cnt[EXPERTS], *out = (int64_t *)buf;
+	split_matrix(d, s);
+	switch (index) {
+	case 1:
+		expert_counts(d, s, r, cnt);
+		return routing_mask(d, cnt, (float *)buf);
+	case 2:   /* rows to each rank: row r of S */
+		for (int k = 0; k < w; k++)
+			out[k] = s[r * w + k];
+		return 0;
+	case 3:   /* rows from each rank: column r of S */
+		for (int k = 0; k < w; k++)
+			out[k] = s[k * w + r];
+		return 0;
+	default:  /* [j][l]: rank j's hits on our expert r*E_l + l */
+		for (int j = 0; j < w; j++) {
+			expert_counts(d, s, j, cnt);
+			for (int l = 0; l < el; l++)
+				out[j * el + l] = cnt[r * el + l];
+		}
+		return 0;
+	}
+}
+
+/* Receive the rows of peers' tokens routed here: at least
+ * 2M - ceil(2M/W) hits whatever the trial (cost() cannot see the trial's
+ * S), each a row of N*e bytes -- half as many rows when E_l >= 2, where a
+ * token whose two experts live on one rank may travel once (and be copied
+ * twice on arrival). HBM: the default. No arithmetic. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double hits = (double)(TOPK * d->m - keep_cap(d));
+	double rows = EXPERTS / d->world >= 2 ? hits / 2 : hits;
+	c->net_bytes = rows * d->n * pkb_dtype_size(d->dtype);
+	c->note = "each peer token routed here travels once";
+}
+
+const struct pkb_problem pkb_problem_028 = {
+	.id = 28,
+	.name = "moe_pre_all2all",
+	.title = "MoE token permutation + dispatch all-to-all + chunk regroup",
+	.category = "Expert Parallel",
+	.origin = "Megatron-LM token_permutation / VeOmni token_pre_all2all (inferred)",
+	.worlds = PKB_WORLD(2) | PKB_WORLD(4) | PKB_WORLD(8),
+	.describe = describe,
+	.gen_host = gen_host,
+	.cost = cost,
+};

@@ -1,0 +1,260 @@
+/*
+ * 028_moe_pre_all2all reference: routing map and permutation on the device
+ * (CUB's stable select), a capacity all-to-all of the permuted rows
+ * (grouped ncclSend/ncclRecv of fixed slots), a regroup kernel.
+ *
+ *     routing_map[e, t] = mask[e, 0, t] + mask[e, 1, t]
+ *     perm              = the (e, t) with routing_map[e, t] != 0, expert-
+ *                         major, tokens ascending: a stable select of the
+ *                         flattened (8, M) map, keeping t = index % M
+ *     slot d            = rows perm[p] of hidden_states for p in segment d
+ *                         of input_splits, packed from row 0 of the slot
+ *     from rank j       = its slot for us: output_splits[j] rows, local
+ *                         expert by local expert (num_global_tokens_per_
+ *                         local_expert[j][l] rows each)
+ *     output            = for l, for j: chunk (j, l)
+ *
+ * Why fixed slots of C rows: the splits are device tensors, and NCCL needs
+ * counts on the host -- a device-to-host copy and a wait in every call
+ * (the original's .tolist()), which stalls the stream and cannot be
+ * captured in a CUDA graph. Every split is at most C = min(2M, E_l M,
+ * 2 ceil(2M/W)) (the problem's capacity factor of 2), so slots of C rows
+ * carry every routing, at up to twice the minimum traffic (GShard /
+ * Tutel-style capacity dispatch).
+ *
+ * Scratch: send and receive slots, W * C * N * e bytes each (4 MiB each
+ * at M = N = 1024, bf16, W = 4), and CUB's temporary storage.
+ */
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stdint.h>
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+#include "pkb.h"
+#include "pkb_ref.cuh"
+
+PKB_SOLUTION;
+
+#define EXPERTS 8
+#define TOPK 2
+#define THREADS 256
+#define MAX_BLOCKS 1024
+
+struct state {
+	int64_t cap;        /* C: rows per slot */
+	char *send, *recv;  /* [W][C][N] each */
+	int64_t *selected;  /* CUB's count of selected items (2M) */
+	void *temp;
+	size_t temp_bytes;
+};
+
+/* token id of a flat (e, t) index */
+struct token_of {
+	int64_t m;
+	__host__ __device__ int64_t operator()(int64_t i) const { return i % m; }
+};
+
+/* routing_map's bool(): the flag of a flat (e, t) index */
+struct routed {
+	const float *map;
+	__host__ __device__ bool operator()(int64_t i) const { return map[i] != 0.f; }
+};
+
+typedef thrust::transform_iterator<token_of, thrust::counting_iterator<int64_t> > token_iter;
+typedef thrust::transform_iterator<routed, thrust::counting_iterator<int64_t> > flag_iter;
+
+/* routing_map = expert_mask.sum(1); block 0 also writes the shape */
+__global__ void routing_map(const float *mask, float *map, int64_t m, int64_t n, int64_t *shape)
+{
+	if (blockIdx.x == 0 && threadIdx.x == 0) {
+		shape[0] = m;
+		shape[1] = n;
+	}
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < EXPERTS * m;
+	     i += (int64_t)gridDim.x * blockDim.x) {
+		int64_t e = i / m, t = i % m;
+		map[i] = mask[(e * TOPK) * m + t] + mask[(e * TOPK + 1) * m + t];
+	}
+}
+
+/* pack: permuted row p, in segment d of input_splits, is hidden[perm[p]]
+ * and goes to row p - off[d] of slot d. One warp a row. */
+template <typename U>
+__global__ void __launch_bounds__(THREADS)
+pack_rows(const U *hidden, const int64_t *perm, const int64_t *splits, int world, U *send,
+	  int64_t rows, int64_t upr, int64_t cap)
+{
+	__shared__ int64_t off[EXPERTS + 1];
+	if (threadIdx.x == 0) {
+		off[0] = 0;
+		for (int d = 0; d < world; d++)
+			off[d + 1] = off[d] + splits[d];
+	}
+	__syncthreads();
+	int lane = threadIdx.x & 31;
+	int64_t warps = (int64_t)gridDim.x * (THREADS / 32);
+	for (int64_t p = blockIdx.x * (int64_t)(THREADS / 32) + (threadIdx.x >> 5); p < rows;
+	     p += warps) {
+		int d = 0;
+		while (d + 1 < world && off[d + 1] <= p)
+			d++;
+		const U *s = hidden + perm[p] * upr;
+		U *t = send + ((int64_t)d * cap + p - off[d]) * upr;
+		for (int64_t u = lane; u < upr; u += 32)
+			t[u] = s[u];
+	}
+}
+
+/* regroup: output chunk (l, j) -- in (local expert, source rank) order --
+ * is rows in_off[j][l] .. of slot j, num_global_tokens_per_local_expert
+ * [j][l] of them. One warp a row. */
+template <typename U>
+__global__ void __launch_bounds__(THREADS)
+regroup_rows(const U *recv, const int64_t *counts, int world, U *out, int64_t rows,
+	     int64_t upr, int64_t cap)
+{
+	__shared__ int64_t out_off[EXPERTS + 1], in_off[EXPERTS];
+	int el = EXPERTS / world;
+	if (threadIdx.x == 0) {
+		for (int j = 0; j < world; j++) {
+			int64_t o = 0;
+			for (int l = 0; l < el; l++) {
+				in_off[j * el + l] = o;
+				o += counts[j * el + l];
+			}
+		}
+		out_off[0] = 0;
+		for (int c = 0; c < EXPERTS; c++) {   /* chunk c = l * W + j */
+			int l = c / world, j = c % world;
+			out_off[c + 1] = out_off[c] + counts[j * el + l];
+		}
+	}
+	__syncthreads();
+	int lane = threadIdx.x & 31;
+	int64_t warps = (int64_t)gridDim.x * (THREADS / 32);
+	for (int64_t o = blockIdx.x * (int64_t)(THREADS / 32) + (threadIdx.x >> 5); o < rows;
+	     o += warps) {
+		int c = 0;
+		while (c + 1 < EXPERTS && out_off[c + 1] <= o)
+			c++;
+		int l = c / world, j = c % world;
+		const U *s = recv + ((int64_t)j * cap + in_off[j * el + l] + o - out_off[c]) * upr;
+		U *t = out + o * upr;
+		for (int64_t u = lane; u < upr; u += 32)
+			t[u] = s[u];
+	}
+}
+
+extern "C" int pkb_init(pkb_ctx *ctx)
+{
+	int w = ctx->world;
+	if (EXPERTS % w || ctx->in[1].dtype != PKB_FP32) {
+		ctx->svc->log(ctx, "problem 28 reference: W must divide 8, expert_mask be fp32");
+		return 1;
+	}
+	struct state *s = (struct state *)calloc(1, sizeof *s);
+	if (!s)
+		return 1;
+	ctx->user = s;
+	int64_t m = ctx->in[0].shape[0], m2 = TOPK * m, el = EXPERTS / w;
+	int64_t keep = (m2 + w - 1) / w;
+	s->cap = m2 < el * m ? m2 : el * m;
+	s->cap = s->cap < 2 * keep ? s->cap : 2 * keep;
+	size_t slot = (size_t)s->cap * (ctx->in[0].bytes / m);
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->send, w * slot));
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->recv, w * slot));
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->selected, sizeof(int64_t)));
+	thrust::counting_iterator<int64_t> zero(0);
+	token_iter tokens(zero, token_of{ m });
+	flag_iter flags(zero, routed{ NULL });
+	PKB_CK_CUDA(ctx, cub::DeviceSelect::Flagged(NULL, s->temp_bytes, tokens, flags,
+						    (int64_t *)NULL, s->selected, EXPERTS * m));
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->temp, s->temp_bytes));
+	return 0;
+}
+
+template <typename U>
+static int move(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
+	cudaStream_t st = (cudaStream_t)ctx->stream;
+	int me = ctx->rank, w = ctx->world;
+	int64_t m = ctx->in[0].shape[0], m2 = TOPK * m;
+	int64_t upr = (int64_t)(ctx->in[0].bytes / m / sizeof(U));
+	size_t slot = (size_t)s->cap * upr * sizeof(U);
+	unsigned blocks = pkb_ref_blocks(m2, THREADS / 32, MAX_BLOCKS);
+
+	pack_rows<U><<<blocks, THREADS, 0, st>>>((const U *)ctx->in[0].data,
+						 (const int64_t *)ctx->out[2].data,
+						 (const int64_t *)ctx->in[2].data, w, (U *)s->send,
+						 m2, upr, s->cap);
+	PKB_CK_LAUNCH(ctx);
+	ncclResult_t r = ncclGroupStart();
+	for (int k = 0; k < w && r == ncclSuccess; k++) {
+		/* pair up with rank me+k sending and me-k receiving: every step is
+		   a permutation, so no rank is flooded */
+		int to = (me + k) % w, from = (me - k + w) % w;
+		r = ncclSend(s->send + to * slot, slot, ncclUint8, to, comm, st);
+		if (r == ncclSuccess)
+			r = ncclRecv(s->recv + from * slot, slot, ncclUint8, from, comm, st);
+	}
+	/* the group is closed whatever happened inside it */
+	ncclResult_t e = ncclGroupEnd();
+	if (r == ncclSuccess)
+		r = e;
+	if (r != ncclSuccess) {
+		ctx->svc->log(ctx, "problem 28 reference: all-to-all send/recv: %s",
+			      ncclGetErrorString(r));
+		return 1;
+	}
+	regroup_rows<U><<<blocks, THREADS, 0, st>>>((const U *)s->recv,
+						    (const int64_t *)ctx->in[4].data, w,
+						    (U *)ctx->out[0].data, m2, upr, s->cap);
+	PKB_CK_LAUNCH(ctx);
+	return 0;
+}
+
+extern "C" int pkb_run(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	cudaStream_t st = (cudaStream_t)ctx->stream;
+	int64_t m = ctx->in[0].shape[0], n = ctx->in[0].shape[1];
+	float *map = (float *)ctx->out[1].data;
+	int64_t *perm = (int64_t *)ctx->out[2].data;
+
+	routing_map<<<pkb_ref_blocks(EXPERTS * m, THREADS, MAX_BLOCKS), THREADS, 0, st>>>(
+		(const float *)ctx->in[1].data, map, m, n, (int64_t *)ctx->out[3].data);
+	PKB_CK_LAUNCH(ctx);
+	thrust::counting_iterator<int64_t> zero(0);
+	token_iter tokens(zero, token_of{ m });
+	flag_iter flags(zero, routed{ map });
+	PKB_CK_CUDA(ctx, cub::DeviceSelect::Flagged(s->temp, s->temp_bytes, tokens, flags, perm,
+						    s->selected, EXPERTS * m, st));
+
+	/* rows in the widest unit their byte length allows */
+	size_t row = ctx->in[0].bytes / m;
+	if (row % 16 == 0)
+		return move<uint4>(ctx);
+	if (row % 8 == 0)
+		return move<uint2>(ctx);
+	if (row % 4 == 0)
+		return move<uint32_t>(ctx);
+	if (row % 2 == 0)
+		return move<uint16_t>(ctx);
+	return move<uint8_t>(ctx);
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	if (s) {
+		cudaFree(s->send);
+		cudaFree(s->recv);
+		cudaFree(s->selected);
+		cudaFree(s->temp);
+	}
+	free(s);
+	return 0;
+}

@@ -1,0 +1,395 @@
+/*
+ * 029_moe_post_all2all -- the combine of an expert-parallel MoE layer:
+ * regroup the expert outputs by source rank, all-to-all them back to the
+ * ranks that own the tokens, weight each row by its routing weight and add
+ * a token's two rows (Megatron-LM token_unpermutation / VeOmni
+ * tokens_post_all2all, inferred). The inverse of 028's dispatch.
+ *
+ * 8 experts over W ranks, E_l = 8/W consecutive experts a rank. Rank r
+ * holds, for its own M tokens, two distinct experts each (routing_map
+ * (8, M) bool, selected_experts (M, 2) int64 ascending), their weights
+ * routing_weights (M, 2) (softmax of two normals, in T), the permutation
+ * perm (2M,) int64 of its 2M routed (expert, token) pairs, expert-major
+ * and tokens ascending (028's output), its dispatch splits input_splits
+ * (W,) and output_splits (W,), and num_global_tokens_per_local_expert
+ * (W, E_l): counts[j][l] = rank j's rows for expert r*E_l + l. It holds
+ * expert_outputs (2M, N), the outputs of its experts for everybody's
+ * tokens, in chunks (local expert l, source rank j) of counts[j][l] rows.
+ * With T the dtype:
+ *     1. the chunks reordered to (j, l);
+ *     2. all-to-all: to rank j the output_splits[j] rows of its chunks,
+ *        from rank j input_splits[j] rows: rank r's own tokens' rows,
+ *        back in perm order;
+ *     3. weights_idx (M, 8) = 0 with weights_idx[t, sel[t, k]] = w[t, k];
+ *        row i of perm (token t, expert e) is scaled: T(row * w(t, e));
+ *     4. out (M, N) = 0, then out[perm[i]] += the scaled row i, in T:
+ *            out[t] = T( T(x_a * w_a) + T(x_b * w_b) )
+ *        (two contributions into zero: the atomic order does not matter).
+ *
+ * The original passes synthetic metadata ([2M/W]*W, 2M/8 a chunk) that
+ * ignore its routing; here gen_host draws the routing's own, per trial,
+ * as 028 does: every row and column of the split matrix S sums to 2M, so
+ * the shapes stay the original's.
+ *
+ * Minimum traffic per rank: the rows of its tokens computed by peers, at
+ * least 2M - ceil(2M/W) of them whatever the trial, halved when E_l >= 2
+ * (a peer holding both experts of a token can send their weighted sum):
+ * 1.5 MiB at M = N = 1024, bf16, W = 4.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pkb_problem.h"
+
+#define EXPERTS 8
+#define TOPK 2
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* ceil(2M/W): the most rows a rank keeps (S[r][r]) */
+static int64_t keep_cap(const struct pkb_dims *d) { return (TOPK * d->m + d->world - 1) / d->world; }
+
+/* C: the most rows one rank sends another -- a capacity factor of 2, and
+ * at most M per expert (a token hits an expert once) */
+static int64_t capacity(const struct pkb_dims *d)
+{
+	return min64(TOPK * d->m, min64(EXPERTS / d->world * d->m, 2 * keep_cap(d)));
+}
+
+static int describe(const struct pkb_dims *d, struct pkb_io *io)
+{
+	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
+		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
+	if (d->m < 1 || d->n < 1)
+		return pkb_io_fail(io, "M and N must be >= 1");
+	if (EXPERTS % d->world)
+		return pkb_io_fail(io, "W = %d does not divide the 8 experts", d->world);
+	if (d->m > (1 << 26))
+		return pkb_io_fail(io, "M = %lld: at most 2^26 tokens", (long long)d->m);
+	int64_t el = EXPERTS / d->world, m2 = TOPK * d->m;
+	pkb_io_input(io, "expert_outputs", d->dtype, PKB_NORMAL(0, 1), PKB_SHAPE(m2, d->n));
+	pkb_io_input(io, "routing_weights", d->dtype, PKB_HOSTGEN, PKB_SHAPE(d->m, TOPK));
+	pkb_io_input(io, "selected_experts", PKB_I64, PKB_HOSTGEN, PKB_SHAPE(d->m, TOPK));
+	pkb_io_param(io, "num_experts", EXPERTS);
+	pkb_io_input(io, "input_splits", PKB_I64, PKB_HOSTGEN, PKB_SHAPE(d->world));
+	pkb_io_input(io, "output_splits", PKB_I64, PKB_HOSTGEN, PKB_SHAPE(d->world));
+	pkb_io_input(io, "num_global_tokens_per_local_expert", PKB_I64, PKB_HOSTGEN,
+		     PKB_SHAPE(d->world, el));
+	pkb_io_input(io, "routing_map", PKB_BOOL, PKB_HOSTGEN, PKB_SHAPE(EXPERTS, d->m));
+	pkb_io_input(io, "local_input_permutation_mapping", PKB_I64, PKB_HOSTGEN, PKB_SHAPE(m2));
+	/* org_hidden_states_shape, a torch.Size: (M, N) */
+	pkb_io_param(io, "org_hidden_states_shape[0]", (double)d->m);
+	pkb_io_param(io, "org_hidden_states_shape[1]", (double)d->n);
+
+	/*
+	 * out[t] = T(T(x_a w_a) + T(x_b w_b)). A candidate may form the sum
+	 * without rounding the products (an fp32 fma, one rounding): each
+	 * product rounding moves the sum by up to u |x w| <= u max|x| (w < 1),
+	 * and with cancellation that is not relative to out[t]: terms = 2
+	 * charges 2 u amax(out) for the two of them (max|x| over 2M N normals
+	 * ~5.1-5.4 at the default, amax(out) ~3.9-4.2: 2 amax > max|x|); rtol =
+	 * 2u covers the two sides' final roundings. A host simulation of such
+	 * a candidate (M = N = 1024, 3 trials, bf16/fp16/fp32) lands at <= 0.49
+	 * of the element bound and l2 <= 0.73 u against the default
+	 * 2 u sqrt(3) = 3.46 u; weights swapped between a token's two experts
+	 * fail ~90% of the elements by up to 120x the bound (l2 ~230 u in bf16),
+	 * rows of the wrong rank are off by O(1).
+	 */
+	pkb_io_output(io, "unpermuted_tokens", d->dtype, PKB_TOL_SUM(2), PKB_SHAPE(d->m, d->n));
+	return 0;
+}
+
+/* ---- the routing (as 028 draws it) ------------------------------------------ */
+
+/* splitmix64 */
+static uint64_t next(uint64_t *s)
+{
+	uint64_t x = (*s += 0x9e3779b97f4a7c15ull);
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* a stream for (what, rank) of this trial: a function of the dims only,
+ * not of the seed, so that every rank draws its peers' routing alike */
+static uint64_t stream(const struct pkb_dims *d, uint64_t what, int rank)
+{
+	uint64_t s = 0x29c0bull ^ ((uint64_t)(uint32_t)d->trial << 24) ^ ((uint64_t)d->world << 16);
+	s = next(&s) ^ (uint64_t)d->m;
+	s = next(&s) ^ (what << 8) ^ (uint64_t)(uint32_t)rank;
+	next(&s);
+	return s;
+}
+
+/*
+ * S (W x W, row-major): S[j][d] rows of rank j's tokens for rank d's
+ * experts. The even split (2M/W, the remainder spread a row apart so that
+ * rows and columns both sum to 2M), then 16 W^2 random exchanges: +t at
+ * (a, b) and (c, e), -t at (a, e) and (c, b), which keep every row and
+ * column sum, t drawn up to what keeps every entry in [0, C] and the
+ * diagonal in [0, ceil(2M/W)].
+ */
+static void split_matrix(const struct pkb_dims *d, int64_t *s)
+{
+	int w = d->world;
+	int64_t m2 = TOPK * d->m, q = m2 / w, rem = m2 % w, kc = keep_cap(d), cap = capacity(d);
+	for (int j = 0; j < w; j++)
+		for (int k = 0; k < w; k++)
+			s[j * w + k] = q + ((k - j + w) % w < rem);
+	uint64_t st = stream(d, 1, 0);
+	for (int i = 0; i < 16 * w * w; i++) {
+		int a = (int)(next(&st) % w), c = (int)(next(&st) % (w - 1));
+		int b = (int)(next(&st) % w), e = (int)(next(&st) % (w - 1));
+		c += c >= a;
+		e += e >= b;
+		int64_t up = min64((a == b ? kc : cap) - s[a * w + b], (c == e ? kc : cap) - s[c * w + e]);
+		int64_t t = min64(up, min64(s[a * w + e], s[c * w + b]));
+		if (t < 1)
+			continue;
+		t = 1 + (int64_t)(next(&st) % (uint64_t)t);
+		s[a * w + b] += t;
+		s[c * w + e] += t;
+		s[a * w + e] -= t;
+		s[c * w + b] -= t;
+	}
+}
+
+/* Rank j's hits per expert: S[j][d] split at random over rank d's E_l
+ * experts, each part in [0, M] (S[j][d] <= C <= E_l M). Sums to 2M. */
+static void expert_counts(const struct pkb_dims *d, const int64_t *s, int j, int64_t *cnt)
+{
+	int w = d->world, el = EXPERTS / w;
+	uint64_t st = stream(d, 2, j);
+	for (int r = 0; r < w; r++) {
+		int64_t left = s[j * w + r];
+		for (int l = 0; l < el; l++) {
+			int64_t rest = (int64_t)(el - 1 - l) * d->m;   /* what the others can hold */
+			int64_t lo = left > rest ? left - rest : 0, hi = min64(left, d->m);
+			int64_t v = l == el - 1 ? left : lo + (int64_t)(next(&st) % (uint64_t)(hi - lo + 1));
+			cnt[r * el + l] = v;
+			left -= v;
+		}
+	}
+}
+
+/*
+ * This rank's two experts per token, ascending (pair[2t] < pair[2t+1]),
+ * given its counts per expert (each <= M, sum 2M). Lay the 2M expert ids
+ * out in runs, in a random expert order, and give token i the ids at i
+ * and i + M: distinct, since no run is longer than M. Then 4M random swaps
+ * of ids between tokens that keep both tokens' experts distinct and a
+ * random token order: the counts stay exact, the pairing is mixed.
+ */
+static uint8_t *routing_pairs(const struct pkb_dims *d, const int64_t *cnt)
+{
+	int64_t m = d->m;
+	uint8_t *ex = malloc((size_t)(TOPK * m)), *pair = malloc((size_t)(TOPK * m));
+	if (!ex || !pair) {
+		free(ex);
+		free(pair);
+		return NULL;
+	}
+	uint64_t st = stream(d, 3, d->rank);
+	int order[EXPERTS];
+	for (int e = 0; e < EXPERTS; e++)
+		order[e] = e;
+	for (int e = EXPERTS - 1; e > 0; e--) {
+		int k = (int)(next(&st) % (uint64_t)(e + 1)), t = order[e];
+		order[e] = order[k];
+		order[k] = t;
+	}
+	int64_t p = 0;
+	for (int i = 0; i < EXPERTS; i++)
+		for (int64_t k = 0; k < cnt[order[i]]; k++)
+			ex[p++] = (uint8_t)order[i];
+	for (int64_t i = 0; i < m; i++) {
+		pair[2 * i] = ex[i];
+		pair[2 * i + 1] = ex[i + m];
+	}
+	free(ex);
+	for (int64_t n = 0; m > 1 && n < 4 * m; n++) {
+		uint64_t r = next(&st), k = next(&st);
+		int64_t u = (int64_t)(r % (uint64_t)m), v = (int64_t)(k % (uint64_t)m);
+		int ku = (int)(k >> 62) & 1, kv = (int)(k >> 63);
+		uint8_t x = pair[2 * u + ku], y = pair[2 * v + kv];
+		if (u == v || y == pair[2 * u + 1 - ku] || x == pair[2 * v + 1 - kv])
+			continue;
+		pair[2 * u + ku] = y;
+		pair[2 * v + kv] = x;
+	}
+	for (int64_t i = m - 1; i > 0; i--) {
+		int64_t k = (int64_t)(next(&st) % (uint64_t)(i + 1));
+		uint8_t a = pair[2 * i], b = pair[2 * i + 1];
+		pair[2 * i] = pair[2 * k];
+		pair[2 * i + 1] = pair[2 * k + 1];
+		pair[2 * k] = a;
+		pair[2 * k + 1] = b;
+	}
+	for (int64_t t = 0; t < m; t++)
+		if (pair[2 * t] > pair[2 * t + 1]) {
+			uint8_t a = pair[2 * t];
+			pair[2 * t] = pair[2 * t + 1];
+			pair[2 * t + 1] = a;
+		}
+	return pair;
+}
+
+/* ---- routing weights ----------------------------------------------------------- */
+
+/* v (finite) rounded to nearest even in T's bits */
+static void store_t(pkb_dtype t, double v, void *buf, int64_t i)
+{
+	float f = (float)v;
+	uint32_t b;
+	memcpy(&b, &f, sizeof b);
+	if (t == PKB_FP32) {
+		((float *)buf)[i] = f;
+	} else if (t == PKB_BF16) {
+		((uint16_t *)buf)[i] = (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+	} else {
+		/* fp16: quantum 2^(e-10) for |v| in [2^e, 2^(e+1)), 2^-24 below
+		 * 2^-14; rint rounds half to even */
+		double a = fabs(v);
+		int e;
+		frexp(a, &e);   /* a in [2^(e-1), 2^e) */
+		double q = ldexp(1.0, (e - 1 < -14 ? -14 : e - 1) - 10);
+		double r = rint(a / q) * q;
+		uint16_t h;
+		if (r < 0x1p-14) {
+			h = (uint16_t)(r / 0x1p-24);
+		} else {
+			int e2;
+			double m = frexp(r, &e2);   /* r = m 2^e2, m in [0.5, 1) */
+			h = (uint16_t)(((e2 - 1 + 15) << 10) | (uint16_t)((2 * m - 1) * 1024));
+		}
+		((uint16_t *)buf)[i] = (uint16_t)(h | (v < 0 ? 0x8000 : 0));
+	}
+}
+
+/* T's value nearest v (what store_t stores), as a double */
+static double round_t(pkb_dtype t, double v)
+{
+	if (t == PKB_FP32)
+		return (float)v;
+	if (t == PKB_BF16) {
+		float f = (float)v;
+		uint32_t b;
+		memcpy(&b, &f, sizeof b);
+		b = ((b + 0x7fffu + ((b >> 16) & 1u)) >> 16) << 16;
+		memcpy(&f, &b, sizeof f);
+		return f;
+	}
+	double a = fabs(v);
+	int e;
+	frexp(a, &e);
+	double q = ldexp(1.0, (e - 1 < -14 ? -14 : e - 1) - 10);
+	return copysign(rint(a / q) * q, v);
+}
+
+/* a standard normal (Box-Muller) from two draws */
+static double normal(uint64_t *s)
+{
+	double u1 = ((next(s) >> 11) + 1) * 0x1p-53, u2 = (next(s) >> 11) * 0x1p-53;
+	return sqrt(-2 * log(u1)) * cos(2 * 3.14159265358979323846 * u2);
+}
+
+/* ---- gen_host -------------------------------------------------------------------- */
+
+static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
+{
+	int w = d->world, el = EXPERTS / w, r = d->rank;
+	int64_t m = d->m, m2 = TOPK * m;
+	size_t want;
+	switch (index) {
+	case 1: want = (size_t)m2 * pkb_dtype_size(d->dtype); break;
+	case 2: want = (size_t)m2 * sizeof(int64_t); break;
+	case 3: case 4: want = (size_t)w * sizeof(int64_t); break;
+	case 5: want = (size_t)w * el * sizeof(int64_t); break;
+	case 6: want = (size_t)EXPERTS * m; break;
+	case 7: want = (size_t)m2 * sizeof(int64_t); break;
+	default: return -1;
+	}
+	if (bytes != want)
+		return -1;
+	if (index == 1) {
+		/* softmax of two normals in T, per rank (the seed), as torch does
+		 * on T values: z rounded to T, the softmax in fp32, rounded to T */
+		uint64_t s = seed;
+		for (int64_t t = 0; t < m; t++) {
+			double z0 = round_t(d->dtype, normal(&s)), z1 = round_t(d->dtype, normal(&s));
+			double mx = z0 > z1 ? z0 : z1;
+			float e0 = (float)exp(z0 - mx), e1 = (float)exp(z1 - mx), sum = e0 + e1;
+			store_t(d->dtype, e0 / sum, buf, 2 * t);
+			store_t(d->dtype, e1 / sum, buf, 2 * t + 1);
+		}
+		return 0;
+	}
+	int64_t s[EXPERTS * EXPERTS], cnt[EXPERTS], *out = (int64_t *)buf;
+	split_matrix(d, s);
+	switch (index) {
+	case 3:   /* rows of our tokens for each rank: row r of S */
+		for (int k = 0; k < w; k++)
+			out[k] = s[r * w + k];
+		return 0;
+	case 4:   /* rows of each rank's tokens for us: column r of S */
+		for (int k = 0; k < w; k++)
+			out[k] = s[k * w + r];
+		return 0;
+	case 5:   /* [j][l]: rank j's hits on our expert r*E_l + l */
+		for (int j = 0; j < w; j++) {
+			expert_counts(d, s, j, cnt);
+			for (int l = 0; l < el; l++)
+				out[j * el + l] = cnt[r * el + l];
+		}
+		return 0;
+	}
+	expert_counts(d, s, r, cnt);
+	uint8_t *pair = routing_pairs(d, cnt);
+	if (!pair)
+		return -1;
+	if (index == 2) {          /* selected_experts, ascending */
+		for (int64_t i = 0; i < m2; i++)
+			out[i] = pair[i];
+	} else if (index == 6) {   /* routing_map (8, M) bool */
+		uint8_t *map = (uint8_t *)buf;
+		memset(map, 0, (size_t)EXPERTS * m);
+		for (int64_t t = 0; t < m; t++)
+			for (int k = 0; k < TOPK; k++)
+				map[(int64_t)pair[2 * t + k] * m + t] = 1;
+	} else {                   /* perm: expert-major, tokens ascending */
+		int64_t p = 0;
+		for (int e = 0; e < EXPERTS; e++)
+			for (int64_t t = 0; t < m; t++)
+				if (pair[2 * t] == e || pair[2 * t + 1] == e)
+					out[p++] = t;
+	}
+	free(pair);
+	return 0;
+}
+
+/* Receive the rows of its tokens from the experts' ranks: at least
+ * 2M - ceil(2M/W) whatever the trial, each N*e bytes, half as many when
+ * E_l >= 2 (a peer holding both of a token's experts sends one weighted
+ * sum). FLOPs: a multiply per element of the 2M rows, an add per element
+ * of the M output rows. HBM: the default. */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	double hits = (double)(TOPK * d->m - keep_cap(d));
+	double rows = EXPERTS / d->world >= 2 ? hits / 2 : hits;
+	c->net_bytes = rows * d->n * pkb_dtype_size(d->dtype);
+	c->flops = 3.0 * d->m * d->n;
+	c->flop_kind = PKB_FLOPS_VECTOR;
+	c->note = "each expert row of a token travels back once, weighted on either side";
+}
+
+const struct pkb_problem pkb_problem_029 = {
+	.id = 29,
+	.name = "moe_post_all2all",
+	.title = "MoE combine: chunk regroup + all-to-all + weighted unpermute",
+	.category = "Expert Parallel",
+	.origin = "Megatron-LM token_unpermutation / VeOmni tokens_post_all2all (inferred)",
+	.worlds = PKB_WORLD(2) | PKB_WORLD(4) | PKB_WORLD(8),
+	.describe = describe,
+	.gen_host = gen_host,
+	.cost = cost,
+};
