@@ -80,6 +80,10 @@ struct pkb_dims {
 	int64_t m, n;    /* the base shape */
 	pkb_dtype dtype; /* the harness dtype */
 	int trial;       /* a few problems change layout with the trial */
+	uint64_t common_seed;   /* in gen_host only: the same on every rank, mixed
+				   from --seed, the problem and the trial; for
+				   structures the ranks must agree on (a routing's
+				   split matrix) that still vary with --seed */
 };
 
 /* What describe() fills, through the pkb_io_* helpers below. */

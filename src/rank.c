@@ -344,6 +344,7 @@ void gen_inputs(struct rank_env *E, int trial, void *const *bufs)
 {
 	struct pkb_dims d = E->dims;
 	d.trial = trial;
+	d.common_seed = input_key(E, trial, -1, 1);
 	for (int i = 0; i < E->io.n_in; i++) {
 		const struct pkb_tensor_desc *t = &E->io.in[i];
 		size_t bytes = tensor_desc_bytes(t);
