@@ -342,10 +342,14 @@ static json_t *host_versions(void)
 	int rt = 0, nc = 0;
 	char ver[32];
 	json_t *drv = json_null();
+	/* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar ..."
+	 * or "... Open Kernel Module for x86_64  570.86.15  Release Build ...":
+	 * the first word after "Kernel Module" that starts with a digit */
 	char *txt = read_file("/proc/driver/nvidia/version", NULL);
-	const char *km = txt ? strstr(txt, "Kernel Module") : NULL;
-	if (km && sscanf(km + strlen("Kernel Module"), " %31s", ver) == 1)
-		drv = json_string(ver);
+	const char *p = txt ? strstr(txt, "Kernel Module") : NULL;
+	for (int n = 0; p && !json_is_string(drv) && sscanf(p, "%31s%n", ver, &n) == 1; p += n)
+		if (ver[0] >= '0' && ver[0] <= '9')
+			drv = json_string(ver);
 	free(txt);
 	json_object_set_new(v, "driver", drv);
 	if (cudaRuntimeGetVersion(&rt) == cudaSuccess && rt > 0)
