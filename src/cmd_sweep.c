@@ -1,40 +1,50 @@
 /*
  * cmd_sweep.c -- `pkb sweep DIR`: every candidate of a run directory through
- * `pkb eval` as a child process, in lanes of W GPUs side by side, one JSON
- * line per evaluation in DIR/results.jsonl; resumable after any kill.
+ * `pkb eval` as a child process, in lanes of W GPUs side by side (lanes.c),
+ * one JSON line per evaluation in DIR/results.jsonl; resumable after any
+ * kill. `--slurm` submits the evaluations still missing as one Slurm job
+ * array whose task I runs `pkb sweep DIR --shard I/N` into a file of its
+ * own (results.d/shard-I-of-N.jsonl); `--jobs FILE` runs the commands of a
+ * file in the same lanes (tools/test-gpu).
  *
  * Layouts read: DIR/candidates/NNN/FILE.cu (pkb generate; a DIR/replies/NNN/
  * sample_K.json without its .cu is recorded as no_code), else DIR/NNN/FILE.cu
- * and DIR/NNN_FILE.cu. The problem SPEC parser is local (static) here until
- * src/spec.[ch] lands: `all`, `1-8,13`, or a category name.
+ * and DIR/NNN_FILE.cu.
  */
 #define _GNU_SOURCE
 #include "cmds.h"
 #include "exitcode.h"
-#include "spec.h"      /* defines: spec_parse */
+#include "job.h"       /* defines: gpu_count, job_stamp */
+#include "lanes.h"
 #include "problem.h"
+#include "results.h"
+#include "slurm.h"
+#include "spec.h"      /* defines: spec_parse */
 #include "util.h"
 
+#include <cuda_runtime_api.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
+#include <nccl.h>
 #include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char usage[] =
 "usage: pkb sweep DIR [options]\n"
+"       pkb sweep DIR --slurm [--nodes N] [--gpus-per-node G] [--partition P]\n"
+"                 [--time T] [--account A] [options]\n"
+"       pkb sweep DIR --slurm --status\n"
+"       pkb sweep --jobs FILE [--ngpus N] [-q]\n"
 "\n"
 "Evaluate every candidate under DIR with `pkb eval`, in lanes of W GPUs side\n"
 "by side, and append one JSON line per evaluation to DIR/results.jsonl.\n"
@@ -42,16 +52,39 @@ static const char usage[] =
 "\n"
 "  -p, --problems SPEC    all (default), 1-8,13, or a category name\n"
 "  -g, --gpus W           world size of each evaluation (default 2)\n"
-"      --ngpus N          GPUs on this machine to use (default 8; lanes = N / W)\n"
+"      --ngpus N          GPUs to use (default: those visible, else 8)\n"
+"  -j, --lanes J          evaluations at once (default N / W: one per set of W\n"
+"                         GPUs; more share the sets, untimed ones only)\n"
 "  -t, --trials K         trials per evaluation (default 5)\n"
-"      --measure-perf     time the candidates (one eval per lane at a time)\n"
+"  -d, --dtype T, --m M, --n N\n"
+"                         passed to eval (default: eval's, bf16 at 1024 x 1024)\n"
+"      --measure-perf     time the candidates (each alone on its GPUs)\n"
 "      --timeout S        kill an evaluation after S seconds (default 1800;\n"
 "                         eval's own phase deadlines should end it first)\n"
 "      --deadline K=S     passed to eval (up to 4 times)\n"
 "      --atol A, --rtol R passed to eval (recorded: pkb score keeps such\n"
 "                         records apart from those at the problem's tolerances)\n"
 "  -o, --out FILE         results file (default DIR/results.jsonl)\n"
-"  -h, --help\n";
+"      --shard I/N        only the evaluations of shard I of N (0 <= I < N), into\n"
+"                         DIR/" RESULTS_SHARD_DIR "/shard-I-of-N.jsonl (what a --slurm task runs)\n"
+"  -q, --quiet            no progress on stderr\n"
+"\n"
+"Slurm (docs/SCALE.md): the evaluations still missing as one job array\n"
+"      --slurm            submit it (again: only what is still missing)\n"
+"      --status           the array's tasks as Slurm reports them, and the counts\n"
+"      --nodes N          array tasks, one shard of the evaluations each (default 1)\n"
+"      --gpus-per-node G  GPUs of each task (--gres=gpu:G; default 8)\n"
+"      --partition P, --time T, --account A, --cpus-per-task C\n"
+"                         passed to sbatch\n"
+"\n"
+"      --jobs FILE        run the commands of FILE in lanes instead (no DIR); a\n"
+"                         JSON line each: {\"world\": W, \"share\": S, \"argv\": [...]}\n"
+"                         (share: launches a GPU may carry at once, default 1)\n"
+"  -h, --help\n"
+"\n"
+"exit status: 0 done (whatever the candidates' outcomes), 1 unreadable or\n"
+"unwritable results, or sbatch refused, 2 usage, 9 no process could be\n"
+"forked, 128+S stopped by signal S (records kept)\n";
 
 struct task {
 	int problem;
@@ -64,13 +97,22 @@ struct task {
 struct sweep {
 	struct task *t;
 	int n, cap;
-	int W, trials, perf;
+	int W, trials, perf, lanes, ngpus, quiet;
+	int shard_i, shard_n;       /* shard_n 0: every evaluation */
 	double timeout_s;
-	const char *root;
+	const char *root, *spec, *out;
 	const char *deadline[4];   /* eval's --deadline K=S, passed on */
 	int ndeadline;
 	const char *atol, *rtol;    /* eval's --atol/--rtol when given */
+	const char *dtype, *m_arg, *n_arg;  /* eval's --dtype, --m, --n when given */
 	unsigned char want[1024];   /* problem ids selected */
+	json_t *args;               /* the options above as given, for --slurm's tasks */
+	json_t *versions;           /* driver, CUDA runtime, NCCL of this host */
+};
+
+struct slurm_opts {
+	int on, status, nodes, gpn;
+	const char *partition, *time, *account, *cpus;
 };
 
 /* the problems SPEC selects (src/spec.c, as pkb generate), as a set of ids */
@@ -104,6 +146,18 @@ static int file_sha256(const char *path, char out[65])
 	return 0;
 }
 
+/* the shard of a key: a hash of the key alone (FNV-1a, then mixed: keys
+ * differ in a digit or two), so that every task of an array and every
+ * later submission agree without a shared plan file, whatever else was
+ * recorded meanwhile */
+static int shard_of(const char *key, int n)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (const unsigned char *c = (const unsigned char *)key; *c; c++)
+		h = (h ^ *c) * 1099511628211ull;
+	return (int)(mix64(h) % (uint64_t)n);
+}
+
 static void add_task(struct sweep *s, int problem, const char *stem, const char *path)
 {
 	if (problem < 1 || problem >= (int)sizeof(s->want) || !s->want[problem])
@@ -130,6 +184,14 @@ static void add_task(struct sweep *s, int problem, const char *stem, const char 
 	t->key = xstrfmt("%03d|%s|W%d|t%d|%s|tol%s/%s|pkb%s|%s", problem, stem, s->W, s->trials,
 			 s->perf ? "perf" : "noperf", s->atol ? s->atol : "-", s->rtol ? s->rtol : "-",
 			 PKB_VERSION, t->sha);
+	/* an instance other than eval's default says so (keys of sweeps
+	 * without these options stay as they were) */
+	if (s->dtype || s->m_arg || s->n_arg) {
+		char *k = xstrfmt("%s|%s|m%s|n%s", t->key, s->dtype ? s->dtype : "-",
+				  s->m_arg ? s->m_arg : "-", s->n_arg ? s->n_arg : "-");
+		free(t->key);
+		t->key = k;
+	}
 	s->n++;
 }
 
@@ -214,46 +276,43 @@ static void scan(struct sweep *s, const char *root)
 	qsort(s->t, s->n, sizeof(*s->t), cmp_task);
 }
 
-/* ---- results.jsonl: read the keys done, cut a torn last line ---- */
-static int load_done(const char *path, json_t *done)
+/* ---- the records: the keys done, a torn last line cut ---- */
+
+/* Into `done` (key -> outcome) every key recorded: in `out` alone when -o
+ * names a file of its own, else in every file of the run (results.jsonl
+ * and the shard files of --slurm tasks). The file that will be appended
+ * to, `out`, loses a torn last line (said on stderr); a bad line before its
+ * end is refused, since cutting there would drop the good records after it. */
+static int load_done(const struct sweep *s, const char *out, json_t *done)
 {
-	size_t len;
-	char *buf = read_file(path, &len);
-	if (!buf)
-		return errno == ENOENT ? 0 : error("cannot read %s: %s", path, strerror(errno));
-	size_t good = 0;   /* bytes up to the last complete, parseable line */
-	char *p = buf;
-	while (p < buf + len) {
-		char *nl = memchr(p, '\n', buf + len - p);
-		if (!nl)
-			break;
-		json_t *r = json_loadb(p, nl - p, 0, NULL);
-		const char *k = r ? json_string_value(json_object_get(r, "key")) : NULL;
-		if (!k) {
-			json_decref(r);
-			if (nl + 1 < buf + len) {
-				/* not the last line: not a torn write of ours; cutting
-				 * here would drop the good records after it */
-				free(buf);
-				return error("%s: line %zu is not a sweep record; fix or move the file",
-					     path, (size_t)json_object_size(done) + 1);
-			}
-			break;
+	int n = 1;
+	char **files = s->out ? xcalloc(2, sizeof(char *)) : results_files(s->root, &n);
+	if (s->out)
+		files[0] = xstrdup(s->out);
+	int rc = 0;
+	for (int i = 0; i < n && !rc; i++) {
+		json_t *recs = json_array();
+		size_t good, len;
+		int bad;
+		if (results_read(files[i], recs, &good, &len, &bad) < 0) {
+			rc = error("cannot read %s: %s", files[i], strerror(errno));
+		} else if (!strcmp(files[i], out) && bad) {
+			rc = error("%s: line %d is not a sweep record; fix or move the file", out, bad);
+		} else if (!strcmp(files[i], out) && good < len) {
+			/* a kill mid-write leaves at most one torn line at the end */
+			warning("%s: %zu bytes of a torn last record cut away", out, len - good);
+			if (truncate(out, (off_t)good) != 0)
+				rc = error("cannot truncate %s: %s", out, strerror(errno));
 		}
-		json_object_set_new(done, k, json_true());
-		json_decref(r);
-		p = nl + 1;
-		good = p - buf;
+		size_t j;
+		json_t *r;
+		json_array_foreach(recs, j, r)
+			json_object_set(done, json_string_value(json_object_get(r, "key")),
+					json_object_get(r, "outcome"));
+		json_decref(recs);
 	}
-	free(buf);
-	if (good < len) {
-		/* a kill mid-write leaves at most one torn line at the end: cut it
-		 * (one write() per line, so nothing after it can be whole) */
-		warning("%s: %zu bytes of a torn last record cut away", path, len - good);
-		if (truncate(path, (off_t)good) != 0)
-			return error("cannot truncate %s: %s", path, strerror(errno));
-	}
-	return 0;
+	results_files_free(files);
+	return rc;
 }
 
 static int append_record(int fd, json_t *rec)
@@ -272,87 +331,37 @@ static int append_record(int fd, json_t *rec)
 	return 0;
 }
 
-/* ---- lanes ---- */
-struct lane {
-	pid_t pid;
-	int task;
-	char *json, *log;
-	uint64_t start_ns;
-	char gpus[64];
-};
-
-static pid_t spawn_eval(struct sweep *s, struct task *t, struct lane *l)
+/* The driver, CUDA runtime and NCCL of this host, as strings (null where
+ * there is none): the ranks run this executable, so the runtime and NCCL
+ * it links are theirs. Both version calls are plain queries of the
+ * libraries (no device, no context: the parent never touches a GPU); the
+ * driver's release comes from its /proc file, as `pkb doctor` reads it. */
+static json_t *host_versions(void)
 {
-	char pid_s[16], w_s[16], t_s[16];
-	snprintf(pid_s, sizeof(pid_s), "%d", t->problem);
-	snprintf(w_s, sizeof(w_s), "%d", s->W);
-	snprintf(t_s, sizeof(t_s), "%d", s->trials);
-	const char *argv[24] = { pkb_self_exe(), "eval", pid_s, t->path, "--gpus", w_s,
-		"--trials", t_s, "-q", "--json", l->json };
-	int a = 11;
-	if (s->perf)
-		argv[a++] = "--measure-perf";
-	if (s->atol) {
-		argv[a++] = "--atol";
-		argv[a++] = s->atol;
-	}
-	if (s->rtol) {
-		argv[a++] = "--rtol";
-		argv[a++] = s->rtol;
-	}
-	for (int i = 0; i < s->ndeadline; i++) {
-		argv[a++] = "--deadline";
-		argv[a++] = s->deadline[i];
-	}
-	argv[a] = NULL;
-	unlink(l->json);
-	free(l->log);
-	l->log = xstrfmt("%s/logs/%03d", s->root, t->problem);
-	mkdir_p(l->log);
-	free(l->log);
-	l->log = xstrfmt("%s/logs/%03d/%s.log", s->root, t->problem, t->sample);
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		setpgid(0, 0);
-		setenv("CUDA_VISIBLE_DEVICES", l->gpus, 1);
-		int fd = open(l->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
-		execv(argv[0], (char **)argv);
-		_exit(127);
-	}
-	setpgid(pid, pid);
-	return pid;
-}
-
-/* The ranks of an eval killed at the deadline live on in process groups of
- * their own (a rank stuck in a kernel never notices its parent go). As the
- * subreaper the sweep inherits them: every child that is not a lane's eval
- * is such an orphan, and its group is killed. */
-static void kill_orphans(const struct lane *lanes, int nl)
-{
-	char *path = xstrfmt("/proc/self/task/%d/children", (int)getpid());
-	size_t len;
-	char *buf = read_file(path, &len);
-	free(path);
-	if (!buf)
-		return;
-	char *p = buf, *end;
-	for (long pid; (pid = strtol(p, &end, 10)) > 0; p = end) {
-		int mine = 0;
-		for (int l = 0; l < nl; l++)
-			mine |= lanes[l].pid == pid;
-		if (!mine) {
-			kill(-(pid_t)pid, SIGKILL);
-			kill((pid_t)pid, SIGKILL);
-		}
-	}
-	free(buf);
+	json_t *v = json_object();
+	int rt = 0, nc = 0;
+	char ver[32];
+	json_t *drv = json_null();
+	/* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar ..."
+	 * or "... Open Kernel Module for x86_64  570.86.15  Release Build ...":
+	 * the first word after "Kernel Module" that starts with a digit */
+	char *txt = read_file("/proc/driver/nvidia/version", NULL);
+	const char *p = txt ? strstr(txt, "Kernel Module") : NULL;
+	for (int n = 0; p && !json_is_string(drv) && sscanf(p, "%31s%n", ver, &n) == 1; p += n)
+		if (ver[0] >= '0' && ver[0] <= '9')
+			drv = json_string(ver);
+	free(txt);
+	json_object_set_new(v, "driver", drv);
+	if (cudaRuntimeGetVersion(&rt) == cudaSuccess && rt > 0)
+		json_object_set_new(v, "cuda_runtime", json_sprintf("%d.%d", rt / 1000, rt % 1000 / 10));
+	else
+		json_object_set_new(v, "cuda_runtime", json_null());
+	if (ncclGetVersion(&nc) == ncclSuccess && nc > 0)
+		json_object_set_new(v, "nccl", json_sprintf("%d.%d.%d", nc / 10000, nc / 100 % 100,
+							     nc % 100));
+	else
+		json_object_set_new(v, "nccl", json_null());
+	return v;
 }
 
 static const char *fail_category(json_t *res)
@@ -385,6 +394,13 @@ static json_t *make_record(struct sweep *s, struct task *t, json_t *res, int rc,
 		json_object_set_new(hw, "gpus", json_integer(s->W));
 		if ((v = json_object_get(res, "nvcc")))
 			json_object_set(hw, "nvcc", v);
+		/* the versions the ranks report, where they do; else this host's */
+		json_t *rhw = json_object_get(res, "hardware");
+		static const char *const vk[] = { "driver", "cuda_runtime", "nccl" };
+		for (size_t i = 0; i < ARRAY_SIZE(vk); i++) {
+			v = json_object_get(rhw, vk[i]);
+			json_object_set(hw, vk[i], json_is_string(v) ? v : json_object_get(s->versions, vk[i]));
+		}
 		json_object_set_new(key, "hardware", hw);
 	}
 	json_t *rec = json_pack("{s:s, s:o, s:s?, s:i, s:f}", "key", t->key, "instance", key,
@@ -398,206 +414,881 @@ static json_t *make_record(struct sweep *s, struct task *t, json_t *res, int rc,
 	return rec;
 }
 
-static void progress(int done, int total, int pass, json_t *fails, uint64_t t0, const char *line)
+/* ---- progress on stderr ---- */
+struct progress {
+	int done, total, pass, quiet;
+	int instant;       /* of done: recorded without a launch (no_code), left out of the ETA */
+	json_t *fails;     /* outcome -> count */
+	uint64_t t0;
+};
+
+static const char *fmt_dur(double s, char *buf, size_t n)
 {
-	double el = (now_ns() - t0) / 1e9;
-	double eta = done ? el / done * (total - done) : 0;
+	if (s < 100)
+		snprintf(buf, n, "%.0fs", s);
+	else if (s < 6000)
+		snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
+	else
+		snprintf(buf, n, "%dh%02dm", (int)s / 3600, (int)s / 60 % 60);
+	return buf;
+}
+
+/* one more done (outcome "pass" counts as passed, NULL as neither): a bar
+ * redrawn in place on a terminal, else one plain line per evaluation */
+static void progress(struct progress *p, const char *outcome, const char *line)
+{
+	p->done++;
+	if (outcome && !strcmp(outcome, "pass"))
+		p->pass++;
+	else if (outcome)
+		json_object_set_new(p->fails, outcome, json_integer(
+			json_integer_value(json_object_get(p->fails, outcome)) + 1));
+	if (p->quiet)
+		return;
+	double el = (now_ns() - p->t0) / 1e9;
+	int ran = p->done - p->instant;
+	double eta = ran > 0 ? el / ran * (p->total - p->done) : 0;
+	char e1[32], e2[32];
 	if (isatty(2)) {
-		int w = 30, f = total ? w * done / total : w;
+		int w = 30, f = p->total ? w * p->done / p->total : w;
 		fprintf(stderr, "\r[%.*s%*s] %d/%d passed %d", f, "##############################",
-			w - f, "", done, total, pass);
+			w - f, "", p->done, p->total, p->pass);
 		const char *k;
 		json_t *v;
-		json_object_foreach(fails, k, v)
+		json_object_foreach(p->fails, k, v)
 			fprintf(stderr, " %s %lld", k, (long long)json_integer_value(v));
-		fprintf(stderr, " %.0fs ETA %.0fs\033[K", el, eta);
-		if (done == total)
+		fprintf(stderr, " %s ETA %s\033[K", fmt_dur(el, e1, sizeof e1), fmt_dur(eta, e2, sizeof e2));
+		if (p->done == p->total)
 			fputc('\n', stderr);
 	} else {
-		fprintf(stderr, "sweep: %d/%d %s (%.0fs, ETA %.0fs)\n", done, total, line, el, eta);
+		fprintf(stderr, "sweep: %d/%d %s (%s, ETA %s)\n", p->done, p->total, line,
+			fmt_dur(el, e1, sizeof e1), fmt_dur(eta, e2, sizeof e2));
 	}
+}
+
+/* ---- a local sweep (or one shard of it) on this machine's GPUs ---- */
+struct run_ctx {
+	struct sweep *s;
+	int *todo;
+	char **json;       /* eval's --json file per job */
+	int fd, rc;
+	struct progress pg;
+};
+
+static char **eval_argv(struct sweep *s, struct task *t, const char *json)
+{
+	char **argv = xcalloc(24, sizeof(char *));
+	int a = 0;
+	argv[a++] = xstrdup(pkb_self_exe());
+	argv[a++] = xstrdup("eval");
+	argv[a++] = xstrfmt("%d", t->problem);
+	argv[a++] = xstrdup(t->path);
+	argv[a++] = xstrdup("--gpus");
+	argv[a++] = xstrfmt("%d", s->W);
+	argv[a++] = xstrdup("--trials");
+	argv[a++] = xstrfmt("%d", s->trials);
+	argv[a++] = xstrdup("-q");
+	argv[a++] = xstrdup("--json");
+	argv[a++] = xstrdup(json);
+	if (s->perf)
+		argv[a++] = xstrdup("--measure-perf");
+	if (s->atol) {
+		argv[a++] = xstrdup("--atol");
+		argv[a++] = xstrdup(s->atol);
+	}
+	if (s->rtol) {
+		argv[a++] = xstrdup("--rtol");
+		argv[a++] = xstrdup(s->rtol);
+	}
+	const char *inst[3][2] = { { "--dtype", s->dtype }, { "--m", s->m_arg }, { "--n", s->n_arg } };
+	for (int i = 0; i < 3; i++)
+		if (inst[i][1]) {
+			argv[a++] = xstrdup(inst[i][0]);
+			argv[a++] = xstrdup(inst[i][1]);
+		}
+	for (int i = 0; i < s->ndeadline; i++) {
+		argv[a++] = xstrdup("--deadline");
+		argv[a++] = xstrdup(s->deadline[i]);
+	}
+	return argv;
+}
+
+static void eval_done(void *vctx, const struct lanes_done *d)
+{
+	struct run_ctx *c = vctx;
+	struct sweep *s = c->s;
+	struct task *t = &s->t[c->todo[d->job]];
+	json_t *res = d->status == -2 ? NULL : json_load_file(c->json[d->job], 0, NULL);
+	json_t *rec = make_record(s, t, res, d->status, d->seconds);
+	if (!res && d->status != -2)
+		json_object_set_new(rec, "message", json_string("eval wrote no JSON (see log)"));
+	if (append_record(c->fd, rec) < 0)
+		c->rc = PKB_EXIT_INPUT;
+	const char *o = json_string_value(json_object_get(rec, "outcome"));
+	char *line = xstrfmt("%03d %s on GPUs %s: %s", t->problem, t->sample, d->gpus, o);
+	progress(&c->pg, o, line);
+	free(line);
+	json_decref(rec);
+	json_decref(res);
+	unlink(c->json[d->job]);
+}
+
+static int run_local(struct sweep *s, int *todo, int ntodo, const char *res_path, int fd)
+{
+	struct run_ctx c = { .s = s, .todo = todo, .fd = fd,
+		.pg = { .total = ntodo, .quiet = s->quiet, .fails = json_object(), .t0 = now_ns() } };
+	/* no-code samples need no GPU: recorded at once */
+	int nrun = 0;
+	for (int i = 0; i < ntodo; i++) {
+		struct task *t = &s->t[todo[i]];
+		if (t->path) {
+			todo[nrun++] = todo[i];
+			continue;
+		}
+		json_t *rec = make_record(s, t, NULL, 0, 0);
+		if (append_record(fd, rec) < 0)
+			c.rc = PKB_EXIT_INPUT;
+		json_decref(rec);
+		char *line = xstrfmt("%03d %s: no_code", t->problem, t->sample);
+		c.pg.instant++;
+		progress(&c.pg, "no_code", line);
+		free(line);
+	}
+	/* lanes: disjoint sets of W GPUs. A timed eval owns its set; untimed
+	 * ones share a set when asked for more lanes than there are sets */
+	int sets = s->ngpus / s->W;
+	int share = s->perf ? 1 : (s->lanes + sets - 1) / sets;
+	if (s->perf && s->lanes > sets) {
+		warning("timed evaluations own their GPUs: %d lanes of %d GPUs, not %d", sets, s->W,
+			s->lanes);
+		s->lanes = sets;
+	}
+	char *tmp = xstrfmt("%s/.sweep", s->root);
+	mkdir_p(tmp);
+	struct lanes_job *jobs = xcalloc(nrun + 1, sizeof(*jobs));
+	c.json = xcalloc(nrun + 1, sizeof(char *));
+	for (int i = 0; i < nrun; i++) {
+		struct task *t = &s->t[todo[i]];
+		/* the pid in the name: an eval orphaned by a killed sweep must
+		 * not write the file a resumed sweep reads */
+		c.json[i] = xstrfmt("%s/%d.job%d.json", tmp, (int)getpid(), i);
+		unlink(c.json[i]);
+		char *dir = xstrfmt("%s/logs/%03d", s->root, t->problem);
+		mkdir_p(dir);
+		free(dir);
+		jobs[i] = (struct lanes_job){ .world = s->W, .share = share,
+			.argv = eval_argv(s, t, c.json[i]), .timeout_s = s->timeout_s,
+			.log = xstrfmt("%s/logs/%03d/%s.log", s->root, t->problem, t->sample) };
+	}
+	int stopped = lanes_run(jobs, nrun, s->ngpus, s->lanes, eval_done, &c);
+	for (int i = 0; i < nrun; i++) {
+		for (char **a = jobs[i].argv; *a; a++)
+			free(*a);
+		free(jobs[i].argv);
+		free((char *)jobs[i].log);
+		unlink(c.json[i]);
+		free(c.json[i]);
+	}
+	free(jobs);
+	free(c.json);
+	free(tmp);
+	if (stopped > 0) {
+		warning("stopped by signal %d after %d of %d; run the same command to go on",
+			stopped - 128, c.pg.done, ntodo);
+		c.rc = stopped;
+	} else if (stopped < 0) {
+		c.rc = PKB_EXIT_ENV;   /* no process left to fork */
+	} else if (!s->quiet) {
+		fprintf(stderr, "sweep: %d run, %d passed; records in %s\n", c.pg.done, c.pg.pass,
+			res_path);
+	}
+	json_decref(c.pg.fails);
+	return c.rc;
+}
+
+/* ---- --jobs FILE: tools/test-gpu's cases in the same lanes ---- */
+struct jobs_ctx {
+	struct lanes_job *jobs;
+	struct progress pg;
+};
+
+static void job_done(void *vctx, const struct lanes_done *d)
+{
+	struct jobs_ctx *c = vctx;
+	char *line = xstrfmt("job %d (%s) on GPUs %s: exit %d in %.1fs", d->job + 1,
+			     c->jobs[d->job].argv[0], d->gpus, d->status, d->seconds);
+	progress(&c->pg, NULL, line);
+	free(line);
+}
+
+static int run_jobs(const char *file, int ngpus, int lanes, int quiet)
+{
+	size_t len;
+	char *buf = read_file(file, &len);
+	if (!buf) {
+		error("cannot read %s: %s", file, strerror(errno));
+		return PKB_EXIT_INPUT;
+	}
+	struct lanes_job *jobs = NULL;
+	int n = 0, line = 0, rc = 0;
+	for (char *p = buf, *nl; p < buf + len && !rc; p = nl + 1) {
+		if (!(nl = memchr(p, '\n', buf + len - p)))
+			nl = buf + len;
+		line++;
+		if (nl == p)
+			continue;
+		json_error_t je;
+		json_t *o = json_loadb(p, nl - p, 0, &je), *argv = json_object_get(o, "argv");
+		json_t *share = json_object_get(o, "share"), *log = json_object_get(o, "log");
+		json_int_t w = json_integer_value(json_object_get(o, "world"));
+		if (!json_is_array(argv) || !json_array_size(argv) || w < 1 || w > ngpus ||
+		    (share && json_integer_value(share) < 1) || (log && !json_is_string(log))) {
+			rc = error("%s:%d: not a job of at most %d GPUs: {\"world\": W, \"share\": S, "
+				   "\"argv\": [...], \"log\": FILE}", file, line, ngpus);
+			json_decref(o);
+			break;
+		}
+		jobs = xrealloc(jobs, (n + 1) * sizeof(*jobs));
+		struct lanes_job *j = &jobs[n++];
+		*j = (struct lanes_job){ .world = (int)w,
+			.share = share ? (int)json_integer_value(share) : 1,
+			.log = log ? xstrdup(json_string_value(log)) : NULL,
+			.argv = xcalloc(json_array_size(argv) + 1, sizeof(char *)) };
+		size_t i;
+		json_t *a;
+		json_array_foreach(argv, i, a)
+			j->argv[i] = xstrdup(json_is_string(a) ? json_string_value(a) : "");
+		json_decref(o);
+	}
+	free(buf);
+	struct jobs_ctx c = { .jobs = jobs,
+		.pg = { .total = n, .quiet = quiet, .fails = json_object(), .t0 = now_ns() } };
+	if (!rc) {
+		rc = lanes_run(jobs, n, ngpus, lanes, job_done, &c);
+		if (rc > 0)
+			warning("stopped by signal %d after %d of %d jobs", rc - 128, c.pg.done, n);
+	}
+	for (int i = 0; i < n; i++) {
+		for (char **a = jobs[i].argv; *a; a++)
+			free(*a);
+		free(jobs[i].argv);
+		free((char *)jobs[i].log);
+	}
+	free(jobs);
+	json_decref(c.pg.fails);
+	return rc < 0 ? PKB_EXIT_INPUT : rc;
+}
+
+/* ---- --slurm: one job array, a shard per task ---- */
+
+/* a word for sh: single quotes, each ' as '\'' */
+static char *sh_quote(const char *v)
+{
+	size_t n = 3;
+	for (const char *c = v; *c; c++)
+		n += *c == '\'' ? 4 : 1;
+	char *q = xmalloc(n), *o = q;
+	*o++ = '\'';
+	for (const char *c = v; *c; c++) {
+		if (*c == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else {
+			*o++ = *c;
+		}
+	}
+	*o++ = '\'';
+	*o = 0;
+	return q;
+}
+
+static char *slurm_dir(const char *root)
+{
+	return xstrfmt("%s/slurm", root);
+}
+
+/* the submissions so far, one per line of DIR/slurm/jobs.jsonl */
+static json_t *load_submissions(const char *root)
+{
+	char *path = xstrfmt("%s/slurm/jobs.jsonl", root);
+	json_t *a = json_array();
+	size_t len;
+	char *buf = read_file(path, &len);
+	for (char *p = buf, *nl; buf && p < buf + len; p = nl + 1) {
+		if (!(nl = memchr(p, '\n', buf + len - p)))
+			break;
+		json_t *o = json_loadb(p, nl - p, 0, NULL);
+		if (json_is_string(json_object_get(o, "job")))
+			json_array_append_new(a, o);
+		else
+			json_decref(o);
+	}
+	free(buf);
+	free(path);
+	return a;
+}
+
+/* Mark in busy[0..n) the shards that tasks of earlier arrays still hold
+ * (pending or running): submitting them again could run a key twice. An
+ * active array of another shard count cannot be matched key by key: -1. */
+static int busy_shards(const char *root, int n, unsigned char *busy)
+{
+	json_t *subs = load_submissions(root);
+	char *log = xstrfmt("%s/slurm/.query.%d", root, (int)getpid());
+	size_t i;
+	json_t *sub;
+	int rc = 0;
+	json_array_foreach(subs, i, sub) {
+		const char *job = json_string_value(json_object_get(sub, "job"));
+		int sn = (int)json_integer_value(json_object_get(sub, "shards"));
+		json_t *tasks = slurm_tasks(job, log);
+		size_t j;
+		json_t *t;
+		json_array_foreach(tasks, j, t) {
+			if (!slurm_state_active(json_string_value(json_object_get(t, "state"))))
+				continue;
+			if (sn != n) {
+				rc = error("array job %s (%d shards) is still %s; wait for it or scancel "
+					   "it before submitting %d shards", job, sn,
+					   json_string_value(json_object_get(t, "state")), n);
+				break;
+			}
+			/* "3" or a pending range "1-3" (Slurm may also write "1-3%2") */
+			const char *ts = json_string_value(json_object_get(t, "task"));
+			for (const char *p = ts; *p;) {
+				char *end;
+				long a = strtol(p, &end, 10), b = a;
+				if (*end == '-')
+					b = strtol(end + 1, &end, 10);
+				for (long k = a; k <= b && k < n; k++)
+					if (k >= 0)
+						busy[k] = 1;
+				if (*end != ',')
+					break;
+				p = end + 1;
+			}
+		}
+		json_decref(tasks);
+		if (rc)
+			break;
+	}
+	unlink(log);
+	free(log);
+	json_decref(subs);
+	return rc;
+}
+
+static int submit(struct sweep *s, const struct slurm_opts *so, int *todo, int ntodo)
+{
+	int n = so->nodes;
+	unsigned char *want = xcalloc(n, 1), *busy = xcalloc(n, 1);
+	for (int i = 0; i < ntodo; i++)
+		want[shard_of(s->t[todo[i]].key, n)] = 1;
+	int rc = 0;
+	char *dir = slurm_dir(s->root);
+	mkdir_p(dir);
+	if (busy_shards(s->root, n, busy) < 0) {
+		rc = PKB_EXIT_INPUT;
+		goto out;
+	}
+	char *array = xstrdup("");
+	int nshards = 0, nbusy = 0;
+	for (int k = 0; k < n; k++) {
+		if (want[k] && busy[k])
+			nbusy++;
+		if (!want[k] || busy[k])
+			continue;
+		char *a = xstrfmt("%s%s%d", array, *array ? "," : "", k);
+		free(array);
+		array = a;
+		nshards++;
+	}
+	if (!nshards) {
+		if (!ntodo)
+			fprintf(stderr, "sweep: every evaluation is recorded; nothing to submit\n");
+		else
+			fprintf(stderr, "sweep: the %d evaluations missing are all in shards still pending "
+				"or running (%d); nothing to submit\n", ntodo, nbusy);
+		free(array);
+		goto out;
+	}
+	/* the batch script: every sbatch option in it, so that it can be read
+	 * and submitted again by hand */
+	json_t *subs = load_submissions(s->root);
+	int k = (int)json_array_size(subs) + 1;
+	json_decref(subs);
+	char real[PATH_MAX];
+	if (!realpath(s->root, real)) {
+		rc = error("cannot resolve %s: %s", s->root, strerror(errno));
+		free(array);
+		goto out;
+	}
+	char *script = xstrfmt("%s/sweep-%d.sh", dir, k);
+	char *qroot = sh_quote(real), *qexe = sh_quote(pkb_self_exe());
+	char *body = xstrfmt(
+		"#!/bin/sh\n"
+		"# written by pkb sweep --slurm (submission %d): array task I runs shard I of\n"
+		"# %d of the evaluations of %s that are not recorded yet, on\n"
+		"# the task's %d GPUs, into %s/" RESULTS_SHARD_DIR "/shard-I-of-%d.jsonl\n"
+		"#SBATCH --job-name=pkb-sweep\n"
+		"#SBATCH --nodes=1\n"
+		"#SBATCH --ntasks=1\n"
+		"#SBATCH --gres=gpu:%d\n"
+		"#SBATCH --output=%s/slurm/%%A_%%a.out\n"
+		"#SBATCH --export=ALL\n"
+		"%s%s%s%s%s%s%s%s%s%s%s%s"
+		"exec %s sweep %s --shard \"$SLURM_ARRAY_TASK_ID/%d\" --ngpus %d",
+		k, n, real, so->gpn, real, n, so->gpn, real,
+		so->partition ? "#SBATCH --partition=" : "", so->partition ? so->partition : "",
+		so->partition ? "\n" : "",
+		so->time ? "#SBATCH --time=" : "", so->time ? so->time : "", so->time ? "\n" : "",
+		so->account ? "#SBATCH --account=" : "", so->account ? so->account : "",
+		so->account ? "\n" : "",
+		so->cpus ? "#SBATCH --cpus-per-task=" : "", so->cpus ? so->cpus : "",
+		so->cpus ? "\n" : "",
+		qexe, qroot, n, so->gpn);
+	free(qroot);
+	free(qexe);
+	size_t i;
+	json_t *a;
+	json_array_foreach(s->args, i, a) {
+		char *q = sh_quote(json_string_value(a));
+		char *b = xstrfmt("%s %s", body, q);
+		free(body);
+		free(q);
+		body = b;
+	}
+	char *b = xstrfmt("%s\n", body);
+	free(body);
+	body = b;
+	if (write_file_atomic(script, body, strlen(body)) < 0 || chmod(script, 0755) < 0) {
+		rc = error("cannot write %s", script);
+	} else {
+		char jobid[32];
+		char *log = xstrfmt("%s/.sbatch.%d", dir, (int)getpid());
+		if (slurm_submit(script, array, log, jobid, sizeof jobid) < 0) {
+			rc = PKB_EXIT_INPUT;
+		} else {
+			json_t *sub = json_pack("{s:s, s:i, s:s, s:s, s:i, s:O}", "job", jobid, "shards", n,
+				"array", array, "script", script, "missing", ntodo, "args", s->args);
+			job_stamp(sub);
+			char *jl = xstrfmt("%s/jobs.jsonl", dir);
+			int fd = open(jl, O_WRONLY | O_CREAT | O_APPEND, 0644);
+			if (fd < 0 || append_record(fd, sub) < 0)
+				rc = error("job %s was submitted, but %s cannot be written: "
+					   "--status will not know it", jobid, jl);
+			if (fd >= 0)
+				close(fd);
+			free(jl);
+			json_decref(sub);
+			printf("submitted job %s: array %s of %d shards, %d evaluations missing\n",
+			       jobid, array, n, ntodo);
+			if (nbusy)
+				printf("(%d shards with missing evaluations are still pending or running "
+				       "in an earlier array)\n", nbusy);
+			hint("pkb sweep %s --slurm --status", s->root);
+		}
+		unlink(log);
+		free(log);
+	}
+	free(body);
+	free(script);
+	free(array);
+out:
+	free(dir);
+	free(want);
+	free(busy);
+	return rc;
+}
+
+/* ---- option parsing, shared by a sweep and by --status (which reads
+ * the options of the last submission back) ---- */
+enum { O_M = 990, O_N, O_NGPUS = 1001, O_PERF, O_TIMEOUT, O_DEADLINE, O_ATOL, O_RTOL, O_SHARD, O_JOBS,
+       O_SLURM, O_STATUS, O_NODES, O_GPN, O_PARTITION, O_TIME, O_ACCOUNT, O_CPUS };
+
+static const struct option longopts[] = {
+	{ "problems", required_argument, NULL, 'p' },
+	{ "gpus", required_argument, NULL, 'g' },
+	{ "ngpus", required_argument, NULL, O_NGPUS },
+	{ "lanes", required_argument, NULL, 'j' },
+	{ "trials", required_argument, NULL, 't' },
+	{ "dtype", required_argument, NULL, 'd' },
+	{ "m", required_argument, NULL, O_M },
+	{ "n", required_argument, NULL, O_N },
+	{ "measure-perf", no_argument, NULL, O_PERF },
+	{ "timeout", required_argument, NULL, O_TIMEOUT },
+	{ "deadline", required_argument, NULL, O_DEADLINE },
+	{ "atol", required_argument, NULL, O_ATOL },
+	{ "rtol", required_argument, NULL, O_RTOL },
+	{ "out", required_argument, NULL, 'o' },
+	{ "shard", required_argument, NULL, O_SHARD },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "jobs", required_argument, NULL, O_JOBS },
+	{ "slurm", no_argument, NULL, O_SLURM },
+	{ "status", no_argument, NULL, O_STATUS },
+	{ "nodes", required_argument, NULL, O_NODES },
+	{ "gpus-per-node", required_argument, NULL, O_GPN },
+	{ "partition", required_argument, NULL, O_PARTITION },
+	{ "time", required_argument, NULL, O_TIME },
+	{ "account", required_argument, NULL, O_ACCOUNT },
+	{ "cpus-per-task", required_argument, NULL, O_CPUS },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* an integer option: all of v, within [lo, hi] */
+static int int_arg(const char *name, const char *v, int lo, int hi, int *out)
+{
+	char *end;
+	long x = strtol(v, &end, 10);
+	if (end == v || *end || x < lo || x > hi)
+		return error("--%s takes an integer from %d to %d, not '%s'", name, lo, hi, v);
+	*out = (int)x;
+	return 0;
+}
+
+/* 0, 1: --help printed, -1: a usage error printed */
+static int parse_opts(struct sweep *s, struct slurm_opts *so, const char **jobs, int argc,
+		      char **argv)
+{
+	int c, li;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "p:g:j:t:d:o:qh", longopts, &li)) != -1) {
+		const char *name = c > 1000 || c == O_M || c == O_N ? longopts[li].name : NULL;
+		/* the options of the evaluation itself go on to --slurm's tasks */
+		if (c == 'p' || c == 'g' || c == 't' || c == 'j' || c == 'd' || c == O_M || c == O_N ||
+		    c == O_PERF || c == O_TIMEOUT ||
+		    c == O_DEADLINE || c == O_ATOL || c == O_RTOL) {
+			for (li = 0; longopts[li].val != c; li++)
+				;
+			json_array_append_new(s->args, json_sprintf("--%s", longopts[li].name));
+			if (longopts[li].has_arg)
+				json_array_append_new(s->args, json_string(optarg));
+		}
+		switch (c) {
+		case 'p': s->spec = optarg; break;
+		case 'g': if (int_arg("gpus", optarg, 1, 64, &s->W) < 0) return -1; break;
+		case O_NGPUS: if (int_arg(name, optarg, 1, 4096, &s->ngpus) < 0) return -1; break;
+		case 'j': if (int_arg("lanes", optarg, 1, 4096, &s->lanes) < 0) return -1; break;
+		case 't': if (int_arg("trials", optarg, 1, 1000000, &s->trials) < 0) return -1; break;
+		case 'd': s->dtype = optarg; break;
+		case O_M:
+		case O_N: {
+			int v;
+			if (int_arg(name, optarg, 1, INT_MAX, &v) < 0)
+				return -1;
+			if (c == O_M)
+				s->m_arg = optarg;
+			else
+				s->n_arg = optarg;
+			break;
+		}
+		case O_PERF: s->perf = 1; break;
+		case O_TIMEOUT: s->timeout_s = atof(optarg); break;
+		case O_DEADLINE:
+			if (s->ndeadline == 4)
+				return error("at most 4 --deadline");
+			s->deadline[s->ndeadline++] = optarg;
+			break;
+		case O_ATOL: s->atol = optarg; break;
+		case O_RTOL: s->rtol = optarg; break;
+		case 'o': s->out = optarg; break;
+		case O_SHARD: {
+			char *end;
+			s->shard_i = (int)strtol(optarg, &end, 10);
+			s->shard_n = *end == '/' ? (int)strtol(end + 1, &end, 10) : 0;
+			if (*end || s->shard_n < 1 || s->shard_i < 0 || s->shard_i >= s->shard_n)
+				return error("--shard takes I/N with 0 <= I < N, not '%s'", optarg);
+			break;
+		}
+		case 'q': s->quiet = 1; break;
+		case O_JOBS: *jobs = optarg; break;
+		case O_SLURM: so->on = 1; break;
+		case O_STATUS: so->status = 1; break;
+		case O_NODES: if (int_arg(name, optarg, 1, 100000, &so->nodes) < 0) return -1; break;
+		case O_GPN: if (int_arg(name, optarg, 1, 4096, &so->gpn) < 0) return -1; break;
+		case O_PARTITION: so->partition = optarg; break;
+		case O_TIME: so->time = optarg; break;
+		case O_ACCOUNT: so->account = optarg; break;
+		case O_CPUS: so->cpus = optarg; break;
+		case 'h': fputs(usage, stdout); return 1;
+		default: fputs(usage, stderr); return -1;
+		}
+	}
+	if (!(s->timeout_s > 0))
+		return error("--timeout takes a number of seconds > 0");
+	for (int i = 0; i < 2; i++) {
+		const char *v = i ? s->rtol : s->atol;
+		char *end;
+		if (v && (strtod(v, &end) < 0 || *end || end == v))
+			return error("--%s takes a non-negative number", i ? "rtol" : "atol");
+	}
+	static const char *const words[] = { "partition", "time", "account", "cpus-per-task" };
+	const char *vals[] = { so->partition, so->time, so->account, so->cpus };
+	for (int i = 0; i < 4; i++)
+		if (vals[i] && slurm_check_word(words[i], vals[i]) < 0)
+			return -1;
+	return 0;
+}
+
+static void sweep_init(struct sweep *s, struct slurm_opts *so)
+{
+	memset(s, 0, sizeof(*s));
+	*so = (struct slurm_opts){ .nodes = 1, .gpn = 8 };
+	s->W = 2;
+	s->trials = 5;
+	s->timeout_s = 1800;
+	s->spec = "all";
+	s->args = json_array();
+}
+
+static void sweep_free(struct sweep *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		free(s->t[i].sample);
+		free(s->t[i].path);
+		free(s->t[i].key);
+	}
+	free(s->t);
+	json_decref(s->args);
+	json_decref(s->versions);
+}
+
+/* the GPUs to use: --ngpus, else the driver's (narrowed by
+ * CUDA_VISIBLE_DEVICES), else as many as CUDA_VISIBLE_DEVICES names (a
+ * Slurm task's GRES on a machine without the driver's /proc files: the
+ * tests), else 8 */
+static int default_ngpus(void)
+{
+	int n = gpu_count();
+	const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+	if (!n && vis && *vis) {
+		n = 1;
+		for (const char *c = vis; *c; c++)
+			n += *c == ',';
+	}
+	return n ? n : 8;
+}
+
+/* ---- --slurm --status ---- */
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int status(const char *root)
+{
+	json_t *subs = load_submissions(root);
+	if (!json_array_size(subs)) {
+		json_decref(subs);
+		error("no Slurm submission of %s (%s/slurm/jobs.jsonl)", root, root);
+		hint("pkb sweep %s --slurm [--nodes N] ... submits one", root);
+		return PKB_EXIT_INPUT;
+	}
+	/* the sweep's options as the last submission gave them */
+	json_t *last = json_array_get(subs, json_array_size(subs) - 1);
+	json_t *args = json_object_get(last, "args");
+	int argc = (int)json_array_size(args) + 2;
+	char **argv = xcalloc(argc + 1, sizeof(char *));
+	argv[0] = "sweep";
+	for (int i = 1; i < argc - 1; i++)
+		argv[i] = (char *)json_string_value(json_array_get(args, i - 1));
+	argv[argc - 1] = (char *)root;
+	struct sweep s;
+	struct slurm_opts so;
+	const char *jobs = NULL;
+	sweep_init(&s, &so);
+	s.root = root;
+	int rc = parse_opts(&s, &so, &jobs, argc, argv);
+	free(argv);
+	if (rc || spec_select(s.spec, s.want, sizeof(s.want)) < 0) {
+		sweep_free(&s);
+		json_decref(subs);
+		error("%s/slurm/jobs.jsonl: the options of the last submission do not parse", root);
+		return PKB_EXIT_INPUT;
+	}
+	scan(&s, root);
+	json_t *done = json_object();
+	char *res_path = xstrfmt("%s/results.jsonl", root);
+	rc = load_done(&s, res_path, done);
+	free(res_path);
+	json_t *oc = json_object();
+	int recorded = 0;
+	for (int i = 0; i < s.n; i++) {
+		const char *o = json_string_value(json_object_get(done, s.t[i].key));
+		if (!json_object_get(done, s.t[i].key))
+			continue;
+		recorded++;
+		o = o ? o : "?";
+		json_object_set_new(oc, o, json_integer(json_integer_value(json_object_get(oc, o)) + 1));
+	}
+	printf("sweep %s: %d evaluations, %d recorded", root, s.n, recorded);
+	/* outcomes by name, whatever order they were recorded in */
+	const char *k, **names = xcalloc(json_object_size(oc) + 1, sizeof(char *));
+	json_t *v;
+	size_t nn = 0;
+	json_object_foreach(oc, k, v)
+		names[nn++] = k;
+	qsort(names, nn, sizeof(*names), cmp_str);
+	for (size_t q = 0; q < nn; q++)
+		printf("%s%s %lld", q ? ", " : " (", names[q],
+		       (long long)json_integer_value(json_object_get(oc, names[q])));
+	free(names);
+	printf("%s, %d missing\n", nn ? ")" : "", s.n - recorded);
+	char *log = xstrfmt("%s/slurm/.query.%d", root, (int)getpid());
+	int active = 0;
+	size_t i;
+	json_t *sub;
+	json_array_foreach(subs, i, sub) {
+		const char *job = json_string_value(json_object_get(sub, "job"));
+		int n = (int)json_integer_value(json_object_get(sub, "shards"));
+		printf("job %s: array %s of %d shards, submitted %s\n", job,
+		       json_string_value(json_object_get(sub, "array")), n,
+		       json_string_value(json_object_get(sub, "date")));
+		json_t *tasks = slurm_tasks(job, log);
+		if (!json_array_size(tasks))
+			printf("  Slurm no longer knows this job (and keeps no accounting of it)\n");
+		size_t j;
+		json_t *t;
+		json_array_foreach(tasks, j, t) {
+			const char *ts = json_string_value(json_object_get(t, "task"));
+			const char *st = json_string_value(json_object_get(t, "state"));
+			const char *reason = json_string_value(json_object_get(t, "reason"));
+			active += slurm_state_active(st);
+			printf("  task %-6s %-11s exit %-6s", ts, st,
+			       json_string_value(json_object_get(t, "exit_code")));
+			char *end;
+			long shard = strtol(ts, &end, 10);
+			if (!*end && n > 0 && shard >= 0 && shard < n) {
+				int tot = 0, got = 0;
+				for (int q = 0; q < s.n; q++)
+					if (shard_of(s.t[q].key, n) == shard) {
+						tot++;
+						got += json_object_get(done, s.t[q].key) != NULL;
+					}
+				printf(" shard %ld: %d of %d recorded", shard, got, tot);
+			}
+			if (reason && *reason && strcmp(reason, "None"))
+				printf(" (%s)", reason);
+			putchar('\n');
+		}
+		json_decref(tasks);
+	}
+	unlink(log);
+	free(log);
+	if (s.n > recorded && !active)
+		hint("%d missing and nothing running: pkb sweep %s --slurm ... submits them",
+		     s.n - recorded, root);
+	json_decref(oc);
+	json_decref(done);
+	json_decref(subs);
+	sweep_free(&s);
+	return rc ? PKB_EXIT_INPUT : 0;
 }
 
 int cmd_sweep(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "problems", required_argument, NULL, 'p' },
-		{ "gpus", required_argument, NULL, 'g' },
-		{ "ngpus", required_argument, NULL, 1001 },
-		{ "trials", required_argument, NULL, 't' },
-		{ "measure-perf", no_argument, NULL, 1002 },
-		{ "timeout", required_argument, NULL, 1003 },
-		{ "deadline", required_argument, NULL, 1004 },
-		{ "atol", required_argument, NULL, 1005 },
-		{ "rtol", required_argument, NULL, 1006 },
-		{ "out", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct sweep s = { .W = 2, .trials = 5, .timeout_s = 1800 };
-	const char *spec = "all", *out = NULL;
-	int ngpus = 8, c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:g:t:o:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p': spec = optarg; break;
-		case 'g': s.W = atoi(optarg); break;
-		case 1001: ngpus = atoi(optarg); break;
-		case 't': s.trials = atoi(optarg); break;
-		case 1002: s.perf = 1; break;
-		case 1003: s.timeout_s = atof(optarg); break;
-		case 1004:
-			if (s.ndeadline == 4) {
-				error("at most 4 --deadline");
-				return PKB_EXIT_USAGE;
-			}
-			s.deadline[s.ndeadline++] = optarg;
-			break;
-		case 1005: s.atol = optarg; break;
-		case 1006: s.rtol = optarg; break;
-		case 'o': out = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return PKB_EXIT_USAGE;
+	struct sweep s;
+	struct slurm_opts so;
+	const char *jobs = NULL;
+	sweep_init(&s, &so);
+	int r = parse_opts(&s, &so, &jobs, argc, argv);
+	int rc = r < 0 ? PKB_EXIT_USAGE : 0;
+	if (r)
+		goto out;
+	if (!s.ngpus)
+		s.ngpus = so.on ? so.gpn : default_ngpus();
+	if (jobs) {
+		if (argc != optind) {
+			error("--jobs takes no directory");
+			rc = PKB_EXIT_USAGE;
+		} else {
+			rc = run_jobs(jobs, s.ngpus, s.lanes, s.quiet);
 		}
+		goto out;
 	}
 	if (argc - optind != 1) {
 		error("sweep takes one directory");
 		fputs(usage, stderr);
-		return PKB_EXIT_USAGE;
+		rc = PKB_EXIT_USAGE;
+		goto out;
 	}
-	if (s.W < 1 || s.W > 64 || ngpus < s.W || s.trials < 1 || !(s.timeout_s > 0)) {
-		error("need 1 <= W <= --ngpus, --trials >= 1, --timeout > 0");
-		return PKB_EXIT_USAGE;
-	}
-	for (int i = 0; i < 2; i++) {
-		const char *v = i ? s.rtol : s.atol;
-		char *end;
-		if (v && (strtod(v, &end) < 0 || *end || end == v)) {
-			error("--%s takes a non-negative number", i ? "rtol" : "atol");
-			return PKB_EXIT_USAGE;
+	s.root = argv[optind];
+	if (so.status) {
+		if (!so.on) {
+			error("--status goes with --slurm");
+			rc = PKB_EXIT_USAGE;
+		} else {
+			rc = status(s.root);
 		}
+		goto out;
 	}
-	if (spec_select(spec, s.want, sizeof(s.want)) < 0)
-		return PKB_EXIT_USAGE;
-	const char *root = s.root = argv[optind];
-	char *res_path = out ? xstrdup(out) : xstrfmt("%s/results.jsonl", root);
-	scan(&s, root);
+	if (s.ngpus < s.W) {
+		error("%d GPUs cannot hold an evaluation of W = %d", s.ngpus, s.W);
+		hint("--ngpus (or --gpus-per-node with --slurm) at least --gpus");
+		rc = PKB_EXIT_USAGE;
+		goto out;
+	}
+	if (so.on && (s.out || s.shard_n)) {
+		error("--slurm chooses the results files itself: no -o or --shard");
+		rc = PKB_EXIT_USAGE;
+		goto out;
+	}
+	if (!s.lanes)
+		s.lanes = s.ngpus / s.W;
+	if (spec_select(s.spec, s.want, sizeof(s.want)) < 0) {
+		rc = PKB_EXIT_USAGE;
+		goto out;
+	}
+	scan(&s, s.root);
+	char *res_path = s.out ? xstrdup(s.out) : !s.shard_n ? xstrfmt("%s/results.jsonl", s.root) :
+		xstrfmt("%s/" RESULTS_SHARD_DIR "/shard-%d-of-%d.jsonl", s.root, s.shard_i, s.shard_n);
 	json_t *done = json_object();
-	if (load_done(res_path, done) < 0)
-		return PKB_EXIT_INPUT;
+	if (load_done(&s, res_path, done) < 0) {
+		rc = PKB_EXIT_INPUT;
+		goto out_done;
+	}
+	int *todo = xcalloc(s.n + 1, sizeof(int)), ntodo = 0, mine = 0;
+	for (int i = 0; i < s.n; i++) {
+		if (s.shard_n && shard_of(s.t[i].key, s.shard_n) != s.shard_i)
+			continue;
+		mine++;
+		if (!json_object_get(done, s.t[i].key))
+			todo[ntodo++] = i;
+	}
+	if (so.on) {
+		rc = submit(&s, &so, todo, ntodo);
+		free(todo);
+		goto out_done;
+	}
+	if (s.quiet)
+		;
+	else if (s.shard_n)
+		fprintf(stderr, "sweep: shard %d/%d: %d of %d candidates, %d already recorded, "
+			"%d to run\n", s.shard_i, s.shard_n, mine, s.n, mine - ntodo, ntodo);
+	else
+		fprintf(stderr, "sweep: %d candidates, %d already recorded, %d to run\n", s.n,
+			s.n - ntodo, ntodo);
+	if (s.shard_n) {
+		char *d = xstrfmt("%s/" RESULTS_SHARD_DIR, s.root);
+		mkdir_p(d);
+		free(d);
+	}
 	int fd = open(res_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	if (fd < 0) {
 		error("cannot open %s: %s", res_path, strerror(errno));
-		return PKB_EXIT_INPUT;
+		rc = PKB_EXIT_INPUT;
+	} else {
+		signal(SIGPIPE, SIG_IGN);
+		s.versions = host_versions();
+		rc = run_local(&s, todo, ntodo, res_path, fd);
+		close(fd);
 	}
-	int *todo = xcalloc(s.n + 1, sizeof(int)), ntodo = 0;
-	for (int i = 0; i < s.n; i++)
-		if (!json_object_get(done, s.t[i].key))
-			todo[ntodo++] = i;
-	fprintf(stderr, "sweep: %d candidates, %zu already recorded, %d to run\n", s.n,
-		json_object_size(done), ntodo);
-	/* lanes: disjoint sets of W GPUs; one eval at a time in each (a timed
-	 * eval must own its GPUs, and two untimed ones on a GPU only halve each) */
-	int nl = ngpus / s.W;
-	struct lane *lanes = xcalloc(nl, sizeof(*lanes));
-	char *tmp = xstrfmt("%s/.sweep", root);
-	mkdir_p(tmp);
-	for (int l = 0; l < nl; l++) {
-		int off = 0;
-		for (int g = 0; g < s.W; g++)
-			off += snprintf(lanes[l].gpus + off, sizeof(lanes[l].gpus) - off, "%s%d",
-					g ? "," : "", l * s.W + g);
-		/* the pid in the name: an eval orphaned by a killed sweep must not
-		 * write the file a resumed sweep reads */
-		lanes[l].json = xstrfmt("%s/%d.lane%d.json", tmp, (int)getpid(), l);
-		lanes[l].pid = 0;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	int next = 0, running = 0, ndone = 0, npass = 0, rc_all = 0;
-	json_t *fails = json_object();
-	uint64_t t0 = now_ns();
-	while (next < ntodo || running) {
-		/* no-code samples need no GPU: recorded at once */
-		while (next < ntodo && !s.t[todo[next]].path) {
-			struct task *t = &s.t[todo[next++]];
-			json_t *rec = make_record(&s, t, NULL, 0, 0);
-			if (append_record(fd, rec) < 0)
-				rc_all = PKB_EXIT_INPUT;
-			json_decref(rec);
-			ndone++;
-			json_object_set_new(fails, "no_code", json_integer(
-				json_integer_value(json_object_get(fails, "no_code")) + 1));
-			char *line = xstrfmt("%03d %s: no_code", t->problem, t->sample);
-			progress(ndone, ntodo, npass, fails, t0, line);
-			free(line);
-		}
-		for (int l = 0; l < nl && next < ntodo; l++) {
-			if (lanes[l].pid || !s.t[todo[next]].path)
-				continue;
-			lanes[l].task = todo[next++];
-			lanes[l].start_ns = now_ns();
-			lanes[l].pid = spawn_eval(&s, &s.t[lanes[l].task], &lanes[l]);
-			if (lanes[l].pid < 0)
-				die("cannot fork: %s", strerror(errno));
-			running++;
-		}
-		if (!running)
-			continue;
-		int st;
-		pid_t pid = waitpid(-1, &st, WNOHANG);
-		if (pid == 0) {
-			/* nothing finished: enforce deadlines, then nap 50 ms */
-			for (int l = 0; l < nl; l++)
-				if (lanes[l].pid > 0 &&
-				    (now_ns() - lanes[l].start_ns) / 1e9 > s.timeout_s) {
-					kill(-lanes[l].pid, SIGKILL);
-					lanes[l].start_ns = 0;   /* marks it timed out */
-				}
-			struct timespec ts = { 0, 50000000 };
-			nanosleep(&ts, NULL);
-			continue;
-		}
-		if (pid < 0)
-			break;
-		int l;
-		for (l = 0; l < nl && lanes[l].pid != pid; l++)
-			;
-		if (l == nl)
-			continue;
-		struct task *t = &s.t[lanes[l].task];
-		int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		if (lanes[l].start_ns == 0)
-			rc = -2;
-		double secs = lanes[l].start_ns ? (now_ns() - lanes[l].start_ns) / 1e9 : s.timeout_s;
-		kill(-pid, SIGKILL);   /* anything the eval left in its group */
-		if (rc == -2)
-			kill_orphans(lanes, nl);
-		json_t *res = rc == -2 ? NULL : json_load_file(lanes[l].json, 0, NULL);
-		json_t *rec = make_record(&s, t, res, rc, secs);
-		if (!res && rc != -2)
-			json_object_set_new(rec, "message", json_string("eval wrote no JSON (see log)"));
-		if (append_record(fd, rec) < 0)
-			rc_all = PKB_EXIT_INPUT;
-		const char *o = json_string_value(json_object_get(rec, "outcome"));
-		if (!strcmp(o, "pass"))
-			npass++;
-		else
-			json_object_set_new(fails, o, json_integer(
-				json_integer_value(json_object_get(fails, o)) + 1));
-		char *line = xstrfmt("%03d %s on GPUs %s: %s", t->problem, t->sample, lanes[l].gpus, o);
-		ndone++;
-		progress(ndone, ntodo, npass, fails, t0, line);
-		free(line);
-		json_decref(rec);
-		json_decref(res);
-		unlink(lanes[l].json);
-		lanes[l].pid = 0;
-		running--;
-	}
-	close(fd);
-	fprintf(stderr, "sweep: %d run, %d passed; records in %s\n", ndone, npass, res_path);
-	json_decref(fails);
+	free(todo);
+out_done:
+	free(res_path);
 	json_decref(done);
-	return rc_all;
+out:
+	sweep_free(&s);
+	return rc;
 }

@@ -3,15 +3,20 @@
 # As root it installs them; otherwise it prints the one apt-get line to run.
 # (The CUDA toolkit with NCCL is a prerequisite: see README.md.)
 pkgs="libjansson-dev libelf-dev libssl-dev libseccomp-dev libcurl4-openssl-dev clang libclang-rt-14-dev"
-# `tools/deps.sh report`: also the browser the report's test renders the page in
-[ "${1:-}" = report ] && pkgs="$pkgs chromium"
+# `tools/deps.sh report`: also the browser the report's test renders the page in;
+# `tools/deps.sh slurm`: also Slurm and munge, for the tests of `pkb sweep --slurm`
+# (tools/slurm-local runs them on loopback)
+case ${1:-} in
+report) pkgs="$pkgs chromium" ;;
+slurm) pkgs="$pkgs slurm-wlm munge" ;;
+esac
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 # headers carried in .deps/include stand in for -dev packages (device machines)
 # (tools/carry-headers fills it from a Debian machine)
-if [ -n "$missing" ] && [ "${1:-}" != report ] && [ -f .deps/include/jansson.h ] &&
+if [ -n "$missing" ] && [ -z "${1:-}" ] && [ -f .deps/include/jansson.h ] &&
    [ -f .deps/include/libelf.h ] && [ -f .deps/include/seccomp.h ] && [ -f .deps/include/curl/curl.h ]; then
 	exit 0
 fi

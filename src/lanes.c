@@ -1,0 +1,273 @@
+/*
+ * lanes.c -- see lanes.h. One loop: start what fits, poll for the end of a
+ * launch every 50 ms (a launch is seconds long; the poll is also where the
+ * timeouts and a stop signal are seen), report it, repeat.
+ */
+#define _GNU_SOURCE
+#include "lanes.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+int lanes_place(const int *load, const int *cap, int ngpus, int world, int share)
+{
+	int best = -1, best_load = INT_MAX;
+	if (world < 1 || share < 1)
+		return -1;
+	for (int first = 0; first + world <= ngpus; first += world) {
+		int sum = 0, fits = 1;
+		for (int g = first; g < first + world && fits; g++) {
+			/* each launch on g, this one included, allows at most its share */
+			int limit = load[g] ? (cap[g] < share ? cap[g] : share) : share;
+			fits = load[g] < limit;
+			sum += load[g];
+		}
+		if (fits && sum < best_load) {
+			best = first;
+			best_load = sum;
+		}
+	}
+	return best;
+}
+
+/* the signal that asks the run to stop (0: none); a flag is all a handler
+ * may safely set */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+}
+
+struct slot {
+	pid_t pid;          /* 0: free */
+	int job, first;
+	int timed_out;
+	uint64_t start_ns;
+	char *gpus;
+};
+
+/* The device names of the caller: CUDA_VISIBLE_DEVICES split at commas
+ * when it names at least n devices (then lane GPU g is the caller's g-th),
+ * else NULL (lane GPU g is device g). */
+static char **visible_names(int n)
+{
+	const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+	if (!vis || !*vis)
+		return NULL;
+	char *copy = xstrdup(vis), *save = NULL;
+	char **names = xcalloc(n + 1, sizeof(*names));
+	int k = 0;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		if (k < n)
+			names[k++] = xstrdup(t);
+	free(copy);
+	if (k < n) {
+		for (int i = 0; i < k; i++)
+			free(names[i]);
+		free(names);
+		return NULL;
+	}
+	return names;
+}
+
+static char *set_names(char **names, int first, int world)
+{
+	char *s = xstrdup("");
+	for (int g = first; g < first + world; g++) {
+		char *t = names ? xstrfmt("%s%s%s", s, *s ? "," : "", names[g]) :
+			xstrfmt("%s%s%d", s, *s ? "," : "", g);
+		free(s);
+		s = t;
+	}
+	return s;
+}
+
+static pid_t spawn(const struct lanes_job *j, const char *gpus)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		setpgid(0, 0);
+		/* the caller may ignore SIGPIPE; a launch must not inherit that */
+		signal(SIGPIPE, SIG_DFL);
+		setenv("CUDA_VISIBLE_DEVICES", gpus, 1);
+		if (j->log) {
+			int fd = open(j->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (fd >= 0) {
+				dup2(fd, 1);
+				dup2(fd, 2);
+				close(fd);
+			}
+		}
+		execvp(j->argv[0], j->argv);
+		fprintf(stderr, "cannot run %s: %s\n", j->argv[0], strerror(errno));
+		_exit(127);
+	}
+	setpgid(pid, pid);   /* in both, so that a kill right after fork finds the group */
+	return pid;
+}
+
+/* The ranks of a launch killed at its deadline live on in process groups
+ * of their own (a rank stuck in a kernel never notices its parent go). As
+ * the subreaper the caller inherits them: every child that is not a
+ * running launch is such an orphan, and its group is killed. */
+static void kill_orphans(const struct slot *s, int ns)
+{
+	char *path = xstrfmt("/proc/self/task/%d/children", (int)getpid());
+	size_t len;
+	char *buf = read_file(path, &len);
+	free(path);
+	if (!buf)
+		return;
+	char *p = buf, *end;
+	for (long pid; (pid = strtol(p, &end, 10)) > 0; p = end) {
+		int mine = 0;
+		for (int i = 0; i < ns; i++)
+			mine |= s[i].pid == pid;
+		if (!mine) {
+			kill(-(pid_t)pid, SIGKILL);
+			kill((pid_t)pid, SIGKILL);
+		}
+	}
+	free(buf);
+}
+
+int lanes_run(struct lanes_job *jobs, int n, int ngpus, int maxrun, lanes_done_fn done, void *ctx)
+{
+	for (int i = 0; i < n; i++)
+		if (jobs[i].world < 1 || jobs[i].world > ngpus || jobs[i].share < 1)
+			return error("a launch of %d GPUs does not fit on %d", jobs[i].world, ngpus);
+	/* at most one launch per GPU per share: ngpus * max share bounds the slots */
+	int maxshare = 1;
+	for (int i = 0; i < n; i++)
+		if (jobs[i].share > maxshare)
+			maxshare = jobs[i].share;
+	int ns = ngpus * maxshare;
+	if (maxrun > 0 && maxrun < ns)
+		ns = maxrun;
+	struct slot *s = xcalloc(ns, sizeof(*s));
+	int *load = xcalloc(ngpus, sizeof(int)), *cap = xcalloc(ngpus, sizeof(int));
+	char **names = visible_names(ngpus);
+
+	struct sigaction sa = { .sa_handler = on_stop }, old[3];
+	static const int sigs[3] = { SIGTERM, SIGINT, SIGHUP };
+	sigemptyset(&sa.sa_mask);
+	stop_signal = 0;
+	for (int k = 0; k < 3; k++)
+		sigaction(sigs[k], &sa, &old[k]);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+	int next = 0, running = 0, forked = 1;
+	while ((next < n || running) && !stop_signal && forked) {
+		/* start what fits, in order */
+		while (next < n && running < ns) {
+			struct lanes_job *j = &jobs[next];
+			int first = lanes_place(load, cap, ngpus, j->world, j->share);
+			if (first < 0)
+				break;
+			int k = 0;
+			while (s[k].pid)
+				k++;
+			s[k] = (struct slot){ .job = next, .first = first, .start_ns = now_ns(),
+					      .gpus = set_names(names, first, j->world) };
+			s[k].pid = spawn(j, s[k].gpus);
+			if (s[k].pid < 0) {
+				/* out of processes: end as if stopped, the caller
+				 * keeps what was reported */
+				error("cannot fork: %s", strerror(errno));
+				s[k].pid = 0;
+				free(s[k].gpus);
+				s[k].gpus = NULL;
+				forked = 0;
+				break;
+			}
+			for (int g = first; g < first + j->world; g++) {
+				cap[g] = load[g] && cap[g] < j->share ? cap[g] : j->share;
+				load[g]++;
+			}
+			running++;
+			next++;
+		}
+		int st;
+		pid_t pid = waitpid(-1, &st, WNOHANG);
+		if (pid <= 0) {
+			/* nothing ended: enforce the timeouts, then nap 50 ms */
+			for (int k = 0; k < ns; k++)
+				if (s[k].pid && !s[k].timed_out && jobs[s[k].job].timeout_s > 0 &&
+				    (now_ns() - s[k].start_ns) / 1e9 > jobs[s[k].job].timeout_s) {
+					kill(-s[k].pid, SIGKILL);
+					s[k].timed_out = 1;
+				}
+			struct timespec ts = { 0, 50000000 };
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		int k;
+		for (k = 0; k < ns && s[k].pid != pid; k++)
+			;
+		if (k == ns)
+			continue;   /* an orphaned rank, reaped */
+		kill(-pid, SIGKILL);   /* anything the launch left in its group */
+		if (s[k].timed_out)
+			kill_orphans(s, ns);
+		struct lanes_job *j = &jobs[s[k].job];
+		struct lanes_done d = {
+			.job = s[k].job,
+			.status = s[k].timed_out ? -2 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+			.seconds = (now_ns() - s[k].start_ns) / 1e9,
+			.gpus = s[k].gpus,
+		};
+		/* the set's shares are recomputed from the launches left on it */
+		for (int g = s[k].first; g < s[k].first + j->world; g++) {
+			load[g]--;
+			cap[g] = INT_MAX;
+		}
+		s[k].pid = 0;
+		running--;
+		for (int o = 0; o < ns; o++)
+			for (int g = s[k].first; s[o].pid && g < s[k].first + j->world; g++)
+				if (g >= s[o].first && g < s[o].first + jobs[s[o].job].world &&
+				    jobs[s[o].job].share < cap[g])
+					cap[g] = jobs[s[o].job].share;
+		done(ctx, &d);
+		free(s[k].gpus);
+		s[k].gpus = NULL;
+	}
+	int rc = 0;
+	if (stop_signal || !forked) {
+		/* stopped (scancel, ^C): every launch's group goes, and the ranks
+		 * they orphan; nothing is reported for them, so a resumed sweep
+		 * runs them again */
+		for (int k = 0; k < ns; k++)
+			if (s[k].pid)
+				kill(-s[k].pid, SIGKILL);
+		kill_orphans(NULL, 0);
+		while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+			;
+		rc = stop_signal ? 128 + stop_signal : -1;
+	}
+	for (int k = 0; k < 3; k++)
+		sigaction(sigs[k], &old[k], NULL);
+	for (int k = 0; k < ns; k++)
+		free(s[k].gpus);
+	if (names)
+		for (int g = 0; g < ngpus; g++)
+			free(names[g]);
+	free(names);
+	free(s);
+	free(load);
+	free(cap);
+	return rc;
+}
