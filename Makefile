@@ -93,6 +93,8 @@ UNIT_LIBS := -l:libjansson.so.4 -l:libelf.so.1 -lcrypto -l:libseccomp.so.2 -lm
 # the parent-rank contract (wire.h): test_wire, test_launch's jobs
 UNIT_DEPS += src/wire.c
 UNIT_DEPS += src/score.c
+# the node agents of a launch across nodes (launch.c)
+UNIT_DEPS += src/rendezvous.c
 
 $(BUILD)/tests/%: tests/unit/%.c $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.c tests/unit/t.h
 	@mkdir -p $(dir $@)

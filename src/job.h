@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include "launch.h"    /* defines: struct launch_result */
 #include "problem.h"   /* defines: struct pkb_problem, pkb_io */
+#include "rendezvous.h"   /* defines: struct rdv_env */
 
 struct job_opts {
 	const struct pkb_problem *p;
@@ -32,6 +33,9 @@ struct job_opts {
 	double compile_s;
 	int device_timeout_ms;
 	int quiet;
+	const char *launcher;    /* --launcher: NULL, every rank here */
+	struct rdv_env nodes;    /* its variables, read by job_resolve */
+	double rendezvous_s;
 };
 
 /* the options both commands take; each command appends its own */
@@ -53,6 +57,7 @@ struct job_opts {
 	{ "timing", required_argument, NULL, 1010 }, \
 	{ "trace", required_argument, NULL, 1011 }, \
 	{ "hw", required_argument, NULL, 1012 }, \
+	{ "launcher", required_argument, NULL, 1013 }, \
 	{ "quiet", no_argument, NULL, 'q' }, \
 	{ "help", no_argument, NULL, 'h' }
 
@@ -73,12 +78,19 @@ struct job_opts {
 "      --hw NAME          the machine of the roofline (hw/NAME.json or local;\n" \
 "                         default: the nominal one of this GPU; docs/ROOFLINE.md)\n" \
 "      --deadline K=S     phase deadline in seconds; K: start, cuda_init,\n" \
-"                         nccl_init, load, init, trial, timing, save, fini, compile\n" \
+"                         nccl_init, load, init, trial, timing, save, fini, compile,\n" \
+"                         rendezvous (--launcher: the nodes meeting, default 300)\n" \
 "      --device-timeout MS  bounded device waits give up after MS (default 5000)\n" \
 "      --log-dir DIR      per-rank logs here (default: a temporary folder,\n" \
 "                         kept and named when the run fails)\n" \
 "      --keep-logs        keep the logs of a run that passed\n" \
 "      --arch SM          nvcc target (default sm_90a, or $PKB_ARCH)\n" \
+"      --launcher L       one evaluation over the nodes of srun, mpirun or\n" \
+"                         torchrun --no-python, one pkb per task: slurm, mpi,\n" \
+"                         torch, or env (whichever's variables are set); W is\n" \
+"                         over all nodes (default: one rank per task) and\n" \
+"                         node 0 listens at MASTER_ADDR:MASTER_PORT\n" \
+"                         (docs/MULTINODE.md)\n" \
 "  -q, --quiet            no progress on stderr\n"
 
 void job_opts_init(struct job_opts *o);
