@@ -238,7 +238,8 @@ static void drain(struct launch *L, int r)
 	}
 }
 
-static pid_t spawn_rank(const struct launch_opts *o, int r, int local, int sock)
+static pid_t spawn_rank(const struct launch_opts *o, int r, int local,
+			const struct rdv_layout *host, int sock)
 {
 	pid_t parent = getpid();
 	char *log = xstrfmt("%s/rank_%d.log", o->log_dir, r);
@@ -272,6 +273,14 @@ static pid_t spawn_rank(const struct launch_opts *o, int r, int local, int sock)
 	setenv("PKB_RANK", buf, 1);
 	snprintf(buf, sizeof buf, "%d", local);
 	setenv("PKB_LOCAL_RANK", buf, 1);
+	/* across nodes: the ranks of this host, the ones whose memory a rank
+	 * can map (symm.c); on one node that is all of them */
+	if (o->nodes) {
+		snprintf(buf, sizeof buf, "%d", host->host_first);
+		setenv("PKB_HOST_FIRST", buf, 1);
+		snprintf(buf, sizeof buf, "%d", host->host_size);
+		setenv("PKB_HOST_SIZE", buf, 1);
+	}
 	snprintf(buf, sizeof buf, "%d", o->world);
 	setenv("PKB_WORLD", buf, 1);
 	setenv("PKB_FD", "3", 1);
@@ -349,7 +358,7 @@ static int spawn_all(struct launch *L)
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 			return error("socketpair: %s", strerror(errno));
 		int local = r - L->lay.host_first;
-		L->res->ranks[r].pid = spawn_rank(o, r, local, sv[1]);
+		L->res->ranks[r].pid = spawn_rank(o, r, local, &L->lay, sv[1]);
 		close(sv[1]);
 		L->slot[r].fd = sv[0];
 		if (L->res->ranks[r].pid < 0)

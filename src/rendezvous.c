@@ -96,7 +96,10 @@ int rdv_env_read(const char *launcher, struct rdv_env *e, char *err, size_t n)
 		return -1;
 	}
 	snprintf(e->addr, sizeof e->addr, "%s", addr ? addr : "127.0.0.1");
-	if (e->nodes > 1 && env_int("MASTER_PORT", 1, 65535, &e->port, err, n) < 0)
+	/* torchrun's agent can hold MASTER_PORT with its own store: then
+	 * PKB_MASTER_PORT names another */
+	const char *pv = getenv("PKB_MASTER_PORT") ? "PKB_MASTER_PORT" : "MASTER_PORT";
+	if (e->nodes > 1 && env_int(pv, 1, 65535, &e->port, err, n) < 0)
 		return -1;
 	return 0;
 }
@@ -270,7 +273,7 @@ static int listen_on(int port, char *err, size_t n)
 	if (r < 0 || listen(fd, MAX_PENDING) < 0) {
 		snprintf(err, n, "node 0 cannot listen on port %d: %s%s", port, strerror(errno),
 			 errno == EADDRINUSE ? " (another node 0, or another program, has it: "
-			 "check the launcher's ranks and MASTER_PORT)" : "");
+			 "check the launcher's ranks, or give pkb another port in PKB_MASTER_PORT)" : "");
 		close(fd);
 		return -1;
 	}

@@ -48,7 +48,7 @@ struct rdv_env {
  * RANK, SIZE, LOCAL_RANK), torch (RANK, WORLD_SIZE, LOCAL_RANK), or env:
  * the first of torch, mpi, slurm whose variables are set (the innermost
  * launcher: torchrun inside an sbatch script). MASTER_ADDR and MASTER_PORT
- * for all. 0, or -1 with `err` naming the variable. */
+ * for all (PKB_MASTER_PORT before MASTER_PORT when set). 0, or -1 with `err` naming the variable. */
 int rdv_env_read(const char *launcher, struct rdv_env *e, char *err, size_t n);
 
 /* One agent's end of a link, as launch.c keeps it. */

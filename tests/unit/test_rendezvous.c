@@ -52,6 +52,11 @@ static void test_env(void)
 	CHECKF(rdv_env_read("slurm", &e, err, sizeof err) == 0, "%s", err);
 	CHECK(e.node == 1 && e.nodes == 2 && e.local == 0 && e.port == 29500 &&
 	      !strcmp(e.addr, "node-a") && !strcmp(e.launcher, "slurm"));
+	setenv("PKB_MASTER_PORT", "29501", 1);
+	CHECK(rdv_env_read("slurm", &e, err, sizeof err) == 0 && e.port == 29501);
+	setenv("PKB_MASTER_PORT", "0", 1);
+	CHECK(rdv_env_read("slurm", &e, err, sizeof err) < 0 && strstr(err, "PKB_MASTER_PORT='0'"));
+	unsetenv("PKB_MASTER_PORT");
 	/* env: torchrun inside an sbatch script is torchrun's world */
 	setenv("RANK", "3", 1);
 	setenv("WORLD_SIZE", "4", 1);
