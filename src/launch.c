@@ -773,12 +773,11 @@ int launch_run(const struct launch_opts *o, struct launch_result *res)
 		json_t *rep = rdv_report_pack(res);
 		char *txt = json_dumps(rep, JSON_COMPACT);
 		for (int i = 1; i < NL; i++)
-			if (L.links[i].fd >= 0) {
+			if (L.links[i].fd >= 0)
 				proto_send(L.links[i].fd, MSG_NODE_END, txt, strlen(txt));
-				close(L.links[i].fd);
-			}
 		free(txt);
 		json_decref(rep);
+		rdv_links_close(L.links, 1, NL);
 	}
 	for (int i = 0; i < L.n_links; i++)
 		proto_reader_free(&L.links[i].rd);

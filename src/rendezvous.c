@@ -158,6 +158,37 @@ static void link_socket_opts(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+void rdv_links_close(struct rdv_link *links, int lo, int hi)
+{
+	for (int i = lo; i < hi; i++)
+		if (links[i].fd >= 0)
+			shutdown(links[i].fd, SHUT_WR);
+	uint64_t until = now_ns() + 2000000000ull;
+	for (;;) {
+		int open = 0;
+		for (int i = lo; i < hi; i++) {
+			if (links[i].fd < 0)
+				continue;
+			char sink[4096];
+			ssize_t r = recv(links[i].fd, sink, sizeof sink, MSG_DONTWAIT);
+			if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+				close(links[i].fd);
+				links[i].fd = -1;
+			} else {
+				open++;
+			}
+		}
+		if (!open || now_ns() >= until)
+			break;
+		usleep(5000);
+	}
+	for (int i = lo; i < hi; i++)
+		if (links[i].fd >= 0) {
+			close(links[i].fd);
+			links[i].fd = -1;
+		}
+}
+
 /* ---- hellos ------------------------------------------------------------------- */
 
 /* The job as the nodes must agree on it: each node's shared objects live in
@@ -312,11 +343,10 @@ static void refuse_all(struct rdv_link *links, int nodes, const char *why)
 	for (int i = 1; i < nodes; i++)
 		if (links[i].fd >= 0) {
 			send_json(links[i].fd, MSG_NODE_GO, go);
-			close(links[i].fd);
-			links[i].fd = -1;
 			proto_reader_free(&links[i].rd);
 		}
 	json_decref(go);
+	rdv_links_close(links, 1, nodes);
 }
 
 int rdv_coordinate(const struct rdv_env *e, int world, json_t *job, double timeout_s,
@@ -413,7 +443,10 @@ int rdv_coordinate(const struct rdv_env *e, int world, json_t *job, double timeo
 				send_json(p->fd, MSG_NODE_GO, go);
 				json_decref(go);
 				json_decref(hello);
-				pending_drop(p);
+				struct rdv_link one = { .fd = p->fd };
+				rdv_links_close(&one, 0, 1);
+				p->fd = -1;
+				proto_reader_free(&p->rd);
 				snprintf(err, n, "%s", why);
 				goto out;
 			}

@@ -79,6 +79,12 @@ int rdv_coordinate(const struct rdv_env *e, int world, json_t *job, double timeo
 int rdv_join(const struct rdv_env *e, int world, json_t *job, double timeout_s,
 	     struct rdv_link *link, struct rdv_layout *lay, char *err, size_t n);
 
+/* close links[lo .. hi-1] once what was sent has been read: shut down the
+ * sending side, then read (and drop) until each peer closes, at most 2 s.
+ * A plain close() with the peer's pings unread sends a reset, which can
+ * discard the last frames (the report) before the peer reads them. */
+void rdv_links_close(struct rdv_link *links, int lo, int hi);
+
 /* ---- frames and their parsers: untrusted bytes ---- */
 
 /* MSG_NODE_RANK / MSG_NODE_EXIT / MSG_NODE_RECORD: u32 rank, u32 value
