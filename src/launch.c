@@ -460,13 +460,9 @@ static void links_service(struct launch *L, const struct pollfd *pfd)
 			else if (k->rd.eof)
 				node_lost(L, i, "its link closed");
 		}
-		if (k->fd >= 0 && now - k->heard > (uint64_t)(RDV_SILENCE_S * 1e9))
-			node_lost(L, i, "silent for 15 s");
-		if (k->fd >= 0 && now - k->pinged > (uint64_t)(RDV_PING_S * 1e9)) {
-			k->pinged = now;
-			if (proto_send(k->fd, MSG_NODE_PING, NULL, 0) < 0)
-				node_lost(L, i, "its link broke");
-		}
+		const char *why = k->fd >= 0 ? rdv_link_tick(k, now) : NULL;
+		if (why)
+			node_lost(L, i, why);
 	}
 }
 
@@ -609,13 +605,9 @@ static void relay(struct launch *L, uint64_t t0)
 				snprintf(lost, sizeof lost, "%s", got < 0 ? "it sent a corrupt stream"
 					 : "its link closed");
 		}
-		if (!ended && !lost[0] && now - up->heard > (uint64_t)(RDV_SILENCE_S * 1e9))
-			snprintf(lost, sizeof lost, "silent for 15 s");
-		if (up->fd >= 0 && now - up->pinged > (uint64_t)(RDV_PING_S * 1e9)) {
-			up->pinged = now;
-			if (proto_send(up->fd, MSG_NODE_PING, NULL, 0) < 0 && !ended)
-				snprintf(lost, sizeof lost, "its link broke");
-		}
+		const char *why = !ended && !lost[0] ? rdv_link_tick(up, now) : NULL;
+		if (why)
+			snprintf(lost, sizeof lost, "%s", why);
 	}
 	/* node 0 is gone, or has spoken (after every rank here exited, or
 	 * after its kill): nothing here outlives it */

@@ -158,6 +158,18 @@ static void link_socket_opts(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+const char *rdv_link_tick(struct rdv_link *k, uint64_t now)
+{
+	if (now - k->heard > (uint64_t)(RDV_SILENCE_S * 1e9))
+		return "silent for 15 s";
+	if (now - k->pinged > (uint64_t)(RDV_PING_S * 1e9)) {
+		k->pinged = now;
+		if (proto_send(k->fd, MSG_NODE_PING, NULL, 0) < 0)
+			return "its link broke";
+	}
+	return NULL;
+}
+
 void rdv_links_close(struct rdv_link *links, int lo, int hi)
 {
 	for (int i = lo; i < hi; i++)

@@ -79,6 +79,9 @@ int rdv_coordinate(const struct rdv_env *e, int world, json_t *job, double timeo
 int rdv_join(const struct rdv_env *e, int world, json_t *job, double timeout_s,
 	     struct rdv_link *link, struct rdv_layout *lay, char *err, size_t n);
 
+/* the link's heartbeat at time `now`: a ping when one is due; NULL, or why
+ * the link is lost (silent past RDV_SILENCE_S, or the ping could not go) */
+const char *rdv_link_tick(struct rdv_link *k, uint64_t now);
 /* close links[lo .. hi-1] once what was sent has been read: shut down the
  * sending side, then read (and drop) until each peer closes, at most 2 s.
  * A plain close() with the peer's pings unread sends a reset, which can

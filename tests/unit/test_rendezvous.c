@@ -132,8 +132,20 @@ static void test_frames(void)
 	CHECK(proto_reader_fill(&rd, sv[1]) == 0);
 	CHECK(proto_reader_next(&rd, &t, &buf, &len) < 0);
 	proto_reader_free(&rd);
-	close(sv[0]);
+	/* the heartbeat: a ping each second, lost after 15 s of silence */
+	uint64_t now = 100000000000ull;
+	struct rdv_link k = { .fd = sv[0], .heard = now - 2000000000ull, .pinged = now - 1500000000ull };
+	CHECK(rdv_link_tick(&k, now) == NULL && k.pinged == now);
+	CHECK(proto_recv(sv[1], &t, &buf, &len) == 0 && t == MSG_NODE_PING && len == 0);
+	free(buf);
+	CHECK(rdv_link_tick(&k, now + 500000000ull) == NULL && k.pinged == now);   /* not due */
+	k.heard = now - 16000000000ull;
+	CHECK(rdv_link_tick(&k, now) && strstr(rdv_link_tick(&k, now), "silent"));
+	k.heard = now;
+	k.pinged = 0;
 	close(sv[1]);
+	CHECK(rdv_link_tick(&k, now) && strstr(rdv_link_tick(&k, now + 2000000000ull), "broke"));
+	close(sv[0]);
 }
 
 static json_t *a_job(const char *so, int warmup, int trials)
