@@ -641,7 +641,7 @@ int launch_run(const struct launch_opts *o, struct launch_result *res)
 	res->culprit = -1;
 	res->ranks = xcalloc((size_t)W, sizeof *res->ranks);
 	struct launch L = { .o = o, .res = res, .slot = xcalloc((size_t)W, sizeof *L.slot),
-			    .first = 0, .count = W };
+			    .first = 0, .count = W, .lay = { .host_first = 0, .host_size = W } };
 	signal(SIGPIPE, SIG_IGN);
 	uint64_t t0 = now_ns();
 
