@@ -101,6 +101,8 @@ UNIT_DEPS += src/wire.c
 UNIT_DEPS += src/score.c
 # the lanes of pkb sweep and tools/test-gpu: test_lanes
 UNIT_DEPS += src/lanes.c
+# the node agents of a launch across nodes (launch.c)
+UNIT_DEPS += src/rendezvous.c
 
 $(BUILD)/tests/%: tests/unit/%.c $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.c tests/unit/t.h
 	@mkdir -p $(dir $@)

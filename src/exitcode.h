@@ -14,9 +14,9 @@ enum pkb_exit {
 	PKB_EXIT_COMPILE = 4,      /* the candidate does not compile */
 	PKB_EXIT_REFUSED = 5,      /* wrong ABI, or a symbol its backend forbids */
 	PKB_EXIT_RUNTIME = 6,      /* CUDA/NCCL error, crash, OOM */
-	PKB_EXIT_TIMEOUT = 7,      /* a phase passed its deadline */
+	PKB_EXIT_TIMEOUT = 7,      /* a phase passed its deadline; a node was lost */
 	PKB_EXIT_FLAGGED = 8,      /* timing not trustworthy (escaped work ...) */
-	PKB_EXIT_ENV = 9,          /* this machine cannot run it (no GPU ...) */
+	PKB_EXIT_ENV = 9,          /* this machine cannot run it (no GPU ...), nodes could not meet */
 	PKB_EXIT_PROVIDER = 10,    /* generate: the model's API refused (401/403/404/400) */
 	PKB_EXIT_INCOMPLETE = 11,  /* generate: samples still missing after the retries */
 	PKB_EXIT_INTERNAL = 70,    /* a harness bug */

@@ -36,6 +36,7 @@ void job_opts_init(struct job_opts *o)
 	struct launch_opts lo;
 	launch_opts_init(&lo, 1);
 	memcpy(o->deadline_s, lo.deadline_s, sizeof o->deadline_s);
+	o->rendezvous_s = lo.rendezvous_s;
 }
 
 const struct opt job_opts_dims[] = {
@@ -63,7 +64,8 @@ const struct opt job_opts_launch[] = {
 				"default: the nominal one of this GPU; docs/ROOFLINE.md)" },
 	{ OPT_DEADLINE, "deadline", "K=S", "phase K's deadline in seconds (repeatable); K and\n"
 					   "its default:" PKB_PHASES_HELP "\n"
-					   "  compile (300 s): nvcc, in the parent" },
+					   "  compile (300 s): nvcc, in the parent\n"
+					   "  rendezvous (300 s): the nodes meeting (--launcher)" },
 	{ OPT_DEVICE_TIMEOUT, "device-timeout", "MS", "bounded device waits give up after MS\n"
 						      "(default 5000)" },
 	{ OPT_LOG_DIR, "log-dir", "DIR", "per-rank logs here (default: a temporary folder,\n"
@@ -73,6 +75,12 @@ const struct opt job_opts_launch[] = {
 	{ OPT_NO_SANDBOX, "no-sandbox", NULL, "ranks load solutions without their seccomp filter\n"
 					      "and Landlock rules (trusted code only;\n"
 					      "docs/ANTI_CHEAT.md)" },
+	{ OPT_LAUNCHER, "launcher", "L", "one evaluation over the nodes of srun, mpirun or\n"
+					  "torchrun --no-python, one pkb per task: slurm, mpi,\n"
+					  "torch, or env (whichever's variables are set); W is\n"
+					  "over all nodes (default: one rank per task) and\n"
+					  "node 0 listens at MASTER_ADDR:MASTER_PORT\n"
+					  "(docs/MULTINODE.md)" },
 	{ 'q', "quiet", NULL, "no progress on stderr" },
 	OPTS_END,
 };
@@ -137,6 +145,10 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 			o->compile_s = s;
 			return 1;
 		}
+		if (!strcmp(kind, "rendezvous")) {
+			o->rendezvous_s = s;
+			return 1;
+		}
 		int k = phase_kind_parse(kind);
 		if (k < 0)
 			return error("unknown phase '%s' in --deadline", kind);
@@ -167,6 +179,12 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 		o->hw = arg;
 		return 1;
 	}
+	case OPT_LAUNCHER:
+		if (strcmp(arg, "slurm") && strcmp(arg, "mpi") && strcmp(arg, "torch") &&
+		    strcmp(arg, "env"))
+			return error("--launcher takes slurm, mpi, torch or env, not '%s'", arg);
+		o->launcher = arg;
+		return 1;
 	case 'q': o->quiet = 1; return 1;
 	}
 	return 0;
@@ -222,6 +240,21 @@ int job_check_shape(const struct job_opts *o)
 
 int job_resolve(struct job_opts *o, struct pkb_io *io)
 {
+	/* across nodes W counts every node's ranks: by default one a task */
+	if (o->launcher) {
+		char err[400];
+		if (rdv_env_read(o->launcher, &o->nodes, err, sizeof err) < 0) {
+			error("%s", err);
+			hint("run pkb under srun, mpirun or torchrun --no-python, with MASTER_ADDR and "
+			     "MASTER_PORT set (docs/MULTINODE.md)");
+			return -1;
+		}
+		if (!o->world)
+			o->world = o->nodes.nodes;
+		if (o->world % o->nodes.nodes)
+			return error("--gpus %d does not split over %d nodes (the launcher's tasks): "
+				     "every node runs as many ranks", o->world, o->nodes.nodes);
+	}
 	if (!o->world) {
 		int g = gpu_count();
 		o->world = g >= 2 ? g : 2;
@@ -293,14 +326,16 @@ int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, 
 	       struct launch_result *res, struct job_records *rec, char **log_dir_out)
 {
 	const char *fake = getenv("PKB_RANK_CMD");   /* tests: a fake rank program */
+	/* the ranks of this node (of them all, across nodes) */
+	int here = o->launcher ? o->world / o->nodes.nodes : o->world;
 	if (!fake) {
 		int g = gpu_count();
-		if (g < o->world) {
+		if (g < here) {
 			memset(res, 0, sizeof *res);
 			res->outcome = OUT_ENV_ERROR;
 			res->culprit = -1;
 			snprintf(res->message, sizeof res->message,
-				 "needs %d NVIDIA GPUs on this machine, found %d", o->world, g);
+				 "needs %d NVIDIA GPUs on this machine, found %d", here, g);
 			return 0;
 		}
 	}
@@ -357,6 +392,9 @@ int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, 
 	lo.job = job;
 	lo.on_result = collect;
 	lo.arg = rec;
+	if (o->launcher)
+		lo.nodes = &o->nodes;
+	lo.rendezvous_s = o->rendezvous_s;
 	const char *fake_argv[] = { fake, NULL };
 	if (fake)
 		lo.argv = fake_argv;

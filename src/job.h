@@ -10,6 +10,7 @@
 #include "launch.h"    /* defines: struct launch_result */
 #include "opts.h"      /* defines: struct opt */
 #include "problem.h"   /* defines: struct pkb_problem, pkb_io */
+#include "rendezvous.h"   /* defines: struct rdv_env */
 
 struct job_opts {
 	const struct pkb_problem *p;
@@ -33,6 +34,9 @@ struct job_opts {
 	double compile_s;
 	int device_timeout_ms;
 	int quiet;
+	const char *launcher;    /* --launcher: NULL, every rank here */
+	struct rdv_env nodes;    /* its variables, read by job_resolve */
+	double rendezvous_s;
 };
 
 /* The option groups of the commands that run or describe a job (opts.h):
@@ -41,7 +45,7 @@ struct job_opts {
 enum job_opt_id {
 	OPT_M = 1001, OPT_N, OPT_SEED, OPT_MEASURE_PERF, OPT_WARMUP, OPT_ITERS, OPT_TIMING,
 	OPT_TRACE, OPT_HW, OPT_DEADLINE, OPT_DEVICE_TIMEOUT, OPT_LOG_DIR, OPT_KEEP_LOGS,
-	OPT_ARCH, OPT_NO_SANDBOX,
+	OPT_ARCH, OPT_NO_SANDBOX, OPT_LAUNCHER,
 	OPT_JOB_END   /* commands number their own options from here */
 };
 extern const struct opt job_opts_dims[], job_opts_json[], job_opts_launch[];

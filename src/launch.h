@@ -17,8 +17,10 @@
  * the table of phases.h. */
 int phase_kind_parse(const char *s);   /* -1 if unknown */
 
+struct rdv_env;
+
 struct launch_opts {
-	int world;
+	int world;                 /* ranks in all, over every node */
 	const char *const *argv;   /* rank program; NULL: this binary's __rank */
 	const char *log_dir;       /* rank_<r>.log files go here */
 	json_t *job;               /* sent to each rank with "rank" filled in */
@@ -26,6 +28,13 @@ struct launch_opts {
 	double grace_s;            /* after a failure, time the others get */
 	void (*on_result)(void *arg, int rank, json_t *rec);
 	void *arg;
+	/* one launch across nodes (docs/MULTINODE.md): this agent's place in
+	 * the launcher's world, or NULL (or a world of one node): every rank
+	 * here, as always. Node 0 becomes the parent of all ranks; the other
+	 * agents start theirs and relay. An agent's job gets node 0's perf
+	 * warmup. */
+	const struct rdv_env *nodes;
+	double rendezvous_s;       /* how long the agents wait for each other */
 };
 
 struct rank_report {
@@ -50,7 +59,8 @@ struct launch_result {
 };
 
 void launch_opts_init(struct launch_opts *o, int world);
-/* 0 when the launch ran (whatever its outcome), -1 if it could not start */
+/* 0 when the launch ran (whatever its outcome; env_error when the nodes
+ * could not meet), -1 if it could not start */
 int launch_run(const struct launch_opts *o, struct launch_result *res);
 void launch_result_free(struct launch_result *res);
 

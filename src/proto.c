@@ -57,6 +57,17 @@ int proto_send(int fd, enum msg_type type, const void *buf, size_t len)
 	return len ? write_all(fd, buf, len) : 0;
 }
 
+int proto_send_pre(int fd, enum msg_type type, const void *pre, size_t plen, const void *buf,
+		   size_t len, size_t max)
+{
+	if (plen > max || len > max - plen)
+		return -1;
+	struct hdr h = { MAGIC, (uint32_t)type, (uint32_t)(plen + len) };
+	if (write_all(fd, &h, sizeof h) < 0 || (plen && write_all(fd, pre, plen) < 0))
+		return -1;
+	return len ? write_all(fd, buf, len) : 0;
+}
+
 int proto_recv(int fd, enum msg_type *type, char **buf, size_t *len)
 {
 	struct hdr h;
@@ -77,6 +88,8 @@ int proto_recv(int fd, enum msg_type *type, char **buf, size_t *len)
 int proto_reader_fill(struct proto_reader *r, int fd)
 {
 	for (;;) {
+		if (r->max && r->len > r->max + sizeof(struct hdr))
+			return 0;   /* a whole frame is here: let next() take it */
 		if (r->cap - r->len < 65536) {
 			r->cap = r->cap ? r->cap * 2 : 131072;
 			r->buf = xrealloc(r->buf, r->cap);
@@ -105,7 +118,7 @@ int proto_reader_next(struct proto_reader *r, enum msg_type *type, char **buf, s
 	if (r->len < sizeof h)
 		return 0;
 	memcpy(&h, r->buf, sizeof h);
-	if (h.magic != MAGIC || h.len > PROTO_MAX_PAYLOAD)
+	if (h.magic != MAGIC || h.len > (r->max ? r->max : PROTO_MAX_PAYLOAD))
 		return -1;
 	if (r->len < sizeof h + h.len)
 		return 0;

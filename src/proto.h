@@ -18,11 +18,26 @@ enum msg_type {
 	MSG_RESULT,     /* rank -> parent: a result record (JSON) */
 	MSG_FAIL,       /* rank -> parent: {"category":..,"message":..} */
 	MSG_DONE,       /* rank -> parent: finished cleanly */
+
+	/* node links (rendezvous.h): agent = a node's pkb, node 0 the coordinator */
+	MSG_NODE_HELLO = 16,  /* agent -> node 0: {"v","node","nodes","world","host","job"} */
+	MSG_NODE_GO,          /* node 0 -> agent: {"job","host_first","host_size"} or {"error"} */
+	MSG_NODE_RANK,        /* either way: u32 rank, u32 type, that rank's message */
+	MSG_NODE_EXIT,        /* agent -> node 0: u32 rank, u32 wait status */
+	MSG_NODE_COLL,        /* node 0 -> agent: a collective's W contributions */
+	MSG_NODE_RECORD,      /* node 0 -> agent: u32 rank, u32 0, a checked result */
+	MSG_NODE_KILL,        /* node 0 -> agent: kill your ranks now */
+	MSG_NODE_END,         /* node 0 -> agent: the launch's report (JSON) */
+	MSG_NODE_PING,        /* either way, every second: still here */
 };
 
 #define PROTO_MAX_PAYLOAD (64u << 20)
 
 int proto_send(int fd, enum msg_type type, const void *buf, size_t len);
+/* one frame of `pre` then `buf` (node links: a rank's message behind its
+ * prefix), at most `max` bytes of payload in all */
+int proto_send_pre(int fd, enum msg_type type, const void *pre, size_t plen, const void *buf,
+		   size_t len, size_t max);
 /* blocking; *buf is malloc'd (NUL-terminated for convenience); -1 on EOF/error */
 int proto_recv(int fd, enum msg_type *type, char **buf, size_t *len);
 
@@ -31,6 +46,9 @@ struct proto_reader {
 	char *buf;
 	size_t len, cap;
 	int eof;
+	size_t max;     /* largest payload; 0: PROTO_MAX_PAYLOAD. When set, fill
+			   also stops reading once a frame's worth is buffered
+			   (a peer on the network cannot grow it without bound) */
 };
 /* read what is available on fd (non-blocking); 0, or -1 on a broken stream */
 int proto_reader_fill(struct proto_reader *r, int fd);

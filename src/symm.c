@@ -4,6 +4,11 @@
  * read and write peers over NVLink; and the signal pads of a device barrier
  * (pkb_dev_comm) made of one. Every call is collective: the ranks exchange
  * their IPC handles through the parent (coll_allgather).
+ *
+ * Across nodes (docs/MULTINODE.md) CUDA IPC reaches the ranks of this host
+ * only: the others' entries in the peer table are NULL, and a device
+ * barrier spans this host's ranks. launch.c says which ranks those are
+ * (PKB_HOST_FIRST, PKB_HOST_SIZE); on one node they are all W.
  */
 #define _GNU_SOURCE
 #include "rank_env.h"
@@ -20,6 +25,19 @@ static int symm_fail(struct rank_env *E, const char *what, cudaError_t e)
 	snprintf(E->symm_err, sizeof E->symm_err, "%s: %s", what,
 		 e == cudaSuccess ? "the ranks could not exchange handles" : cudaGetErrorString(e));
 	return -1;
+}
+
+/* the ranks of this host: [*first, *first + *size) */
+static void host_ranks(const struct rank_env *E, int *first, int *size)
+{
+	const char *f = getenv("PKB_HOST_FIRST"), *n = getenv("PKB_HOST_SIZE");
+	*first = f ? atoi(f) : 0;
+	*size = n ? atoi(n) : E->world;
+	if (*first < 0 || *size < 1 || *first > E->rank || E->rank >= *first + *size ||
+	    *first + *size > E->world) {
+		*first = 0;
+		*size = E->world;
+	}
 }
 
 int symm_make(struct rank_env *E, size_t bytes, struct symm_block *b)
@@ -45,7 +63,9 @@ int symm_make(struct rank_env *E, size_t bytes, struct symm_block *b)
 		return symm_fail(E, "allgather of IPC handles", cudaSuccess);
 	}
 	b->peers = xcalloc((size_t)E->world, sizeof(void *));
-	for (int r = 0; r < E->world; r++) {
+	int first, size;
+	host_ranks(E, &first, &size);
+	for (int r = first; r < first + size; r++) {
 		if (r == E->rank) {
 			b->peers[r] = b->local;
 			continue;
@@ -89,9 +109,11 @@ int make_dev_comm(struct rank_env *E, struct symm_block *pads, uint32_t **epochs
 	    cudaMalloc((void **)err, sizeof(uint32_t)) != cudaSuccess ||
 	    cudaMemset(*err, 0, sizeof(uint32_t)) != cudaSuccess)
 		return -1;
-	c->rank = E->rank;
-	c->world = E->world;
-	c->pads = (uint32_t *const *)pads->peers_dev;
+	int first, size;
+	host_ranks(E, &first, &size);
+	c->rank = E->rank - first;
+	c->world = size;
+	c->pads = (uint32_t *const *)pads->peers_dev + first;
 	c->epochs = *epochs;
 	c->err = *err;
 	c->timeout_ns = E->device_timeout_ns;
