@@ -10,7 +10,8 @@
  * (pkb_barrier_block), then reads slot `rank` of every peer p over NVLink
  * and writes run (b, t) of it to output position p*T + t of sequence b.
  * The reference packs, exchanges into a scratch buffer and rearranges it
- * after: three passes over HBM where this makes one.
+ * after: three copies of the data where this makes two (the staging and
+ * the pull).
  *
  * Written in the style of 033's ok_symm_pull.cu: every chunk is addressed
  * by its units 0 .. nu-1 in the same order on both sides (src_at: where

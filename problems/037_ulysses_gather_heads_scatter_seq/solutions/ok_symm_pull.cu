@@ -12,8 +12,8 @@
  * of output position (b, t). Which positions of a chunk are padding depends
  * on the chunk alone, so the receiver writes their zeros itself and never
  * reads them. The reference packs (padding included), exchanges into a
- * scratch buffer and rearranges it after: three passes over HBM where this
- * makes one.
+ * scratch buffer and rearranges it after: three copies of the data where
+ * this makes two (the staging and the pull).
  *
  * Written in the style of 033's ok_symm_pull.cu: every chunk is addressed
  * by its units 0 .. nu-1 in the same order on both sides (src_at: where

@@ -11,7 +11,7 @@
  * slot `rank` of every peer p over NVLink and writes the three runs of
  * position (b, t) to output position p*T + t of sequence b. The reference
  * packs, exchanges into a scratch buffer and rearranges it after: three
- * passes over HBM where this makes one.
+ * copies of the data where this makes two (the staging and the pull).
  *
  * Written in the style of 033's ok_symm_pull.cu (036's, with runs of C
  * values three to a position): every chunk is addressed by its units
