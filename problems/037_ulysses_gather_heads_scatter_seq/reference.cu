@@ -1,0 +1,119 @@
+/*
+ * 037_ulysses_gather_heads_scatter_seq reference: what torch does -- pad the
+ * sequence with zeros to Tp = W*S and pack each chunk of S positions
+ * contiguously (_pad_tensor, tensor_split along the sequence +
+ * .contiguous(), one kernel here), one grouped ncclSend/ncclRecv per peer
+ * (all_to_all, the chunk a rank keeps included), then concatenate along
+ * the heads (torch.cat(dim=2)):
+ *     send[d][b, t]    = x[b, d*S + t]  (0 past T)    (W, B, S, 8, 64)
+ *     recv[j]          = send_j[r]                     from rank j
+ *     out[b, t, 8j: ]  = recv[j][b, t]                 (B, S, 8W, 64)
+ * The concatenation swaps two dimensions of an array of positions: recv is
+ * (W, B*S) positions, out (B*S, W). A position is 512*e bytes, so they move
+ * in 16-byte units.
+ *
+ * Bytes each rank receives: (W-1) * B*S*512*e, 192 KiB at M = N = 1024,
+ * bf16, W = 4 (the padding travels too, as in the original).
+ */
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include "pkb.h"
+#include "pkb_ref.cuh"
+
+PKB_SOLUTION;
+
+#define THREADS 256
+
+struct state {
+	void *send, *recv;   /* [W][B][S][8][64] each */
+	size_t chunk;        /* bytes of one chunk: B*S positions */
+};
+
+/* send unit o: chunk d, sequence b, position t of the chunk, unit c of the
+ * position (pu units each); zero past the T real positions */
+__global__ void pack_padded(const int4 *x, int4 *send, int64_t b_n, int64_t t_n, int64_t s_n,
+			    int w, int64_t pu)
+{
+	int64_t n = w * b_n * s_n * pu;
+	for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < n;
+	     o += (int64_t)gridDim.x * blockDim.x) {
+		int64_t j = o / pu, c = o - j * pu;
+		int64_t d = j / (b_n * s_n), rem = j - d * b_n * s_n;
+		int64_t b = rem / s_n, pos = d * s_n + (rem - b * s_n);
+		send[o] = pos < t_n ? x[(b * t_n + pos) * pu + c] : make_int4(0, 0, 0, 0);
+	}
+}
+
+/* dst (Q, P) blocks = src (P, Q) blocks transposed, blocks of blk units */
+__global__ void swap_blocks(const int4 *src, int4 *dst, int64_t p_n, int64_t q_n, int64_t blk)
+{
+	int64_t n = p_n * q_n * blk;
+	for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < n;
+	     o += (int64_t)gridDim.x * blockDim.x) {
+		int64_t j = o / blk, c = o - j * blk;
+		int64_t q = j / p_n, p = j - q * p_n;
+		dst[o] = src[(p * q_n + q) * blk + c];
+	}
+}
+
+extern "C" int pkb_init(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)calloc(1, sizeof *s);
+	if (!s)
+		return 1;
+	ctx->user = s;
+	s->chunk = ctx->out[0].bytes / ctx->world;
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->send, ctx->out[0].bytes));
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->recv, ctx->out[0].bytes));
+	return 0;
+}
+
+extern "C" int pkb_run(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
+	cudaStream_t st = (cudaStream_t)ctx->stream;
+	int me = ctx->rank, w = ctx->world;
+	int64_t b = ctx->in[0].shape[0], t = ctx->in[0].shape[1], sl = ctx->out[0].shape[1];
+	/* a position, 8*64 elements, in 16-byte units */
+	int64_t pu = ctx->in[0].shape[2] * ctx->in[0].shape[3] *
+		     (int64_t)pkb_dtype_size(ctx->in[0].dtype) / 16;
+	int64_t n = w * b * sl * pu;
+
+	pack_padded<<<pkb_ref_blocks(n, THREADS, 4096), THREADS, 0, st>>>(
+		(const int4 *)ctx->in[0].data, (int4 *)s->send, b, t, sl, w, pu);
+	PKB_CK_LAUNCH(ctx);
+	char *send = (char *)s->send, *recv = (char *)s->recv;
+	size_t chunk = s->chunk;
+	ncclResult_t r = ncclGroupStart();
+	for (int k = 0; k < w && r == ncclSuccess; k++) {
+		/* pair up with rank me+k sending and me-k receiving: every step is
+		   a permutation, so no rank is flooded */
+		int to = (me + k) % w, from = (me - k + w) % w;
+		r = ncclSend(send + to * chunk, chunk, ncclUint8, to, comm, st);
+		if (r == ncclSuccess)
+			r = ncclRecv(recv + from * chunk, chunk, ncclUint8, from, comm, st);
+	}
+	ncclResult_t e = ncclGroupEnd();
+	if (r == ncclSuccess)
+		r = e;
+	if (r != ncclSuccess) {
+		ctx->svc->log(ctx, "all-to-all send/recv: %s", ncclGetErrorString(r));
+		return 1;
+	}
+	swap_blocks<<<pkb_ref_blocks(n, THREADS, 4096), THREADS, 0, st>>>(
+		(const int4 *)s->recv, (int4 *)ctx->out[0].data, w, b * sl, pu);
+	PKB_CK_LAUNCH(ctx);
+	return 0;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	struct state *s = (struct state *)ctx->user;
+	if (s) {
+		cudaFree(s->send);
+		cudaFree(s->recv);
+	}
+	free(s);
+	return 0;
+}
