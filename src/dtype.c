@@ -85,6 +85,38 @@ uint16_t float_to_bf16(float f)
 	return (uint16_t)(u >> 16);
 }
 
+uint16_t float_to_fp16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	uint16_t s = (uint16_t)((u >> 16) & 0x8000u);
+	uint32_t a = u & 0x7fffffffu;
+	if (a > 0x7f800000u)
+		return s | 0x7e00;   /* quiet NaN */
+	if (a >= 0x477ff000u)
+		return s | 0x7c00;   /* from 65520 (halfway past 65504, to even) */
+	if (a < 0x38800000u) {
+		/* below 2^-14: subnormal steps of 2^-24, scaled exactly */
+		float v;
+		memcpy(&v, &a, 4);
+		return s | (uint16_t)rintf(v * 16777216.0f);
+	}
+	uint32_t m = a & 0x7fffffu, h = ((a >> 23) - 112) << 10 | m >> 13, rest = m & 0x1fffu;
+	if (rest > 0x1000u || (rest == 0x1000u && (h & 1)))
+		h++;   /* a carry into the exponent is the next binade */
+	return s | (uint16_t)h;
+}
+
+void dtype_store(pkb_dtype t, void *buf, int64_t i, double v)
+{
+	switch (t) {
+	case PKB_FP64: ((double *)buf)[i] = v; break;
+	case PKB_BF16: ((uint16_t *)buf)[i] = float_to_bf16((float)v); break;
+	case PKB_FP16: ((uint16_t *)buf)[i] = float_to_fp16((float)v); break;
+	default: ((float *)buf)[i] = (float)v; break;
+	}
+}
+
 float fp16_to_float(uint16_t h)
 {
 	int s = h >> 15, e = (h >> 10) & 0x1f, m = h & 0x3ff;

@@ -22,6 +22,12 @@ void dtype_stats(pkb_dtype t, const void *buf, int64_t n, double *mean_abs, doub
 		 int64_t *nonfinite);
 float bf16_to_float(uint16_t h);
 uint16_t float_to_bf16(float f);              /* round to nearest even */
+uint16_t float_to_fp16(float f);              /* round to nearest even, subnormals,
+						 +-Inf past 65504 (no _Float16:
+						 clang 14 lacks it on x86) */
+/* element i of a float buffer of dtype t (fp32, fp64, bf16, fp16) = v,
+ * rounded to nearest even: what gen_host writes */
+void dtype_store(pkb_dtype t, void *buf, int64_t i, double v);
 float fp16_to_float(uint16_t h);
 float fp8e4m3_to_float(uint8_t b);
 float fp8e5m2_to_float(uint8_t b);

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "dtype.h"   /* defines: dtype_store (gen_host's rounding) */
 #include "pkb_problem.h"
 
 #define CLUSTERS 8
@@ -99,20 +100,6 @@ static void normalize(double *x, int64_t n)
 		x[i] *= s;
 }
 
-static void store(pkb_dtype t, void *buf, int64_t i, double v)
-{
-	float f = (float)v;
-	if (t == PKB_FP32) {
-		((float *)buf)[i] = f;
-	} else if (t == PKB_FP16) {
-		((_Float16 *)buf)[i] = (_Float16)f;
-	} else {
-		uint32_t b;
-		memcpy(&b, &f, 4);
-		((uint16_t *)buf)[i] = (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-	}
-}
-
 /*
  * The original draws both blocks as independent normalised randn: in bf16
  * a negatives term is then ~0.012 against a loss of ~10 (ulp 0.0625), so the
@@ -148,7 +135,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 			x[j] = c[k * dm + j] + SPREAD * gauss(&sn) / sqrt((double)dm);
 		normalize(x, dm);
 		for (int64_t j = 0; j < dm; j++)
-			store(d->dtype, buf, i * dm + j, x[j]);
+			dtype_store(d->dtype, buf, i * dm + j, x[j]);
 	}
 	free(c);
 	return 0;

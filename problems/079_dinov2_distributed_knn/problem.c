@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "dtype.h"   /* defines: dtype_store (gen_host's rounding) */
 #include "pkb_problem.h"
 
 #define MAX_K 200
@@ -91,20 +92,6 @@ static double gauss(uint64_t *s)
 	return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-static void store(pkb_dtype t, void *buf, int64_t i, double v)
-{
-	float f = (float)v;
-	if (t == PKB_FP32) {
-		((float *)buf)[i] = f;
-	} else if (t == PKB_FP16) {
-		((_Float16 *)buf)[i] = (_Float16)f;
-	} else {
-		uint32_t b;   /* exact: |v| * 512 is an integer below 256 */
-		memcpy(&b, &f, 4);
-		((uint16_t *)buf)[i] = (uint16_t)(b >> 16);
-	}
-}
-
 /* One randn row, L2-normalised and rounded to a multiple of 1/512 (the
  * original normalises, then rounds to T). */
 static void feature_row(uint64_t *s, double *x, int64_t f)
@@ -144,7 +131,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	for (int64_t i = 0; i < rows; i++) {
 		feature_row(&s, x, f);
 		for (int64_t j = 0; j < f; j++)
-			store(d->dtype, buf, index == 0 ? i * f + j : j * t + i, x[j]);
+			dtype_store(d->dtype, buf, index == 0 ? i * f + j : j * t + i, x[j]);
 	}
 	free(x);
 	return 0;

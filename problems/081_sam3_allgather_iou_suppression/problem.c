@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include "dtype.h"   /* defines: dtype_store (gen_host's rounding) */
 #include "pkb_problem.h"
 
 #define SIDE 256
@@ -103,20 +104,6 @@ static double gauss(uint64_t *s)
 	return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-static void store(pkb_dtype t, void *buf, int64_t i, double v)
-{
-	float f = (float)v;
-	if (t == PKB_FP32) {
-		((float *)buf)[i] = f;
-	} else if (t == PKB_FP16) {
-		((_Float16 *)buf)[i] = (_Float16)f;
-	} else {
-		uint32_t b;
-		memcpy(&b, &f, 4);
-		((uint16_t *)buf)[i] = (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-	}
-}
-
 /*
  * Masks: the original's sigma * randn + 4 * stripe - 1, stripe = ((y + x +
  * phase) % 5 == 0), with phase = obj + rank and sigma = 1. Then two objects
@@ -139,7 +126,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		for (int y = 0; y < SIDE; y++)
 			for (int x = 0; x < SIDE; x++) {
 				double v = sigma * gauss(&s) + ((y + x + phase) % 5 == 0 ? 3 : -1);
-				store(d->dtype, buf, (o * SIDE + y) * SIDE + x, v);
+				dtype_store(d->dtype, buf, (o * SIDE + y) * SIDE + x, v);
 			}
 	}
 	return 0;

@@ -13,9 +13,12 @@ expect_grep '"world": 8' "$TMP/show.json"
 # every problem's default shapes are valid at W = 2, 4 and 8 (the original's
 # setting is 8 GPUs), and the shapes that scale with W say so at W = 8
 bad=""
+# (051 is refused at W = 2 on purpose: its EP groups would have one expert,
+# so a candidate that never communicates would pass; its README says so)
 for d in "$ROOT"/problems/[0-9][0-9][0-9]_*/; do
 	id=$(basename "$d"); id=${id%%_*}
 	for w in 2 4 8; do
+		[ "$id@W=$w" = 051@W=2 ] && continue
 		"$PKB" show "$id" --gpus $w --brief > /dev/null 2>&1 || bad="$bad $id@W=$w"
 	done
 done

@@ -219,5 +219,47 @@ int main(void)
 			zb[i] = 1e-5f;
 		CHECK(!compare_buffers(PKB_FP32, z, zb, 1000, tol, &cr) && cr.n_bad == 1000);
 	}
+	/* float -> fp16 (gen_host's dtype_store), against the compiler's own
+	 * _Float16 conversion (gcc; clang 14 lacks it on x86, hence ours) over
+	 * a stride through every float bit pattern and every fp16 boundary */
+	{
+		int bad16 = 0;
+		for (uint64_t k = 0; k <= 0xffffffffull && bad16 < 5; k += 997) {
+			uint32_t bits = (uint32_t)k;
+			float f;
+			memcpy(&f, &bits, 4);
+			_Float16 g = (_Float16)f;
+			uint16_t want;
+			memcpy(&want, &g, 2);
+			uint16_t got = float_to_fp16(f);
+			int both_nan = isnan(f) && (got & 0x7c00) == 0x7c00 && (got & 0x3ff);
+			if (got != want && !both_nan) {
+				bad16++;
+				fprintf(stderr, "  fp16(%a): %04x, want %04x\n", f, got, want);
+			}
+		}
+		for (uint32_t h = 0; h < 0x7c00 && bad16 < 5; h++) {
+			/* each value, and the points halfway to its neighbours */
+			float lo = fp16_to_float((uint16_t)h), hi = fp16_to_float((uint16_t)(h + 1));
+			float pts[3] = { lo, (float)(((double)lo + hi) / 2), -lo };
+			for (int q = 0; q < 3; q++) {
+				_Float16 g = (_Float16)pts[q];
+				uint16_t want;
+				memcpy(&want, &g, 2);
+				if (float_to_fp16(pts[q]) != want) {
+					bad16++;
+					fprintf(stderr, "  fp16(%a): %04x, want %04x\n", pts[q],
+						float_to_fp16(pts[q]), want);
+				}
+			}
+		}
+		CHECK(bad16 == 0);
+		uint16_t st[4];
+		dtype_store(PKB_FP16, st, 0, 65504.0);
+		dtype_store(PKB_FP16, st, 1, 1e6);
+		dtype_store(PKB_BF16, st, 2, 1.0);
+		dtype_store(PKB_FP16, st, 3, -5.960464477539063e-08);
+		CHECK(st[0] == 0x7bff && st[1] == 0x7c00 && st[2] == 0x3f80 && st[3] == 0x8001);
+	}
 	return t_done("test_compare");
 }
