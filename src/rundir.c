@@ -124,6 +124,23 @@ json_t *rundir_read_jsonl(const char *path)
 	return a;
 }
 
+int rundir_trim_torn(const char *path)
+{
+	size_t len;
+	char *txt = read_file(path, &len);
+	if (!txt || !len || txt[len - 1] == '\n') {
+		free(txt);
+		return 0;
+	}
+	size_t keep = len;
+	while (keep && txt[keep - 1] != '\n')
+		keep--;
+	free(txt);
+	if (truncate(path, (off_t)keep) < 0)
+		return error("cannot cut '%s': %s", path, strerror(errno));
+	return 1;
+}
+
 void rundir_utc_now(char *buf, size_t n)
 {
 	time_t t = time(NULL);

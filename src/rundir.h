@@ -23,6 +23,9 @@ int rundir_append_line(const char *path, const char *line);
  * left out); an empty array when the file does not exist; NULL (with an
  * error printed) when a line other than the last is not JSON */
 json_t *rundir_read_jsonl(const char *path);
+/* cut a JSONL file after its last newline: 1 if there was a torn line,
+ * 0 if not (or no file), -1 on an error (printed) */
+int rundir_trim_torn(const char *path);
 /* 2026-11-22T10:00:00Z */
 void rundir_utc_now(char *buf, size_t n);
 /* One process per run directory: an flock on DIR/.lock, released by the

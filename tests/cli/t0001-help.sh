@@ -3,7 +3,7 @@
 . "$(dirname "$0")/lib.sh"
 expect_exit 0 "$PKB" --help
 expect_grep "eval" "$TMP/out"
-for c in list show run eval build roofline calibrate compare doctor hold; do
+for c in list show run eval build roofline calibrate compare doctor hold agent; do
 	expect_exit 0 "$PKB" "$c" -h
 	expect_grep "usage: pkb $c" "$TMP/out"
 done
@@ -20,5 +20,9 @@ expect_exit 2 "$PKB" run
 expect_exit 2 "$PKB" hold --for 0
 expect_grep "^error: --for: '0' is not a number of seconds" "$TMP/err"
 expect_exit 2 "$PKB" hold extra
+expect_exit 0 "$PKB" --help
+expect_grep "^   agent +a model improves its kernel" "$TMP/out"
+expect_exit 2 "$PKB" agent
+expect_exit 2 "$PKB" agent 1 2 --model m --provider openai
 expect_exit 0 "$PKB" --version
 done_testing
