@@ -1278,11 +1278,17 @@ int cmd_agent(int argc, char **argv)
 		base[strlen(base) - 1] = 0;
 	a.base_url = base;
 	/* the key: from the environment, sent in a header and nowhere else */
-	for (int i = 0; i < 2 && a.prov->key_env[i] && !a.key; i++) {
+	char *key = NULL;
+	for (int i = 0; i < 2 && a.prov->key_env[i] && !key; i++) {
 		const char *k = getenv(a.prov->key_env[i]);
 		if (k && *k)
-			a.key = k;
+			key = xstrdup(k);
 	}
+	/* ... and out of the environment, which every evaluation inherits
+	 * (nvcc, an --eval-cmd's ssh or srun): it needs no key */
+	for (int i = 0; i < 2 && a.prov->key_env[i]; i++)
+		unsetenv(a.prov->key_env[i]);
+	a.key = key;
 	int rc = PKB_EXIT_INPUT;
 	struct conv *cv = NULL;
 	const struct pkb_problem **ps = NULL;
@@ -1418,6 +1424,10 @@ out:
 	free(run_default);
 	free(base);
 	free(a.abs_run);
+	if (key) {
+		memset(key, 0, strlen(key));
+		free(key);
+	}
 	for (int i = 0; i < a.n_words; i++)
 		free(a.words[i]);
 	free(a.words);

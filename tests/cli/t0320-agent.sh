@@ -64,6 +64,7 @@ tail_() { printf 'extern "C" int pkb_init(pkb_ctx *c) { (void)c; return 0; }\nex
   echo 'extern "C" int pkb_fini(pkb_ctx *c) { (void)c; return 0; }'; } >"$C/s5_nccl.cu"
 { head_; echo 'extern "C" const char m[] = "pkb-fake-mode:crash";'; tail_; } >"$C/s6_crash.cu"
 { head_; echo 'extern "C" const char m[] = "pkb-fake-mode:hang";'; tail_; } >"$C/s7_hang.cu"
+{ head_; echo 'extern "C" const char m[] = "pkb-fake-mode:ok pkb-fake-us:1";'; tail_; } >"$C/s8_too_fast.cu"
 
 A_OPTS=(--model test-model --provider openai-compatible --gpus 4 --m 32 --trials 1 --iters 20 --backoff 0.05)
 agent() { "$PKB" agent 1 --base-url "http://127.0.0.1:$PORT/v1" "${A_OPTS[@]}" "$@"; }
@@ -153,6 +154,15 @@ RUN=$TMP/run_steps
 expect_exit 12 agent --steps 1 --run "$RUN"
 check 'len(T) == 1 and A["agent"]["stop"] == "steps" and A["agent"]["last_verdict"] == "mismatch"'
 
+# no code, a reply cut at the limit, a time below the roofline: said, not kept
+start_server nocode trunc "file:$C/s8_too_fast.cu"
+RUN=$TMP/run_nocode
+expect_exit 12 agent --steps 3 --m 1024 --run "$RUN"
+check '[t["verdict"] for t in T] == ["no_code", "truncated", "flagged"] and T[0]["candidate"] is None'
+check '"no fenced code block" in last_user(1) and "stopped at the token limit (50 tokens)" in last_user(2)'
+check '"the time is not trusted" in T[2]["feedback"] and "below the hardware" in T[2]["feedback"]'
+check 'A["agent"]["best_step"] is None and A["agent"]["answer_step"] == 3'
+
 # ---- kill -9 mid-run, then resume from the last finished step ---------------
 start_server "file:$C/s1_nocompile.cu" "file:$C/s2_mismatch.cu" stall
 RUN=$TMP/run_kill
@@ -205,6 +215,13 @@ RUN=$TMP/run_noresult
 expect_exit 9 agent --steps 2 --run "$RUN" --eval-cmd "sh -c 'echo no json here; exit 3'"
 expect_grep "gave no result" "$TMP/err"
 check 'len(T) == 0 and os.path.exists(R + "/agent/001/step_1.reply.json")'
+# the key is not in the evaluation's environment (nor in the run)
+start_server "file:$C/s3_fast.cu"
+RUN=$TMP/run_env
+OPENAI_API_KEY=sk-test-must-not-leak expect_exit 9 agent --steps 1 --run "$RUN" --eval-cmd "sh -c 'env > \"\$0\"' {run}/env.txt"
+expect_grep '^PATH=' "$RUN/env.txt"
+check 'reqs[0]["headers"]["authorization"] == "Bearer sk-test-must-not-leak"'
+if grep -rq "must-not-leak" "$RUN"; then not_ok "the key reached the run or the evaluation"; else ok; fi
 # templates: an unknown slot, command substitution
 expect_exit 2 agent --steps 1 --run "$TMP/r_bad" --eval-cmd "pkb eval {id} {bogus}"
 expect_grep "unknown slot '\{bogus\}'" "$TMP/err"
