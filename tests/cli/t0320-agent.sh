@@ -11,22 +11,7 @@
 export PKB_RANK_CMD=$ROOT/build/tests/fake_rank
 unset PKB_FAKE_MODE PKB_FAKE_RANK_ONLY
 
-SRV_PID=
-start_server() {   # start_server ACTION...
-	stop_server
-	rm -f "$TMP/port" "$TMP/log"
-	printf '%s\n' "$@" >"$TMP/script"
-	python3 "$ROOT/tests/cli/llm_server.py" "$TMP/port" "$TMP/script" "$TMP/log" &
-	SRV_PID=$!
-	for _ in $(seq 100); do [ -s "$TMP/port" ] && break; sleep 0.05; done
-	PORT=$(cat "$TMP/port")
-	touch "$TMP/log"
-}
-stop_server() {
-	if [ -n "$SRV_PID" ]; then kill "$SRV_PID" 2>/dev/null; wait "$SRV_PID" 2>/dev/null; fi
-	SRV_PID=
-}
-trap 'stop_server; [ -n "${KEEP:-}" ] && cp -r "$TMP" "$KEEP"; rm -rf "$TMP"' EXIT
+. "$(dirname "$0")/llm_lib.sh"
 # q EXPR: Python over the request log (reqs), the run R, its trajectory T
 # (problem 1) and answer record A; passes when true
 q() {
