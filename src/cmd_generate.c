@@ -17,14 +17,15 @@
 #include "cmds.h"
 #include "exitcode.h"
 #include "llm.h"
+#include "llm_http.h"
 #include "problem.h"
 #include "prompt.h"
+#include "rundir.h"
 #include "spec.h"
 #include "util.h"
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
@@ -32,10 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char usage[] =
@@ -65,74 +63,13 @@ static const char usage[] =
 "                         the prompt's instance, as `pkb prompt` takes them\n"
 "  -q, --quiet            no progress on stderr\n";
 
-/* ---- durable files ---------------------------------------------------------- */
-
-/* temp name in the same folder, fsync, rename, fsync the folder: a kill or
- * a power cut leaves the old file or the new one, never half of one */
-static int write_durable(const char *path, const void *buf, size_t len)
-{
-	char *tmp = xstrfmt("%s.tmp.%d", path, (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644), rc = -1;
-	if (fd < 0)
-		goto out;
-	for (const char *p = buf; len;) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			close(fd);
-			goto out;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	if (fsync(fd) < 0 || close(fd) < 0 || rename(tmp, path) < 0)
-		goto out;
-	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
-	if (slash)
-		*slash = 0;
-	int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	free(dir);
-	rc = 0;
-out:
-	if (rc)
-		unlink(tmp);
-	free(tmp);
-	return rc;
-}
-
-static int write_json_durable(const char *path, json_t *v)
-{
-	char *txt = json_dumps(v, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-	int rc = txt ? write_durable(path, txt, strlen(txt)) : -1;
-	free(txt);
-	if (rc)
-		error("cannot write '%s': %s", path, strerror(errno));
-	return rc;
-}
-
-static void utc_now(char *buf, size_t n)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
-}
+/* ---- the run ---------------------------------------------------------------- */
 
 static double now_s(void)
 {
 	return now_ns() / 1e9;
 }
 
-/* ---- the run ---------------------------------------------------------------- */
-
-struct buf {
-	char *s;
-	size_t len;
-};
 
 enum { S_WAIT, S_RUN, S_DONE, S_FAILED };
 
@@ -144,7 +81,7 @@ struct sample {
 	CURL *h;
 	struct curl_slist *hdr;
 	char *body;
-	struct buf resp;
+	struct llm_http_buf resp;
 	char curl_err[CURL_ERROR_SIZE];
 };
 
@@ -167,45 +104,9 @@ struct gen {
 enum { O_OK, O_NO_CODE, O_TRUNCATED, O_BAD_REPLY };
 static const char *const outcome_names[] = { "ok", "no_code", "truncated", "bad_reply" };
 
-static size_t on_data(char *p, size_t size, size_t n, void *arg)
-{
-	struct buf *b = arg;
-	size_t add = size * n;
-	/* a reply is tens of KB; 64 MB is no reply */
-	if (b->len + add > (64u << 20))
-		return 0;
-	b->s = xrealloc(b->s, b->len + add + 1);
-	memcpy(b->s + b->len, p, add);
-	b->len += add;
-	b->s[b->len] = 0;
-	return add;
-}
-
 static char *sample_path(const struct gen *g, const char *kind, int prob, int k, const char *ext)
 {
 	return xstrfmt("%s/%s/%03d/sample_%d.%s", g->run_dir, kind, g->probs[prob]->id, k, ext);
-}
-
-/* every copy of the key in s becomes [redacted]: a server that echoes the
- * request must not put the key into a reply file */
-static void redact(char *s, size_t *len, const char *key)
-{
-	if (!key || !*key || !s)
-		return;
-	size_t kl = strlen(key);
-	const char *mask = "[redacted]";
-	size_t ml = strlen(mask);
-	for (char *p = strstr(s, key); p; p = strstr(p, key)) {
-		if (kl >= ml) {
-			memcpy(p, mask, ml);
-			memmove(p + ml, p + kl, strlen(p + kl) + 1);
-			*len -= kl - ml;
-			p += ml;
-		} else {
-			memset(p, '*', kl);
-			p += kl;
-		}
-	}
 }
 
 static void progress(struct gen *g, int total, const char *line)
@@ -232,7 +133,7 @@ static void finish_ok(struct gen *g, struct sample *s, long status, double laten
 		      size_t n)
 {
 	const struct prompt *pr = &g->prompts[s->prob];
-	redact(s->resp.s, &s->resp.len, g->key);
+	rundir_redact(s->resp.s, &s->resp.len, g->key);
 	struct llm_reply r;
 	json_t *doc = NULL;
 	int outcome, blocks = 0;
@@ -251,7 +152,7 @@ static void finish_ok(struct gen *g, struct sample *s, long status, double laten
 	char *cu = sample_path(g, "candidates", s->prob, s->k, "cu");
 	char *rep = sample_path(g, "replies", s->prob, s->k, "json");
 	char date[32];
-	utc_now(date, sizeof date);
+	rundir_utc_now(date, sizeof date);
 	const char *block = g->block == 0 ? "last" : g->block < 0 ? "first" : NULL;
 	json_t *rec = json_pack("{s:i,s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:s?,s:i,s:f,s:i}", "problem",
 				g->probs[s->prob]->id, "name", g->probs[s->prob]->name, "sample",
@@ -276,8 +177,8 @@ static void finish_ok(struct gen *g, struct sample *s, long status, double laten
 					      : json_stringn_nocheck(s->resp.s ? s->resp.s : "",
 								     s->resp.len));
 	int wrote = 0;
-	if ((!code || write_durable(cu, code, strlen(code)) == 0) &&
-	    write_json_durable(rep, rec) == 0)
+	if ((!code || rundir_write(cu, code, strlen(code)) == 0) &&
+	    rundir_write_json(rep, rec) == 0)
 		wrote = 1;
 	else if (code)
 		error("cannot write '%s': %s", cu, strerror(errno));
@@ -304,20 +205,6 @@ static void finish_ok(struct gen *g, struct sample *s, long status, double laten
 	free(rep);
 }
 
-/* Retry-After: seconds, or an HTTP date (RFC 9110 10.2.3); -1 if none */
-static double retry_after(CURL *h)
-{
-	struct curl_header *hd = NULL;
-	if (curl_easy_header(h, "Retry-After", 0, CURLH_HEADER, -1, &hd) != CURLHE_OK || !hd)
-		return -1;
-	char *end;
-	double v = strtod(hd->value, &end);
-	if (end != hd->value && v >= 0)
-		return v;
-	time_t t = curl_getdate(hd->value, NULL);
-	return t < 0 ? -1 : fmax(0, difftime(t, time(NULL)));
-}
-
 /* schedule another attempt, or give the sample up; 1 if it will retry */
 static int retry_later(struct gen *g, struct sample *s, double after, const char *why,
 		       char *line, size_t n)
@@ -329,12 +216,7 @@ static int retry_later(struct gen *g, struct sample *s, double after, const char
 			 g->probs[s->prob]->id, s->k, s->attempts, why);
 		return 0;
 	}
-	/* exponential backoff with jitter in [d/2, d), capped at 5 minutes;
-	 * the server's Retry-After is the least wait */
-	double d = fmin(300, g->backoff_s * pow(2, s->attempts - 1));
-	d = d / 2 + d / 2 * (rand_r(&g->rng) / (RAND_MAX + 1.0));
-	if (after > d)
-		d = fmin(after, 3600);
+	double d = llm_http_backoff(g->backoff_s, s->attempts, after, &g->rng);
 	s->not_before = now_s() + d;
 	s->state = S_WAIT;
 	snprintf(line, n, "%03d sample %d: %s; retry %d in %.1f s", g->probs[s->prob]->id, s->k,
@@ -350,10 +232,7 @@ static void release(CURLM *multi, struct sample *s)
 		s->h = NULL;
 	}
 	if (s->hdr) {
-		/* the list holds the key */
-		for (struct curl_slist *l = s->hdr; l; l = l->next)
-			memset(l->data, 0, strlen(l->data));
-		curl_slist_free_all(s->hdr);
+		llm_http_free_headers(s->hdr);
 		s->hdr = NULL;
 	}
 	free(s->resp.s);
@@ -372,28 +251,8 @@ static int start(struct gen *g, CURLM *multi, struct sample *s)
 		s->body = json_dumps(b, JSON_COMPACT | JSON_REAL_PRECISION(10));
 		json_decref(b);
 	}
-	char *url = llm_url(&rq);
-	char **hl = llm_headers(&rq);
-	for (char **p = hl; *p; p++)
-		s->hdr = curl_slist_append(s->hdr, *p);
-	llm_headers_free(hl);
-	s->h = curl_easy_init();
-	if (!s->h || !s->hdr)
-		BUG("curl_easy_init");
-	curl_easy_setopt(s->h, CURLOPT_URL, url);
-	curl_easy_setopt(s->h, CURLOPT_HTTPHEADER, s->hdr);
-	curl_easy_setopt(s->h, CURLOPT_POSTFIELDS, s->body);
-	curl_easy_setopt(s->h, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(s->h, CURLOPT_WRITEDATA, &s->resp);
-	curl_easy_setopt(s->h, CURLOPT_TIMEOUT_MS, (long)(g->timeout_s * 1000));
-	curl_easy_setopt(s->h, CURLOPT_CONNECTTIMEOUT_MS, 30000L);
-	curl_easy_setopt(s->h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(s->h, CURLOPT_ERRORBUFFER, s->curl_err);
-	curl_easy_setopt(s->h, CURLOPT_USERAGENT, "pkb/" PKB_VERSION);
-	curl_easy_setopt(s->h, CURLOPT_ACCEPT_ENCODING, "");
+	s->h = llm_http_easy(&rq, s->body, g->timeout_s, &s->hdr, &s->resp, s->curl_err);
 	curl_easy_setopt(s->h, CURLOPT_PRIVATE, s);
-	s->curl_err[0] = 0;
-	free(url);
 	s->attempts++;
 	s->t_start = now_s();
 	s->state = S_RUN;
@@ -413,13 +272,13 @@ static void done_transfer(struct gen *g, CURLM *multi, CURL *h, CURLcode res, in
 		retry_later(g, s, -1, why, line, sizeof line);
 	} else if (status == 200) {
 		finish_ok(g, s, status, latency, line, sizeof line);
-	} else if (status == 408 || status == 409 || status == 429 || status >= 500) {
+	} else if (llm_http_retryable(status)) {
 		snprintf(why, sizeof why, "HTTP %ld", status);
-		retry_later(g, s, retry_after(h), why, line, sizeof line);
+		retry_later(g, s, llm_http_retry_after(h), why, line, sizeof line);
 	} else {
 		/* 401/403 (the key), 404 (the model or URL), 400 (a parameter):
 		 * every other request would get the same answer */
-		redact(s->resp.s, &s->resp.len, g->key);
+		rundir_redact(s->resp.s, &s->resp.len, g->key);
 		s->state = S_FAILED;
 		g->failed++;
 		if (!g->stop) {
@@ -540,94 +399,6 @@ static json_t *run_args(const struct gen *g, const char *spec, const char *backe
 	json_object_set_new(a, "temperature",
 			    g->temperature >= 0 ? json_real(g->temperature) : json_null());
 	return a;
-}
-
-/* name the first argument that differs, for the message */
-static void first_diff(json_t *old, json_t *new, char *buf, size_t n)
-{
-	const char *key;
-	json_t *v;
-	snprintf(buf, n, "?");
-	json_object_foreach(new, key, v) {
-		json_t *o = json_object_get(old, key);
-		if (!o || !json_equal(o, v)) {
-			char *a = o ? json_dumps(o, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10))
-				    : xstrdup("none");
-			char *b = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10));
-			snprintf(buf, n, "%s: %.60s in the run, %.60s now", key, a, b);
-			free(a);
-			free(b);
-			return;
-		}
-	}
-}
-
-static int open_run(const struct gen *g, json_t *args, int force)
-{
-	char *path = xstrfmt("%s/run.json", g->run_dir);
-	char date[32];
-	utc_now(date, sizeof date);
-	json_t *old = NULL;
-	if (access(path, F_OK) == 0) {
-		json_error_t je;
-		old = json_load_file(path, 0, &je);
-		if (!old) {
-			error("'%s' is not JSON: %s", path, je.text);
-			free(path);
-			return -1;
-		}
-		json_t *oa = json_object_get(old, "args");
-		if (!json_equal(oa, args) && !force) {
-			char d[256];
-			first_diff(oa, args, d, sizeof d);
-			error("the run '%s' was started with other arguments (%s)", g->run_dir, d);
-			hint("give another --run, or --force to go on in this one with these arguments");
-			json_decref(old);
-			free(path);
-			return -1;
-		}
-	}
-	json_t *doc = json_pack("{s:s,s:s,s:s,s:O}", "pkb_version", PKB_VERSION, "created",
-				old && json_is_string(json_object_get(old, "created"))
-				? json_string_value(json_object_get(old, "created")) : date,
-				"updated", date, "args", args);
-	json_decref(old);
-	int rc = write_json_durable(path, doc);
-	json_decref(doc);
-	free(path);
-	return rc;
-}
-
-/* One generate per run directory: two would request the same samples. The
- * lock goes with the process (a kill -9 releases it). -1 if it is taken. */
-static int lock_run(const char *dir)
-{
-	char *path = xstrfmt("%s/.lock", dir);
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	free(path);
-	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* the temporary files a killed run left (name.tmp.PID): safe to remove
- * under the lock */
-static void remove_stale(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		if (!strstr(e->d_name, ".tmp."))
-			continue;
-		char *p = xstrfmt("%s/%s", dir, e->d_name);
-		unlink(p);
-		free(p);
-	}
-	if (d)
-		closedir(d);
 }
 
 /* ---- the command ------------------------------------------------------------ */
@@ -813,14 +584,14 @@ int cmd_generate(int argc, char **argv)
 		json_decref(args);
 		goto out_run;
 	}
-	int lock = lock_run(g.run_dir);
+	int lock = rundir_lock(g.run_dir);
 	if (lock < 0) {
 		error("another pkb generate is using the run '%s'", g.run_dir);
 		json_decref(args);
 		goto out_run;
 	}
-	remove_stale(g.run_dir);
-	if (open_run(&g, args, force) < 0) {
+	rundir_remove_stale(g.run_dir);
+	if (rundir_open(g.run_dir, args, NULL, force) < 0) {
 		json_decref(args);
 		close(lock);
 		goto out_run;
@@ -841,8 +612,8 @@ int cmd_generate(int argc, char **argv)
 			close(lock);
 			goto out_run;
 		}
-		remove_stale(d1);
-		remove_stale(d2);
+		rundir_remove_stale(d1);
+		rundir_remove_stale(d2);
 		free(d1);
 		free(d2);
 		for (int k = 0; k < g.k; k++) {

@@ -20,6 +20,7 @@ int cmd_probe(int argc, char **argv);   /* internal: the GPU probe of doctor */
 int cmd_hold(int argc, char **argv);
 int cmd_prompt(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_score(int argc, char **argv);
 int cmd_report(int argc, char **argv);

@@ -39,16 +39,41 @@ static int nonfinite_class(double v)
 	return 0;
 }
 
+/* every byte of element i still 0xFF: what poison_outputs wrote */
+static int is_poison(const void *buf, size_t esize, int64_t i)
+{
+	const unsigned char *p = (const unsigned char *)buf + (size_t)i * esize;
+	for (size_t k = 0; k < esize; k++)
+		if (p[k] != 0xff)
+			return 0;
+	return 1;
+}
+
 int compare_buffers(pkb_dtype t, const void *ref, const void *cand, int64_t n,
 		    struct pkb_tol tol, struct cmp_result *r)
+{
+	return compare_buffers_own(t, ref, cand, n, tol, 0, 0, r);
+}
+
+int compare_buffers_own(pkb_dtype t, const void *ref, const void *cand, int64_t n,
+			struct pkb_tol tol, int64_t own_lo, int64_t own_hi,
+			struct cmp_result *r)
 {
 	memset(r, 0, sizeof *r);
 	tol = compare_tol_resolve(t, tol);
 	r->tol = tol;
 	r->worst = -1;
-	if (dtype_is_complex(t))
+	/* a complex element is two reals here: its bytes are split alike */
+	size_t esize = pkb_dtype_size(t);
+	if (dtype_is_complex(t)) {
 		n *= 2;
+		own_lo *= 2;
+		own_hi *= 2;
+		esize /= 2;
+	}
 	r->n = n;
+	r->own_lo = own_lo;
+	r->own_hi = own_hi;
 
 	double amax = 0;
 	for (int64_t i = 0; i < n; i++) {
@@ -64,6 +89,7 @@ int compare_buffers(pkb_dtype t, const void *ref, const void *cand, int64_t n,
 	int64_t n_finite = 0;
 	for (int64_t i = 0; i < n; i++) {
 		double rv = dtype_load(t, ref, i), cv = dtype_load(t, cand, i);
+		r->n_zero += cv == 0;
 		int rc = nonfinite_class(rv), cc = nonfinite_class(cv);
 		double bound, err, ratio;
 		if (rc || cc) {
@@ -85,6 +111,9 @@ int compare_buffers(pkb_dtype t, const void *ref, const void *cand, int64_t n,
 			ratio = bound > 0 ? err / bound : INFINITY;
 		}
 		r->n_bad++;
+		r->n_bad_poison += is_poison(cand, esize, i);
+		r->n_bad_zero += cv == 0;
+		r->n_bad_own += i >= own_lo && i < own_hi;
 		if (ratio > worst_ratio) {
 			worst_ratio = ratio;
 			r->worst = i;
@@ -104,4 +133,22 @@ int compare_buffers(pkb_dtype t, const void *ref, const void *cand, int64_t n,
 	r->l2_failed = !tol.exact && sqrt(d2) > tol.l2 * sqrt(r2) + l2_floor;
 	r->ok = r->n_bad == 0 && !r->l2_failed;
 	return r->ok;
+}
+
+const char *compare_look(const struct cmp_result *r)
+{
+	if (r->ok || !r->n)
+		return NULL;
+	if (r->n_bad_poison == r->n)
+		return "untouched";
+	if (r->n_zero == r->n)
+		return "zeros";
+	/* own slice right, the rest wrong: the peers' part never arrived (or
+	 * was computed from this rank's data alone) */
+	if (r->own_hi > r->own_lo && r->n_bad && !r->n_bad_own &&
+	    r->n_bad >= (r->n - (r->own_hi - r->own_lo)) / 2)
+		return "local_only";
+	if (r->n_bad_poison)
+		return "partly_untouched";
+	return NULL;
 }

@@ -19,6 +19,7 @@ enum pkb_exit {
 	PKB_EXIT_ENV = 9,          /* this machine cannot run it (no GPU ...), nodes could not meet */
 	PKB_EXIT_PROVIDER = 10,    /* generate: the model's API refused (401/403/404/400) */
 	PKB_EXIT_INCOMPLETE = 11,  /* generate: samples still missing after the retries */
+	PKB_EXIT_NO_PASS = 12,     /* agent: the budget ran out without a correct candidate */
 	PKB_EXIT_INTERNAL = 70,    /* a harness bug */
 };
 

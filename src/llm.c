@@ -57,27 +57,43 @@ char *llm_url(const struct llm_request *r)
 	return xstrfmt("%s/models/%s:generateContent", r->base_url, m);
 }
 
+/* the conversation in the API's shape: the first user message, then the
+ * turns; Gemini calls the model's role "model", the others "assistant" */
+static json_t *messages(const struct llm_request *r)
+{
+	int gem = r->prov->api == LLM_GEMINI;
+	json_t *m = json_array();
+	for (int i = -1; i < r->n_turns; i++) {
+		int asst = i >= 0 && r->turns[i].assistant;
+		const char *text = i < 0 ? r->user : r->turns[i].text;
+		const char *role = asst ? (gem ? "model" : "assistant") : "user";
+		json_array_append_new(m, gem ? json_pack("{s:s,s:[{s:s}]}", "role", role, "parts",
+							 "text", text)
+					     : json_pack("{s:s,s:s}", "role", role, "content", text));
+	}
+	return m;
+}
+
 json_t *llm_body(const struct llm_request *r)
 {
-	json_t *b;
+	json_t *b, *m = messages(r);
 	switch (r->prov->api) {
 	case LLM_OPENAI:
-		b = json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s}],s:i}", "model", r->model, "messages",
-			      "role", "system", "content", r->system, "role", "user", "content",
-			      r->user, r->prov->max_tokens_field, r->max_tokens);
+		json_array_insert_new(m, 0, json_pack("{s:s,s:s}", "role", "system", "content",
+						      r->system));
+		b = json_pack("{s:s,s:o,s:i}", "model", r->model, "messages", m,
+			      r->prov->max_tokens_field, r->max_tokens);
 		break;
 	case LLM_ANTHROPIC:
-		b = json_pack("{s:s,s:i,s:s,s:[{s:s,s:s}]}", "model", r->model, "max_tokens",
-			      r->max_tokens, "system", r->system, "messages", "role", "user",
-			      "content", r->user);
+		b = json_pack("{s:s,s:i,s:s,s:o}", "model", r->model, "max_tokens", r->max_tokens,
+			      "system", r->system, "messages", m);
 		break;
 	default: {
 		json_t *gen = json_pack("{s:i}", "maxOutputTokens", r->max_tokens);
 		if (r->temperature >= 0)
 			json_object_set_new(gen, "temperature", json_real(r->temperature));
-		return json_pack("{s:{s:[{s:s}]},s:[{s:s,s:[{s:s}]}],s:o}", "systemInstruction",
-				 "parts", "text", r->system, "contents", "role", "user", "parts",
-				 "text", r->user, "generationConfig", gen);
+		return json_pack("{s:{s:[{s:s}]},s:o,s:o}", "systemInstruction", "parts", "text",
+				 r->system, "contents", m, "generationConfig", gen);
 	}
 	}
 	if (!b)

@@ -30,12 +30,23 @@ const struct llm_provider *llm_provider_find(const char *name);
 /* "openai, together, ..." for messages */
 const char *llm_provider_names(void);
 
+/* One later turn of a conversation (pkb agent): the model's own reply, or
+ * the user's next message. */
+struct llm_turn {
+	int assistant;            /* 1: the model said it; 0: the user */
+	const char *text;
+};
+
 struct llm_request {
 	const struct llm_provider *prov;
 	const char *base_url;     /* no trailing slash */
 	const char *model;
 	const char *key;          /* may be NULL where optional */
 	const char *system, *user;
+	/* the turns after the first user message, alternating assistant, user,
+	 * ... (n_turns even: the request ends on a user turn); none for one-shot */
+	const struct llm_turn *turns;
+	int n_turns;
 	double temperature;       /* < 0: not sent (the provider's default) */
 	int max_tokens;
 };

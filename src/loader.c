@@ -25,6 +25,7 @@ struct backend {
 	const char *const *allow_sym;    /* checked first */
 	const char *const *forbid_sym;
 	const char *const *forbid_lib;
+	const char *rule;
 };
 /* NCCL, NVSHMEM, and every way to reach a library or a driver entry point
  * without naming it at link time: the dynamic loader's lookups (glibc's
@@ -47,9 +48,16 @@ static const char *const forbid_lib_cuda[] = { "libnccl*", "libnvshmem*", NULL }
 static const char *const forbid_lib_nccl_device[] = { "libnvshmem*", NULL };
 static const char *const none[] = { NULL };
 static const struct backend backends[] = {
-	{ "cuda", none, forbid_loader, forbid_lib_cuda },
-	{ "nccl-device", allow_nccl_device, forbid_loader, forbid_lib_nccl_device },
-	{ "reference", none, none, none },
+	{ "cuda", none, forbid_loader, forbid_lib_cuda,
+	  "no NCCL or NVSHMEM symbol or library at all, and no dynamic lookup (dlopen, dlsym, "
+	  "cuGetProcAddress ...); ranks talk through the harness's symmetric memory "
+	  "(pkb_symm_alloc, peer pointers, the barriers of pkb_device.cuh)" },
+	{ "nccl-device", allow_nccl_device, forbid_loader, forbid_lib_nccl_device,
+	  "NCCL's symmetric windows and device API only (ncclMemAlloc, "
+	  "ncclCommWindowRegister, ncclDevCommCreate and device-side calls); no host "
+	  "collective or point-to-point call (ncclAllReduce, ncclSend ...), no NVSHMEM, "
+	  "no dynamic lookup" },
+	{ "reference", none, none, none, "anything" },
 };
 static const char *const required_sym[] = {
 	"pkb_abi_version", "pkb_init", "pkb_run", "pkb_fini", NULL,
@@ -66,6 +74,12 @@ static const struct backend *backend_of(const char *name)
 int loader_backend_valid(const char *backend)
 {
 	return backend_of(backend) != NULL;
+}
+
+const char *loader_backend_rule(const char *backend)
+{
+	const struct backend *b = backend_of(backend);
+	return b ? b->rule : "";
 }
 
 int loader_backend_uses_nccl(const char *backend)

@@ -14,6 +14,9 @@
 int loader_backend_valid(const char *backend);
 /* the backend links NCCL and its solutions get ctx->nccl_comm */
 int loader_backend_uses_nccl(const char *backend);
+/* the backend's rule in one sentence, for a refused candidate's author
+ * (pkb agent's feedback); "" for an unknown backend */
+const char *loader_backend_rule(const char *backend);
 /* 0 if acceptable; 1 if refused (why says what); -1 if unreadable */
 int loader_scan(const char *so_path, const char *backend, char *why, size_t n);
 

@@ -38,6 +38,7 @@ static const struct command commands[] = {
 	{ .name = "hold", .fn = cmd_hold, .help = "hold every GPU's CUDA context open: faster launches meanwhile" },
 	{ .name = "prompt", .fn = cmd_prompt, .help = "print the prompt of a problem for a model" },
 	{ .name = "generate", .fn = cmd_generate, .help = "ask a model for candidates: k samples per problem" },
+	{ .name = "agent", .fn = cmd_agent, .help = "a model improves its kernel over turns, from pkb's feedback" },
 	{ .name = "sweep", .fn = cmd_sweep, .help = "evaluate every candidate of a run directory, resumably" },
 	{ .name = "score", .fn = cmd_score, .help = "pass@k, fast_p, speedups and failure modes of sweeps" },
 	{ .name = "report", .fn = cmd_report, .help = "one self-contained HTML page of sweeps: tables and charts" },

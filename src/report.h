@@ -27,6 +27,8 @@ struct perf_summary {
 	int inputs_modified;  /* a timed call wrote into its inputs */
 	int gate_expired;     /* timed blocks whose launch gate expired (most on a rank) */
 	char device[64];      /* the GPU's name, as CUDA gives it */
+	int ranks;            /* world: entries of rank_median_ms */
+	double rank_median_ms[64];   /* each rank's own median (--gpus is at most 63) */
 };
 /* summarise the perf records of one solution (role) over W ranks */
 void report_perf(json_t *perf, const char *role, int world, int iters, struct perf_summary *ps);

@@ -258,22 +258,47 @@ const char *pkb_root(void)
 /* run argv with stdout+stderr into `log`; -2 on timeout, else exit status */
 int run_logged(char *const *argv, const char *log, double timeout_s)
 {
-	int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
+	return run_redirected(argv, NULL, log, log, timeout_s);
+}
+
+int run_redirected(char *const *argv, const char *in, const char *out, const char *err,
+		   double timeout_s)
+{
+	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int efd = strcmp(out, err) ? open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : fd;
+	int ifd = in ? open(in, O_RDONLY | O_CLOEXEC) : -2;
+	if (fd < 0 || efd < 0 || ifd == -1) {
+		if (fd >= 0)
+			close(fd);
+		if (efd >= 0 && efd != fd)
+			close(efd);
+		if (ifd >= 0)
+			close(ifd);
 		return -1;
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(fd);
+		if (efd != fd)
+			close(efd);
+		if (ifd >= 0)
+			close(ifd);
 		return -1;
 	}
 	if (pid == 0) {
 		setpgid(0, 0);
+		if (ifd >= 0)
+			dup2(ifd, 0);
 		dup2(fd, 1);
-		dup2(fd, 2);
+		dup2(efd, 2);
 		execvp(argv[0], argv);
 		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
+	if (efd != fd)
+		close(efd);
+	if (ifd >= 0)
+		close(ifd);
 	close(fd);
 	uint64_t until = now_ns() + (uint64_t)(timeout_s * 1e9);
 	for (;;) {

@@ -63,6 +63,10 @@ const char *pkb_root(void);
  * into the file `log`; killed at the deadline. The exit status, 128+signal,
  * -2 on timeout, -1 if it could not start. */
 int run_logged(char *const *argv, const char *log, double timeout_s);
+/* the same with stdin from the file `in` (NULL: inherited), stdout into
+ * `out` and stderr into `err` (the same path: one file) */
+int run_redirected(char *const *argv, const char *in, const char *out, const char *err,
+		   double timeout_s);
 const char *pkb_self_exe(void);
 
 /* 64-bit mixing (splitmix64): seeds for (seed, problem, trial, rank, tensor) */

@@ -15,6 +15,8 @@
 #   500       a server error             401      bad key          404  unknown model
 #   slow:S    sleep S seconds, then ok   stall    sleep an hour (for kill -9)
 #   echo      ok, with the request's headers in the text (a key must not reach a file)
+#   file:PATH a ```cuda block holding the file PATH (pkb agent's scripted
+#             conversations: each step's reply a different candidate)
 import json, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -28,7 +30,10 @@ CODE_A = '#include "pkb.h"\n// BLOCK-A\nextern "C" int pkb_init(void) { return 0
 CODE_B = '#include "pkb.h"\n// BLOCK-B\nextern "C" int pkb_run(void) { return 0; }\n'
 
 
-def text_for(action, headers):
+def text_for(action, headers, arg=""):
+    if action == "file":
+        with open(arg) as f:
+            return "Here is the next version.\n\n```cuda\n" + f.read() + "```\n"
     if action in ("ok", "slow", "trunc"):
         return "Here is the kernel.\n\n```cuda\n" + CODE_A + "```\n"
     if action == "two":
@@ -40,8 +45,8 @@ def text_for(action, headers):
     return "?"
 
 
-def reply(path, action, headers):
-    text = text_for(action, headers)
+def reply(path, action, headers, arg=""):
+    text = text_for(action, headers, arg)
     trunc = action == "trunc"
     if path.endswith("/chat/completions"):
         return {"id": "chatcmpl-1", "object": "chat.completion",
@@ -104,7 +109,7 @@ class H(BaseHTTPRequestHandler):
             return self.send(int(name), '{"error":{"message":"no such key or model"}}')
         if name == "badjson":
             return self.send(200, '{"choices": [ this is not json')
-        r = reply(self.path, name, headers)
+        r = reply(self.path, name, headers, arg)
         if r is None:
             return self.send(404, '{"error":{"message":"no such path"}}')
         self.send(200, json.dumps(r))

@@ -3,7 +3,7 @@
 . "$(dirname "$0")/lib.sh"
 expect_exit 0 "$PKB" --help
 expect_grep "eval" "$TMP/out"
-for c in list show run eval build roofline calibrate compare doctor hold; do
+for c in list show run eval build roofline calibrate compare doctor hold agent; do
 	expect_exit 0 "$PKB" "$c" -h
 	expect_grep "usage: pkb $c" "$TMP/out"
 done
@@ -27,5 +27,9 @@ for c in list show run eval build roofline calibrate compare doctor hold prompt;
 done
 expect_exit 2 "$PKB" calibrate --timeout abc
 expect_grep "^error: --timeout takes seconds" "$TMP/err"
+expect_exit 0 "$PKB" --help
+expect_grep "^   agent +a model improves its kernel" "$TMP/out"
+expect_exit 2 "$PKB" agent
+expect_exit 2 "$PKB" agent 1 2 --model m --provider openai
 expect_exit 0 "$PKB" --version
 done_testing

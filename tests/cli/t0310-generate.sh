@@ -8,22 +8,7 @@
 PKB=${PKB_BIN:-$PKB}   # PKB_BIN: another build of pkb (a sanitizer build)
 
 KEY=sk-test-5f1e2d3c4b5a69788796a5b4c3d2e1f0
-SRV_PID=
-start_server() {   # start_server ACTION...: a fresh server with this script
-	stop_server
-	rm -f "$TMP/port" "$TMP/log"
-	printf '%s\n' "$@" >"$TMP/script"
-	python3 "$ROOT/tests/cli/llm_server.py" "$TMP/port" "$TMP/script" "$TMP/log" &
-	SRV_PID=$!
-	for _ in $(seq 100); do [ -s "$TMP/port" ] && break; sleep 0.05; done
-	PORT=$(cat "$TMP/port")
-	touch "$TMP/log"
-}
-stop_server() {
-	if [ -n "$SRV_PID" ]; then kill "$SRV_PID" 2>/dev/null; wait "$SRV_PID" 2>/dev/null; fi
-	SRV_PID=
-}
-trap 'stop_server; rm -rf "$TMP"' EXIT
+. "$(dirname "$0")/llm_lib.sh"
 nreq() { wc -l <"$TMP/log"; }
 # q EXPR: a Python expression over the request log (reqs: the list) and
 # the run directory R; passes when true

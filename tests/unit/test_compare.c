@@ -190,6 +190,32 @@ int main(void)
 	CHECK(!compare_buffers(PKB_FP32, s_ref, s_bad, 1000, PKB_TOL_DEFAULT, &res));
 	CHECK(res.n_bad > 900);
 
+	/* the look of a failure (pkb agent's feedback): never written, zeros,
+	 * only this rank's slice right, partly written */
+	memcpy(cand, ref, sizeof ref);
+	CHECK(compare_buffers_own(PKB_BF16, ref, cand, N, PKB_TOL_DEFAULT, N / 4, N / 2, &res));
+	CHECK(compare_look(&res) == NULL);
+	memset(cand, 0xff, sizeof cand);
+	CHECK(!compare_buffers(PKB_BF16, ref, cand, N, PKB_TOL_DEFAULT, &res));
+	CHECK(res.n_bad_poison == N && !strcmp(compare_look(&res), "untouched"));
+	memset(cand, 0, sizeof cand);
+	CHECK(!compare_buffers(PKB_BF16, ref, cand, N, PKB_TOL_DEFAULT, &res));
+	CHECK(res.n_zero == N && !strcmp(compare_look(&res), "zeros"));
+	/* rank 1 of 4: its own quarter right, the peers' quarters untouched */
+	memset(cand, 0xff, sizeof cand);
+	memcpy(cand + N / 4, ref + N / 4, N / 4 * sizeof ref[0]);
+	CHECK(!compare_buffers_own(PKB_BF16, ref, cand, N, PKB_TOL_DEFAULT, N / 4, N / 2, &res));
+	CHECK(res.n_bad_own == 0 && res.n_bad == N - N / 4);
+	CHECK(!strcmp(compare_look(&res), "local_only"));
+	/* the same, as another rank sees it: not its slice that is right */
+	CHECK(!compare_buffers_own(PKB_BF16, ref, cand, N, PKB_TOL_DEFAULT, 0, N / 4, &res));
+	CHECK(!strcmp(compare_look(&res), "partly_untouched"));
+	/* one wrong element inside a right output: nothing to say */
+	memcpy(cand, ref, sizeof ref);
+	cand[7] ^= 0x40;
+	CHECK(!compare_buffers_own(PKB_BF16, ref, cand, N, PKB_TOL_EXACT, 0, N / 4, &res));
+	CHECK(compare_look(&res) == NULL && res.n_bad == 1 && res.n_bad_own == 1);
+
 	/* defaults */
 	struct pkb_tol t = compare_tol_resolve(PKB_BF16, PKB_TOL_DEFAULT);
 	CHECK(t.rtol == 0x1p-7 && t.terms == 1 && !t.exact);

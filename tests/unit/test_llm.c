@@ -197,9 +197,46 @@ static void test_extract(void)
 	CHECK(extract_is("```cuda\nx\n```not a close\ny\n```\n", 0, "x\n```not a close\ny\n", 1));
 }
 
+static const char *role_text(json_t *m, int gemini, const char **role)
+{
+	*role = json_string_value(json_object_get(m, "role"));
+	json_t *t = gemini ? json_object_get(json_array_get(json_object_get(m, "parts"), 0), "text")
+			   : json_object_get(m, "content");
+	return json_string_value(t);
+}
+
+/* pkb agent's conversations: the later turns follow the first user message
+ * in each API's shape, ending on the user's turn */
+static void test_turns(void)
+{
+	static const struct llm_turn turns[] = { { 1, "code 1" }, { 0, "feedback 1" },
+						 { 1, "code 2" }, { 0, "feedback 2" } };
+	const char *names[] = { "openai", "anthropic", "gemini" };
+	for (int k = 0; k < 3; k++) {
+		struct llm_request r = { .prov = llm_provider_find(names[k]), .base_url = "u",
+					 .model = "m", .system = "sys", .user = "usr",
+					 .temperature = -1, .max_tokens = 9, .turns = turns,
+					 .n_turns = 4 };
+		json_t *b = llm_body(&r);
+		int gem = k == 2, off = k == 0;   /* OpenAI's system message comes first */
+		json_t *msgs = json_object_get(b, gem ? "contents" : "messages");
+		CHECKF(json_array_size(msgs) == (size_t)(5 + off), "%s", names[k]);
+		const char *role, *text = role_text(json_array_get(msgs, off), gem, &role);
+		CHECK(text && !strcmp(text, "usr") && !strcmp(role, "user"));
+		text = role_text(json_array_get(msgs, off + 1), gem, &role);
+		CHECK(text && !strcmp(text, "code 1") && !strcmp(role, gem ? "model" : "assistant"));
+		text = role_text(json_array_get(msgs, off + 4), gem, &role);
+		CHECK(text && !strcmp(text, "feedback 2") && !strcmp(role, "user"));
+		if (k == 1)
+			CHECK(!strcmp(json_string_value(json_object_get(b, "system")), "sys"));
+		json_decref(b);
+	}
+}
+
 int main(void)
 {
 	test_requests();
+	test_turns();
 	test_replies();
 	test_extract();
 	return t_done("test_llm");

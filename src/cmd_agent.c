@@ -1,0 +1,1435 @@
+/*
+ * cmd_agent.c -- `pkb agent SPEC`: for each problem, a conversation with a
+ * model in which every reply is one whole candidate file and every answer
+ * is what pkb eval found in it (docs/AGENT.md): nvcc's first errors, the
+ * symbol scan's refusal and the backend's rule, the wrong output's worst
+ * element and look, each rank's phase, or the speedup, per-rank times and
+ * roofline. The best correct candidate is kept; the loop stops at a step,
+ * time or token budget or a target speedup.
+ *
+ * The model's text only ever becomes the bytes of a candidate file, which
+ * runs inside pkb eval's rank processes (symbol scan, deadlines, process
+ * group kill). Nothing it writes is a command, a path or an argument.
+ *
+ * The run directory is generate's (candidates/NNN/sample_0.cu: the agent's
+ * answer, replies/NNN/sample_0.json) plus agent/NNN/: step_S.reply.json
+ * (written as the reply arrives), step_S.cu, step_S.eval.json, the eval's
+ * output, and trajectory.jsonl, one line per finished step, appended last:
+ * a killed run goes on from the step after its last line.
+ */
+#define _GNU_SOURCE
+#include "cmds.h"
+#include "exitcode.h"
+#include "llm.h"
+#include "llm_http.h"
+#include "loader.h"    /* defines: loader_backend_valid, loader_backend_rule */
+#include "problem.h"
+#include "prompt.h"    /* defines: prompt_build, sha256_hex */
+#include "rundir.h"
+#include "spec.h"
+#include "util.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <wordexp.h>
+
+static const char usage[] =
+"usage: pkb agent SPEC --model M --provider P [--steps N] [--budget-s S]\n"
+"                 [--budget-tokens T] [--target-speedup X] [--run DIR]\n"
+"                 [--eval-cmd TEMPLATE] [options]\n"
+"\n"
+"For each problem of SPEC (an id, ids and ranges, names, a category), a\n"
+"conversation with model M: each reply is a whole candidate file, each answer\n"
+"what pkb eval found in it. The best correct candidate is kept\n"
+"(docs/AGENT.md). Run the same command again to go on after a kill.\n"
+"\n"
+"      --model M          the provider's model name\n"
+"      --provider P       openai | together | openai-compatible | anthropic | gemini\n"
+"      --base-url URL     the API root (required for openai-compatible)\n"
+"      --steps N          replies per problem, at most (default 8)\n"
+"      --budget-s S       seconds per problem (model and evaluation), at most\n"
+"      --budget-tokens T  tokens per problem (in + out, every request), at most\n"
+"      --target-speedup X stop at a correct candidate this much faster\n"
+"      --run DIR          the run directory (default runs/agent-<provider>-<model>)\n"
+"      --eval-cmd TEMPLATE  evaluate with this command instead of a local\n"
+"                         `pkb eval`: its words (split as the shell would, no\n"
+"                         command substitution) with {id} {name} {file} {json}\n"
+"                         {gpus} {m} {n} {dtype} {trials} {backend} {step} {run}\n"
+"                         replaced; the candidate is also on its stdin; the\n"
+"                         result is eval's JSON, read from {json} or stdout\n"
+"      --eval-timeout S   kill an evaluation after S seconds (default 1800)\n"
+"  -t, --trials K         trials per evaluation (default 3)\n"
+"      --iters N, --warmup N  timed and warmup calls (eval's defaults: 100, 500)\n"
+"      --temperature T    sampling temperature (default: the provider's own)\n"
+"      --max-tokens N     reply length limit (default 16384)\n"
+"      --timeout S        seconds per request (default 600)\n"
+"      --retries N        retries of a request on 429, 5xx, network errors (default 6)\n"
+"      --backoff S        first retry delay in seconds, doubled each retry (default 2)\n"
+"      --block B          which code block: last (default) | first | N\n"
+"      --force            go on in a run whose run.json has other arguments\n"
+"      --backend B        cuda (default) | nccl-device\n"
+"  -d, --dtype T, -g, --gpus W, --m M, --n N, --hw NAME, --template FILE\n"
+"                         the instance, as `pkb prompt` takes them (also\n"
+"                         passed to eval; --hw only when given)\n"
+"  -q, --quiet            no progress on stderr\n"
+"\n"
+"exit status: 0 a correct candidate for every problem, 12 not for some,\n"
+"10 the API refused, 11 a request failed after its retries (run again),\n"
+"9 the evaluation gave no result (docs/EXIT_CODES.md)\n";
+
+/* ---- the run ---------------------------------------------------------------- */
+
+struct agent {
+	const struct llm_provider *prov;
+	const char *model, *base_url, *run_dir, *key;
+	int max_tokens, retries, block, quiet;
+	double temperature, timeout_s, backoff_s;
+	/* budgets, each per problem; 0: none */
+	int steps;
+	double budget_s, target;
+	long long budget_tokens;
+	/* the evaluation: template words, {name} marked as \1name\2 */
+	char **words;
+	int n_words, json_word;   /* json_word: {json} is used (read the result there) */
+	const char *eval_cmd;     /* NULL: the local pkb eval */
+	double eval_timeout_s;
+	struct prompt_opts po;
+	const char *hw_eval;      /* --hw when given */
+	int trials, iters, warmup;
+	char *abs_run;
+};
+
+/* one problem's conversation */
+struct conv {
+	const struct pkb_problem *p;
+	struct prompt pr;
+	char *dir;                /* RUN/agent/NNN */
+	struct llm_turn *turns;   /* assistant, user, ... */
+	char **texts;             /* owned strings of turns */
+	int n_turns;
+	int step;                 /* finished steps */
+	long long tokens;
+	double seconds, model_s;
+	int best_step;            /* 0: none correct */
+	double best_speedup;      /* NaN: correct, not timed */
+	int answer_step;          /* the step whose file is the answer: best, else the last with code */
+	char last_verdict[32];
+	int attempts;
+};
+
+enum stop { STOP_NONE, STOP_STEPS, STOP_SECONDS, STOP_TOKENS, STOP_TARGET };
+static const char *const stop_names[] = { NULL, "steps", "budget_s", "budget_tokens",
+					  "target_speedup" };
+
+/* what ends a run early: an API that refuses (10), a request that failed
+ * (11), an evaluation that gave no result (9), a harness error (70) */
+struct failure {
+	int code;
+};
+
+static char *step_path(const struct conv *c, int step, const char *what)
+{
+	return xstrfmt("%s/step_%d.%s", c->dir, step, what);
+}
+
+static double now_s(void)
+{
+	return now_ns() / 1e9;
+}
+
+static void add_turn(struct conv *c, int assistant, const char *text)
+{
+	c->turns = xrealloc(c->turns, (size_t)(c->n_turns + 1) * sizeof *c->turns);
+	c->texts = xrealloc(c->texts, (size_t)(c->n_turns + 1) * sizeof *c->texts);
+	c->texts[c->n_turns] = xstrdup(text);
+	c->turns[c->n_turns] = (struct llm_turn){ .assistant = assistant,
+						  .text = c->texts[c->n_turns] };
+	c->n_turns++;
+}
+
+static enum stop stop_reason(const struct agent *a, const struct conv *c)
+{
+	if (a->target > 0 && c->best_step && c->best_speedup >= a->target)
+		return STOP_TARGET;
+	if (c->step >= a->steps)
+		return STOP_STEPS;
+	if (a->budget_tokens > 0 && c->tokens >= a->budget_tokens)
+		return STOP_TOKENS;
+	if (a->budget_s > 0 && c->seconds >= a->budget_s)
+		return STOP_SECONDS;
+	return STOP_NONE;
+}
+
+/* ---- the evaluation command ------------------------------------------------- */
+
+static const char *const slots[] = { "id", "name", "file", "json", "gpus", "m", "n", "dtype",
+				     "trials", "backend", "step", "run" };
+
+/* {name} -> \1name\2, so that the shell-word splitter leaves it alone;
+ * an unknown {slot} is an error */
+static char *mark_slots(const char *tmpl, char *err, size_t n)
+{
+	size_t cap = strlen(tmpl) + 1, len = 0;
+	char *out = xmalloc(cap);
+	for (const char *p = tmpl; *p; p++) {
+		if (*p == '\1' || *p == '\2') {
+			snprintf(err, n, "a control character in the template");
+			free(out);
+			return NULL;
+		}
+		if (*p == '{') {
+			const char *e = strchr(p, '}');
+			size_t k = 0;
+			for (; e && k < ARRAY_SIZE(slots); k++)
+				if ((size_t)(e - p - 1) == strlen(slots[k]) &&
+				    !strncmp(p + 1, slots[k], strlen(slots[k])))
+					break;
+			if (!e || k == ARRAY_SIZE(slots)) {
+				snprintf(err, n, "unknown slot '%.*s' (known: {id} {name} {file} {json} "
+					 "{gpus} {m} {n} {dtype} {trials} {backend} {step} {run})",
+					 e ? (int)(e - p + 1) : 1, p);
+				free(out);
+				return NULL;
+			}
+			out[len++] = '\1';
+			memcpy(out + len, slots[k], strlen(slots[k]));
+			len += strlen(slots[k]);
+			out[len++] = '\2';
+			p = e;
+			continue;
+		}
+		out[len++] = *p;
+	}
+	out[len] = 0;
+	return out;
+}
+
+/* The user's template as words (wordexp(3): quotes, escapes and $VAR as the
+ * shell has them; WRDE_NOCMD refuses $(...) and backquotes). The template
+ * is the user's; the model's text never reaches it. */
+static int split_template(struct agent *a, const char *tmpl)
+{
+	char err[256];
+	char *marked = mark_slots(tmpl, err, sizeof err);
+	if (!marked)
+		return error("--eval-cmd: %s", err);
+	wordexp_t we;
+	int rc = wordexp(marked, &we, WRDE_NOCMD);
+	free(marked);
+	if (rc) {
+		const char *why = rc == WRDE_BADCHAR ? "an unquoted | & ; < > ( ) { } or newline"
+			: rc == WRDE_CMDSUB ? "command substitution, which is not allowed"
+			: rc == WRDE_SYNTAX ? "a syntax error (an unclosed quote?)"
+			: "it cannot be split";
+		return error("--eval-cmd: %s", why);
+	}
+	if (!we.we_wordc) {
+		wordfree(&we);
+		return error("--eval-cmd: the template is empty");
+	}
+	a->n_words = (int)we.we_wordc;
+	a->words = xcalloc((size_t)a->n_words + 1, sizeof *a->words);
+	for (int i = 0; i < a->n_words; i++) {
+		a->words[i] = xstrdup(we.we_wordv[i]);
+		if (strstr(a->words[i], "\1json\2"))
+			a->json_word = 1;
+	}
+	wordfree(&we);
+	return 0;
+}
+
+/* the local evaluation, in the same form: pkb eval with the instance's options */
+static void local_template(struct agent *a)
+{
+	const char *w[40];
+	int n = 0;
+	w[n++] = pkb_self_exe();
+	w[n++] = "eval";
+	w[n++] = "\1id\2";
+	w[n++] = "\1file\2";
+	w[n++] = "--backend";
+	w[n++] = "\1backend\2";
+	w[n++] = "--gpus";
+	w[n++] = "\1gpus\2";
+	w[n++] = "--m";
+	w[n++] = "\1m\2";
+	w[n++] = "--n";
+	w[n++] = "\1n\2";
+	w[n++] = "--dtype";
+	w[n++] = "\1dtype\2";
+	w[n++] = "--trials";
+	w[n++] = "\1trials\2";
+	w[n++] = "--measure-perf";
+	char *iters = a->iters ? xstrfmt("%d", a->iters) : NULL;
+	char *warmup = a->warmup ? xstrfmt("%d", a->warmup) : NULL;
+	if (iters) {
+		w[n++] = "--iters";
+		w[n++] = iters;
+	}
+	if (warmup) {
+		w[n++] = "--warmup";
+		w[n++] = warmup;
+	}
+	if (a->hw_eval) {
+		w[n++] = "--hw";
+		w[n++] = a->hw_eval;
+	}
+	w[n++] = "-q";
+	w[n++] = "--json";
+	w[n++] = "\1json\2";
+	a->n_words = n;
+	a->words = xcalloc((size_t)n + 1, sizeof *a->words);
+	for (int i = 0; i < n; i++)
+		a->words[i] = xstrdup(w[i]);
+	a->json_word = 1;
+	free(iters);
+	free(warmup);
+}
+
+/* one word with its slots filled: a value is put in as it is, never split
+ * or interpreted again */
+static char *fill_word(const char *w, const char *const *vals)
+{
+	char *out = NULL;
+	size_t len = 0;
+	for (const char *p = w; *p;) {
+		const char *piece = p;
+		size_t plen = 1;
+		if (*p == '\1') {
+			const char *e = strchr(p, '\2');
+			for (size_t k = 0; e && k < ARRAY_SIZE(slots); k++)
+				if ((size_t)(e - p - 1) == strlen(slots[k]) &&
+				    !strncmp(p + 1, slots[k], strlen(slots[k]))) {
+					piece = vals[k];
+					plen = strlen(vals[k]);
+					p = e;
+					break;
+				}
+		}
+		out = xrealloc(out, len + plen + 1);
+		memcpy(out + len, piece, plen);
+		len += plen;
+		p++;
+	}
+	if (!out)
+		out = xstrdup("");
+	out[len] = 0;
+	return out;
+}
+
+static char *abs_path(const char *p)
+{
+	if (p[0] == '/')
+		return xstrdup(p);
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof cwd))
+		return xstrdup(p);
+	return xstrfmt("%s/%s", cwd, p);
+}
+
+/* the tail of a log, for a message */
+static void log_tail(const char *path, char *buf, size_t n)
+{
+	size_t len;
+	char *t = read_file(path, &len);
+	buf[0] = 0;
+	if (!t)
+		return;
+	const char *s = len > 600 ? t + len - 600 : t;
+	snprintf(buf, n, "%s", s);
+	for (char *p = buf; *p; p++)
+		if (*p == '\n' && p[1])
+			*p = ' ';
+	free(t);
+}
+
+/* Run the evaluation of step `step`'s file; its result (eval's JSON) or
+ * NULL with why (no result: the command failed, timed out, wrote none). */
+static json_t *evaluate(const struct agent *a, const struct conv *c, int step, double *secs,
+			char *why, size_t n)
+{
+	char *cu = step_path(c, step, "cu"), *res = step_path(c, step, "eval.json");
+	char *out = step_path(c, step, "out"), *log = step_path(c, step, "log");
+	char *acu = abs_path(cu), *ares = abs_path(res);
+	char id[16], gpus[16], m[32], nn[32], trials[16], st[16];
+	snprintf(id, sizeof id, "%d", c->p->id);
+	snprintf(gpus, sizeof gpus, "%d", a->po.world);
+	snprintf(m, sizeof m, "%lld", a->po.m);
+	snprintf(nn, sizeof nn, "%lld", a->po.n);
+	snprintf(trials, sizeof trials, "%d", a->trials);
+	snprintf(st, sizeof st, "%d", step);
+	char *name = xstrfmt("%03d_%s", c->p->id, c->p->name);
+	const char *vals[] = { id, name, acu, ares, gpus, m, nn, a->po.dtype, trials,
+			       a->po.backend, st, a->abs_run };
+	char **argv = xcalloc((size_t)a->n_words + 1, sizeof *argv);
+	for (int i = 0; i < a->n_words; i++)
+		argv[i] = fill_word(a->words[i], vals);
+	unlink(res);
+	double t0 = now_s();
+	/* the local eval writes its --json file; its stdout (the verdict
+	 * line) goes to the log with its stderr */
+	int rc = run_redirected(argv, acu, a->eval_cmd ? out : log, log, a->eval_timeout_s);
+	*secs = now_s() - t0;
+	json_t *r = NULL;
+	if (rc == -2) {
+		snprintf(why, n, "the evaluation passed its %.0f s limit (--eval-timeout)",
+			 a->eval_timeout_s);
+	} else if (rc == -1) {
+		snprintf(why, n, "cannot run '%s': %s", argv[0], strerror(errno));
+	} else {
+		size_t len = 0;
+		char *txt = read_file(a->json_word ? res : out, &len);
+		/* eval's JSON comes first on stdout (the verdict line follows);
+		 * whatever a remote shell printed before its first '{' line is
+		 * skipped */
+		const char *s = txt;
+		while (s && *s && *s != '{') {
+			const char *nl = strchr(s, '\n');
+			s = nl ? nl + 1 : s + strlen(s);
+		}
+		if (s && *s)
+			r = json_loads(s, JSON_DISABLE_EOF_CHECK, NULL);
+		free(txt);
+		if (!json_is_object(r) || !json_is_string(json_object_get(r, "outcome"))) {
+			json_decref(r);
+			r = NULL;
+			char tail[700];
+			log_tail(log, tail, sizeof tail);
+			snprintf(why, n, "the evaluation (exit %d) gave no result%s%s", rc,
+				 tail[0] ? ": " : "", tail);
+		} else if (!a->json_word) {
+			/* keep what came back beside the local kind */
+			rundir_write_json(res, r);
+		}
+	}
+	for (int i = 0; i < a->n_words; i++)
+		free(argv[i]);
+	free(argv);
+	free(name);
+	free(cu);
+	free(res);
+	free(out);
+	free(log);
+	free(acu);
+	free(ares);
+	return r;
+}
+
+/* ---- feedback: what a kernel engineer wants to see -------------------------- */
+
+struct sbuf {
+	char *s;
+	size_t len;
+};
+
+static void sb_add(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_add(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *t;
+	if (vasprintf(&t, fmt, ap) < 0)
+		BUG("vasprintf");
+	va_end(ap);
+	size_t l = strlen(t);
+	b->s = xrealloc(b->s, b->len + l + 1);
+	memcpy(b->s + b->len, t, l + 1);
+	b->len += l;
+	free(t);
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : "";
+}
+
+/* a value as eval records it: a number, or "nan"/"inf" as a string */
+static void jnum(json_t *v, char *buf, size_t n)
+{
+	if (json_is_string(v))
+		snprintf(buf, n, "%s", json_string_value(v));
+	else if (json_is_number(v))
+		snprintf(buf, n, "%.6g", json_number_value(v));
+	else
+		snprintf(buf, n, "?");
+}
+
+/* nvcc's own messages, from the first error on: each error line with the
+ * few lines under it (the source line and the caret), at most 8 errors and
+ * ~3 KB, the candidate's path shown as candidate.cu */
+static void trim_compiler(struct sbuf *b, const char *log, const char *path)
+{
+	char *t = xstrdup(log);
+	/* the path as the compiler printed it becomes "candidate.cu" */
+	struct sbuf clean = { 0 };
+	size_t pl = strlen(path);
+	for (const char *p = t; *p;) {
+		if (pl && !strncmp(p, path, pl)) {
+			sb_add(&clean, "candidate.cu");
+			p += pl;
+		} else {
+			sb_add(&clean, "%c", *p++);
+		}
+	}
+	free(t);
+	if (!clean.s)
+		clean.s = xstrdup("");
+	int errors = 0, shown = 0, under = 0;
+	struct sbuf out = { 0 };
+	const char *summary = NULL;
+	for (char *l = clean.s, *next; l && *l; l = next) {
+		char *nl = strchr(l, '\n');
+		next = nl ? nl + 1 : NULL;
+		if (nl)
+			*nl = 0;
+		int is_err = strstr(l, "error") && (strstr(l, ": error") || strstr(l, "error:") ||
+						    strstr(l, "error   :") || strstr(l, "fatal"));
+		if (strstr(l, "errors detected in the compilation") ||
+		    strstr(l, "error detected in the compilation")) {
+			summary = l;
+			continue;
+		}
+		if (is_err) {
+			errors++;
+			under = 0;
+			if (shown < 8 && out.len < 3000) {
+				sb_add(&out, "%s\n", l);
+				shown++;
+				under = 3;
+			}
+		} else if (under > 0 && strstr(l, ": warning") == NULL && *l) {
+			sb_add(&out, "%s\n", l);
+			under--;
+		} else {
+			under = 0;
+		}
+	}
+	if (!errors) {
+		/* no line reads as an error: the start of the log as it is */
+		sb_add(b, "```\n%.3000s\n```\n", clean.s);
+	} else {
+		sb_add(b, "```\n%s", out.s);
+		if (errors > shown)
+			sb_add(b, "... %d more error%s not shown\n", errors - shown,
+			       errors - shown > 1 ? "s" : "");
+		if (summary)
+			sb_add(b, "%s\n", summary);
+		sb_add(b, "```\n");
+	}
+	free(out.s);
+	free(clean.s);
+}
+
+static const char *look_sentence(const char *look)
+{
+	if (!strcmp(look, "untouched"))
+		return "untouched: no element was written (every one still holds the 0xFF poison "
+		       "pkb fills outputs with before each call)";
+	if (!strcmp(look, "zeros"))
+		return "all zeros";
+	if (!strcmp(look, "local_only"))
+		return "local-only: this rank's own 1/W slice of the output is right, the rest "
+		       "is wrong: what comes from the peers is missing or wrong";
+	if (!strcmp(look, "partly_untouched"))
+		return "partly untouched: some wrong elements were never written (still the "
+		       "0xFF poison)";
+	return look;
+}
+
+/* per failing output of the first failing trial: which output, which rank,
+ * the worst element, how many wrong, and its look */
+static int mismatch_details(struct sbuf *b, json_t *ev)
+{
+	json_t *trials = json_object_get(ev, "trial_records"), *t;
+	long first = -1;
+	size_t i;
+	json_array_foreach(trials, i, t)
+		if (!json_is_true(json_object_get(t, "ok"))) {
+			long tr = (long)json_integer_value(json_object_get(t, "trial"));
+			if (first < 0 || tr < first)
+				first = tr;
+		}
+	if (first < 0)
+		return 0;
+	int bad_ranks = 0, ranks = 0, lines = 0;
+	json_array_foreach(trials, i, t) {
+		if (json_integer_value(json_object_get(t, "trial")) != first)
+			continue;
+		ranks++;
+		if (json_is_true(json_object_get(t, "ok")))
+			continue;
+		bad_ranks++;
+		int rank = (int)json_integer_value(json_object_get(t, "rank"));
+		size_t k;
+		json_t *o;
+		json_array_foreach(json_object_get(t, "outputs"), k, o) {
+			if (json_is_true(json_object_get(o, "ok")) || lines >= 8)
+				continue;
+			lines++;
+			long long bad = json_integer_value(json_object_get(o, "n_bad"));
+			long long n = json_integer_value(json_object_get(o, "n"));
+			sb_add(b, "- trial %ld, rank %d, output '%s': %lld of %lld elements wrong",
+			       first, rank, jstr(o, "name"), bad, n);
+			json_t *w = json_object_get(o, "worst");
+			if (w) {
+				char ref[48], cand[48], co[128] = "";
+				size_t c = 0, d;
+				json_t *x;
+				jnum(json_object_get(w, "ref"), ref, sizeof ref);
+				jnum(json_object_get(w, "cand"), cand, sizeof cand);
+				json_array_foreach(json_object_get(w, "coords"), d, x)
+					if (c < sizeof co)
+						c += (size_t)snprintf(co + c, sizeof co - c, "%s%lld",
+								      d ? "," : "",
+								      (long long)json_integer_value(x));
+				sb_add(b, "; worst at flat index %lld [%s]: expected %s, got %s "
+				       "(allowed error %.3g)",
+				       (long long)json_integer_value(json_object_get(w, "index")), co,
+				       ref, cand, json_number_value(json_object_get(w, "bound")));
+			}
+			if (json_is_true(json_object_get(o, "l2_failed")))
+				sb_add(b, "; relative L2 error %.3g over the limit %.3g",
+				       json_number_value(json_object_get(o, "l2_rel")),
+				       json_number_value(json_object_get(o, "l2_limit")));
+			const char *look = json_string_value(json_object_get(o, "look"));
+			if (look)
+				sb_add(b, "; looks %s", look_sentence(look));
+			else if (json_integer_value(json_object_get(o, "n_bad_zero")) > 0)
+				sb_add(b, "; %lld of the wrong elements are 0",
+				       (long long)json_integer_value(json_object_get(o, "n_bad_zero")));
+			sb_add(b, "\n");
+		}
+	}
+	if (ranks)
+		sb_add(b, "%d of %d ranks wrong in trial %ld.\n", bad_ranks, ranks, first);
+	return lines;
+}
+
+static void rank_phases(struct sbuf *b, json_t *ev)
+{
+	json_t *ranks = json_object_get(json_object_get(ev, "launch"), "ranks"), *r;
+	size_t i;
+	json_array_foreach(ranks, i, r) {
+		sb_add(b, "- rank %lld reached phase '%s'",
+		       (long long)json_integer_value(json_object_get(r, "rank")), jstr(r, "phase"));
+		if (json_is_true(json_object_get(r, "failed")))
+			sb_add(b, " and failed: %s", jstr(r, "message"));
+		else if (json_is_true(json_object_get(r, "done")))
+			sb_add(b, " (finished)");
+		sb_add(b, "\n");
+	}
+}
+
+static void perf_details(struct sbuf *b, json_t *ev)
+{
+	json_t *cp = json_object_get(ev, "candidate_perf"), *rp = json_object_get(ev, "reference_perf");
+	json_t *sp = json_object_get(ev, "speedup");
+	if (!cp || !json_is_number(sp)) {
+		sb_add(b, "Not timed.\n");
+		return;
+	}
+	json_t *tm = json_object_get(ev, "timing");
+	sb_add(b, "Speedup %.3fx against the reference: median %.2f us against %.2f us "
+	       "(%lld timed calls, each the slowest rank, %s timing).\n", json_number_value(sp),
+	       json_number_value(json_object_get(cp, "median_ms")) * 1e3,
+	       json_number_value(json_object_get(rp, "median_ms")) * 1e3,
+	       (long long)json_integer_value(json_object_get(cp, "n")),
+	       tm ? jstr(tm, "mode") : "warm");
+	json_t *rm = json_object_get(cp, "rank_median_ms"), *x;
+	size_t i;
+	if (json_array_size(rm)) {
+		sb_add(b, "Per rank (median):");
+		json_array_foreach(rm, i, x)
+			sb_add(b, "%s rank %zu %.2f us", i ? "," : "", i, json_number_value(x) * 1e3);
+		sb_add(b, "; skew between ranks %.2f us.\n",
+		       json_number_value(json_object_get(cp, "skew_ms")) * 1e3);
+	}
+	json_t *rl = json_object_get(ev, "roofline");
+	if (json_is_string(json_object_get(rl, "error"))) {
+		sb_add(b, "Roofline: none (%s).\n", jstr(rl, "error"));
+	} else if (rl) {
+		sb_add(b, "Roofline: the lower bound is %.2f us on %s, %s-bound; this candidate "
+		       "runs at %.0f%% of it", json_number_value(json_object_get(rl, "bound_us")),
+		       jstr(rl, "hw"), jstr(rl, "bottleneck"),
+		       100 * json_number_value(json_object_get(rl, "fraction")));
+		json_t *s = json_object_get(rl, "sol_score");
+		if (json_is_number(s))
+			sb_add(b, " (speed-of-light score %.3f: 0.5 is the reference, 1 the bound)",
+			       json_number_value(s));
+		sb_add(b, ".\n");
+	}
+}
+
+/* The message that answers step `step`: the verdict and its details, the
+ * best so far, what is left. */
+static char *feedback(const struct agent *a, const struct conv *c, int step, const char *verdict,
+		      json_t *ev, const char *cand_path, int tokens_out)
+{
+	struct sbuf b = { 0 };
+	sb_add(&b, "Step %d: %s.", step, verdict);
+	const char *msg = ev ? jstr(ev, "message") : "";
+	if (!strcmp(verdict, "no_code")) {
+		sb_add(&b, " Your reply had no fenced code block: send the whole .cu file in one "
+		       "```cuda block.\n");
+	} else if (!strcmp(verdict, "truncated")) {
+		sb_add(&b, " Your reply stopped at the token limit (%d tokens) before the file was "
+		       "complete: send the whole file again, shorter.\n", tokens_out);
+	} else if (!strcmp(verdict, "compile_error")) {
+		json_t *co = json_object_get(ev, "compiler_output");
+		sb_add(&b, " nvcc's first errors:\n");
+		trim_compiler(&b, json_is_string(co) ? json_string_value(co) : msg, cand_path);
+	} else if (!strcmp(verdict, "load_refused")) {
+		sb_add(&b, " The symbol scan refused the compiled file: %s.\nThe %s backend's rule: "
+		       "%s.\n", msg, a->po.backend, loader_backend_rule(a->po.backend));
+	} else if (!strcmp(verdict, "mismatch")) {
+		/* eval's line when the records say no more (a timed call's
+		 * output, an input written) */
+		struct sbuf d = { 0 };
+		if (mismatch_details(&d, ev))
+			sb_add(&b, "\n%s", d.s);
+		else
+			sb_add(&b, " %s\n", msg);
+		free(d.s);
+	} else if (!strcmp(verdict, "runtime_error") || !strcmp(verdict, "timeout")) {
+		sb_add(&b, " %s\nWhere each rank was:\n", msg);
+		rank_phases(&b, ev);
+	} else if (!strcmp(verdict, "flagged")) {
+		sb_add(&b, " Correct, but the time is not trusted, so it does not count: %s\n", msg);
+	} else if (!strcmp(verdict, "pass")) {
+		sb_add(&b, " Correct: %s.\n", msg);
+		perf_details(&b, ev);
+	} else {
+		sb_add(&b, " %s\n", msg);
+	}
+	if (!c->best_step)
+		sb_add(&b, "No correct candidate yet");
+	else if (isnan(c->best_speedup))
+		sb_add(&b, "Best so far: step %d (not timed)", c->best_step);
+	else
+		sb_add(&b, "Best so far: step %d, %.3fx", c->best_step, c->best_speedup);
+	sb_add(&b, ". Steps left: %d.", a->steps - step);
+	if (a->target > 0)
+		sb_add(&b, " Target: %.2fx.", a->target);
+	sb_add(&b, "\nReply with the whole improved .cu file in one ```cuda block.\n");
+	return b.s;
+}
+
+/* ---- one problem's files ---------------------------------------------------- */
+
+/* the agent's answer as generate's sample 0: the best correct step's file
+ * (else the last with code), then the reply record that marks it */
+static int write_answer(const struct agent *a, struct conv *c, const char *stop)
+{
+	char *cand = xstrfmt("%s/candidates/%03d/sample_0.cu", a->run_dir, c->p->id);
+	char *rep = xstrfmt("%s/replies/%03d/sample_0.json", a->run_dir, c->p->id);
+	int rc = 0;
+	if (!c->answer_step && !stop)
+		goto out;
+	if (c->answer_step) {
+		char *src = step_path(c, c->answer_step, "cu");
+		size_t len;
+		char *txt = read_file(src, &len);
+		free(src);
+		if (!txt || rundir_write(cand, txt, len) < 0) {
+			free(txt);
+			rc = error("cannot write '%s': %s", cand, strerror(errno));
+			goto out;
+		}
+		free(txt);
+	}
+	char date[32];
+	rundir_utc_now(date, sizeof date);
+	json_t *rec = json_pack("{s:i,s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:f,s:i,s:I,s:I}",
+				"problem", c->p->id, "name", c->p->name, "sample", 0, "model",
+				a->model, "provider", a->prov->name, "date", date, "prompt_sha256",
+				c->pr.sha256, "template_sha256", c->pr.template_sha256, "outcome",
+				c->answer_step ? "ok" : "no_code", "http_status", 200, "latency_s",
+				c->model_s, "attempts", c->attempts, "tokens_in", (json_int_t)0,
+				"tokens_out", (json_int_t)0);
+	json_object_set_new(rec, "tokens", json_integer(c->tokens));
+	json_object_set_new(rec, "candidate", c->answer_step
+			    ? json_string(cand + strlen(a->run_dir) + 1) : json_null());
+	json_t *ag = json_pack("{s:i,s:s,s:s}", "steps", c->step, "trajectory",
+			       "trajectory.jsonl", "last_verdict", c->last_verdict);
+	char *tdir = xstrfmt("agent/%03d/trajectory.jsonl", c->p->id);
+	json_object_set_new(ag, "trajectory", json_string(tdir));
+	free(tdir);
+	json_object_set_new(ag, "answer_step", c->answer_step ? json_integer(c->answer_step)
+							       : json_null());
+	json_object_set_new(ag, "best_step", c->best_step ? json_integer(c->best_step) : json_null());
+	json_object_set_new(ag, "best_speedup", c->best_step && !isnan(c->best_speedup)
+				? json_real(c->best_speedup) : json_null());
+	json_object_set_new(ag, "seconds", json_real(c->seconds));
+	json_object_set_new(ag, "stop", stop ? json_string(stop) : json_null());
+	json_object_set_new(rec, "agent", ag);
+	rc = rundir_write_json(rep, rec);
+	json_decref(rec);
+out:
+	free(cand);
+	free(rep);
+	return rc;
+}
+
+/* take in one finished step's line (a fresh one or one read back) */
+static void account(struct conv *c, json_t *line)
+{
+	c->step = (int)json_integer_value(json_object_get(line, "step"));
+	c->tokens = json_integer_value(json_object_get(line, "tokens_total"));
+	c->seconds += json_number_value(json_object_get(line, "seconds"));
+	c->model_s += json_number_value(json_object_get(line, "model_s"));
+	c->attempts += (int)json_integer_value(json_object_get(line, "attempts"));
+	const char *v = jstr(line, "verdict");
+	snprintf(c->last_verdict, sizeof c->last_verdict, "%s", v);
+	json_t *sp = json_object_get(line, "speedup");
+	double s = json_is_number(sp) ? json_number_value(sp) : NAN;
+	if (!strcmp(v, "pass")) {
+		/* the fastest correct one; an untimed pass counts only first */
+		if (!c->best_step || (!isnan(s) && (isnan(c->best_speedup) || s > c->best_speedup))) {
+			c->best_step = c->step;
+			c->best_speedup = s;
+		}
+	}
+	if (c->best_step)
+		c->answer_step = c->best_step;
+	else if (json_is_string(json_object_get(line, "candidate")))
+		c->answer_step = c->step;
+}
+
+/* the conversation so far, from the files; -1 when they do not fit */
+static int load_conv(struct conv *c)
+{
+	char *tp = xstrfmt("%s/trajectory.jsonl", c->dir);
+	/* a kill inside write() leaves a torn last line: cut, so that the
+	 * next line starts on a line of its own */
+	if (rundir_trim_torn(tp) > 0)
+		warning("%s: a torn last line (a killed run) was cut away", tp);
+	json_t *lines = rundir_read_jsonl(tp);
+	free(tp);
+	if (!lines)
+		return -1;
+	size_t i;
+	json_t *l;
+	json_array_foreach(lines, i, l) {
+		if (json_integer_value(json_object_get(l, "step")) != (json_int_t)i + 1) {
+			json_decref(lines);
+			return error("%s/trajectory.jsonl: line %zu is not step %zu", c->dir, i + 1,
+				     i + 1);
+		}
+		char *rp = step_path(c, (int)i + 1, "reply.json");
+		json_t *rec = json_load_file(rp, 0, NULL);
+		const char *text = json_string_value(json_object_get(rec, "text"));
+		if (!text) {
+			json_decref(rec);
+			json_decref(lines);
+			int rc = error("'%s' is missing or holds no text", rp);
+			free(rp);
+			return rc;
+		}
+		free(rp);
+		add_turn(c, 1, text);
+		add_turn(c, 0, jstr(l, "feedback"));
+		json_decref(rec);
+		account(c, l);
+	}
+	json_decref(lines);
+	return 0;
+}
+
+/* ---- one step --------------------------------------------------------------- */
+
+/* ask for step `step`'s reply (or read it back when a killed run got it);
+ * its record, or NULL with f->code set (or 0: the time budget ran out) */
+static json_t *get_reply(const struct agent *a, struct conv *c, int step, double until,
+			 int *fresh, struct failure *f)
+{
+	char *rp = step_path(c, step, "reply.json");
+	json_t *rec = NULL;
+	if (access(rp, F_OK) == 0) {
+		rec = json_load_file(rp, 0, NULL);
+		if (json_is_string(json_object_get(rec, "text"))) {
+			free(rp);
+			return rec;
+		}
+		json_decref(rec);
+	}
+	struct llm_request rq = { .prov = a->prov, .base_url = a->base_url, .model = a->model,
+				  .key = a->key, .system = c->pr.system, .user = c->pr.user,
+				  .turns = c->turns, .n_turns = c->n_turns,
+				  .temperature = a->temperature, .max_tokens = a->max_tokens };
+	json_t *body = llm_body(&rq);
+	char *btxt = json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	json_decref(body);
+	struct llm_http_buf resp = { 0 };
+	long status = 0;
+	int attempts = 0;
+	char err[512];
+	double t0 = now_s();
+	int rc = llm_http_post(&rq, btxt, a->timeout_s, a->retries, a->backoff_s, until, &status,
+			       &resp, &attempts, err, sizeof err);
+	double latency = now_s() - t0;
+	free(btxt);
+	rundir_redact(resp.s, &resp.len, a->key);
+	f->code = 0;
+	if (rc < 0 || status != 200) {
+		if (until > 0 && now_s() >= until - 0.5 && (rc < 0 || llm_http_retryable(status))) {
+			f->code = 0;   /* the time budget, not a failure */
+		} else if (rc == 0 && !llm_http_retryable(status)) {
+			error("%03d step %d: HTTP %ld from the %s API: %.300s", c->p->id, step, status,
+			      a->prov->name, resp.s ? resp.s : "");
+			hint(status == 401 || status == 403 ? "check the API key (%s)"
+			     : status == 404 ? "check --model and --base-url (%s)"
+					     : "check the request's parameters (%s)",
+			     a->prov->key_env[0]);
+			f->code = PKB_EXIT_PROVIDER;
+		} else {
+			error("%03d step %d: no reply after %d attempts: %s", c->p->id, step, attempts,
+			      err);
+			hint("run the same command again to go on from step %d", step);
+			f->code = PKB_EXIT_INCOMPLETE;
+		}
+		free(resp.s);
+		free(rp);
+		return NULL;
+	}
+	struct llm_reply r;
+	json_t *doc = NULL;
+	if (llm_parse(a->prov->api, resp.s ? resp.s : "", resp.len, &r, &doc) < 0) {
+		error("%03d step %d: a malformed reply (%s)", c->p->id, step, r.err);
+		hint("run the same command again to ask again");
+		json_decref(doc);
+		free(resp.s);
+		free(rp);
+		f->code = PKB_EXIT_INCOMPLETE;
+		return NULL;
+	}
+	char date[32], sha[65];
+	rundir_utc_now(date, sizeof date);
+	sha256_hex(r.text, strlen(r.text), sha);
+	rec = json_pack("{s:i,s:s,s:i,s:s,s:s,s:s,s:i,s:f,s:i,s:s,s:b,s:I,s:I,s:s,s:s}", "problem",
+			c->p->id, "name", c->p->name, "step", step, "model", a->model, "provider",
+			a->prov->name, "date", date, "http_status", (int)status, "latency_s",
+			latency, "attempts", attempts, "finish_reason", r.finish, "truncated",
+			r.truncated, "tokens_in", (json_int_t)r.tokens_in, "tokens_out",
+			(json_int_t)r.tokens_out, "reply_sha256", sha, "text", r.text);
+	json_object_set_new(rec, "reply", doc ? json_incref(doc)
+					      : json_stringn_nocheck(resp.s, resp.len));
+	json_decref(doc);
+	llm_reply_free(&r);
+	free(resp.s);
+	if (rundir_write_json(rp, rec) < 0) {
+		json_decref(rec);
+		free(rp);
+		f->code = PKB_EXIT_INPUT;
+		return NULL;
+	}
+	free(rp);
+	*fresh = 1;
+	return rec;
+}
+
+static void progress(const struct agent *a, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void progress(const struct agent *a, const char *fmt, ...)
+{
+	if (a->quiet)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("agent: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* One step: the reply, its file, the evaluation, the feedback, the line.
+ * 0 (done), 1 (the time budget ran out first), or -1 with f->code. */
+static int do_step(const struct agent *a, struct conv *c, struct failure *f)
+{
+	int step = c->step + 1;
+	double t0 = now_s();
+	double until = a->budget_s > 0 ? t0 + (a->budget_s - c->seconds) : 0;
+	int fresh = 0;
+	json_t *rec = get_reply(a, c, step, until, &fresh, f);
+	if (!rec)
+		return f->code ? -1 : 1;
+	const char *text = jstr(rec, "text");
+	long long tin = json_integer_value(json_object_get(rec, "tokens_in"));
+	long long tout = json_integer_value(json_object_get(rec, "tokens_out"));
+	double model_s = json_number_value(json_object_get(rec, "latency_s"));
+	int attempts = (int)json_integer_value(json_object_get(rec, "attempts"));
+	int blocks = 0;
+	char *code = json_is_true(json_object_get(rec, "truncated")) ? NULL
+		   : llm_extract(text, a->block, &blocks);
+	const char *verdict = json_is_true(json_object_get(rec, "truncated")) ? "truncated"
+			    : code ? NULL : "no_code";
+	char *cu = step_path(c, step, "cu");
+	json_t *ev = NULL;
+	double eval_s = 0;
+	if (code) {
+		if (rundir_write(cu, code, strlen(code)) < 0) {
+			error("cannot write '%s': %s", cu, strerror(errno));
+			f->code = PKB_EXIT_INPUT;
+			goto fail;
+		}
+		char why[1024];
+		ev = evaluate(a, c, step, &eval_s, why, sizeof why);
+		if (!ev) {
+			error("%03d step %d: %s", c->p->id, step, why);
+			hint("the step's output is in %s/step_%d.log; run again to evaluate it again",
+			     c->dir, step);
+			f->code = PKB_EXIT_ENV;
+			goto fail;
+		}
+		verdict = jstr(ev, "outcome");
+		if (!strcmp(verdict, "env_error") || !strcmp(verdict, "internal_error")) {
+			error("%03d step %d: the evaluation failed (%s): %s", c->p->id, step, verdict,
+			      jstr(ev, "message"));
+			f->code = !strcmp(verdict, "env_error") ? PKB_EXIT_ENV : PKB_EXIT_INTERNAL;
+			goto fail;
+		}
+	}
+	json_t *sp = ev ? json_object_get(ev, "speedup") : NULL;
+	double speedup = json_is_number(sp) && !strcmp(verdict, "pass") ? json_number_value(sp) : NAN;
+	/* a reply read back from a killed run counts its latency, not the
+	 * time since this run started */
+	double seconds = fresh ? now_s() - t0 : model_s + eval_s;
+	/* the line first as the accounting sees it, then the feedback, which
+	 * names the best so far including this step */
+	json_t *line = json_pack("{s:i,s:I,s:I,s:I,s:s,s:s,s:f,s:f,s:f,s:i}", "step", step,
+				 "tokens_in", (json_int_t)tin, "tokens_out", (json_int_t)tout,
+				 "tokens_total", (json_int_t)(c->tokens + (tin > 0 ? tin : 0) +
+							     (tout > 0 ? tout : 0)),
+				 "reply_sha256", jstr(rec, "reply_sha256"), "verdict", verdict,
+				 "seconds", seconds, "model_s", model_s, "eval_s", eval_s,
+				 "attempts", attempts);
+	json_object_set_new(line, "speedup", isnan(speedup) ? json_null() : json_real(speedup));
+	json_object_set_new(line, "message", json_string(ev ? jstr(ev, "message") : ""));
+	json_object_set_new(line, "candidate", code ? json_string(cu + strlen(a->run_dir) + 1)
+						    : json_null());
+	account(c, line);
+	char *fb = feedback(a, c, step, verdict, ev, cu, (int)tout);
+	json_object_set_new(line, "best_step", c->best_step ? json_integer(c->best_step) : json_null());
+	json_object_set_new(line, "feedback", json_string(fb));
+	char date[32];
+	rundir_utc_now(date, sizeof date);
+	json_object_set_new(line, "date", json_string(date));
+	char *txt = json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	char *tp = xstrfmt("%s/trajectory.jsonl", c->dir);
+	int rc = rundir_append_line(tp, txt);
+	free(tp);
+	free(txt);
+	if (rc == 0)
+		rc = write_answer(a, c, NULL);
+	if (rc == 0) {
+		add_turn(c, 1, text);
+		add_turn(c, 0, fb);
+		char sps[32] = "";
+		if (!isnan(speedup))
+			snprintf(sps, sizeof sps, " %.3fx,", speedup);
+		progress(a, "%03d step %d/%d: %s,%s %lld tokens, %.1f s%s%s", c->p->id, step,
+			 a->steps, verdict, sps, c->tokens, seconds,
+			 ev && *jstr(ev, "message") && strcmp(verdict, "pass") ? ": " : "",
+			 ev && strcmp(verdict, "pass") ? jstr(ev, "message") : "");
+	} else {
+		f->code = PKB_EXIT_INPUT;
+	}
+	free(fb);
+	json_decref(line);
+	json_decref(ev);
+	json_decref(rec);
+	free(code);
+	free(cu);
+	return rc == 0 ? 0 : -1;
+fail:
+	json_decref(ev);
+	json_decref(rec);
+	free(code);
+	free(cu);
+	return -1;
+}
+
+static void conv_free(struct conv *c)
+{
+	for (int i = 0; i < c->n_turns; i++)
+		free(c->texts[i]);
+	free(c->texts);
+	free(c->turns);
+	free(c->dir);
+	prompt_free(&c->pr);
+}
+
+/* ---- run.json --------------------------------------------------------------- */
+
+static json_t *run_args(const struct agent *a, const char *spec, const struct pkb_problem **ps,
+			const struct prompt *prompts, int np, const char *block)
+{
+	json_t *ids = json_array(), *hashes = json_object();
+	for (int i = 0; i < np; i++) {
+		char id[8];
+		snprintf(id, sizeof id, "%03d", ps[i]->id);
+		json_array_append_new(ids, json_integer(ps[i]->id));
+		json_object_set_new(hashes, id, json_string(prompts[i].sha256));
+	}
+	const char *tpl = prompts[0].template_path;
+	size_t rl = strlen(pkb_root());
+	if (!strncmp(tpl, pkb_root(), rl) && tpl[rl] == '/')
+		tpl += rl + 1;
+	json_t *args = json_pack(
+		"{s:s,s:s,s:s,s:s,s:o,s:i,s:i,s:s,s:s,s:i,s:I,s:I,s:s,s:s,s:s,s:s,s:o,s:i,s:i,s:i}",
+		"mode", "agent", "model", a->model, "provider", a->prov->name, "problems_spec", spec, "problems", ids, "k", 1, "max_tokens",
+		a->max_tokens, "block", block, "backend", a->po.backend, "world", a->po.world, "m",
+		(json_int_t)a->po.m, "n", (json_int_t)a->po.n, "dtype", a->po.dtype, "hw", a->po.hw,
+		"template", tpl, "template_sha256", prompts[0].template_sha256, "prompt_sha256",
+		hashes, "trials", a->trials, "iters", a->iters, "warmup", a->warmup);
+	json_object_set_new(args, "temperature",
+			    a->temperature >= 0 ? json_real(a->temperature) : json_null());
+	json_object_set_new(args, "eval_cmd", a->eval_cmd ? json_string(a->eval_cmd) : json_null());
+	json_object_set_new(args, "eval_hw", a->hw_eval ? json_string(a->hw_eval) : json_null());
+	return args;
+}
+
+/* ---- the command ------------------------------------------------------------ */
+
+static int num_arg(const char *opt, const char *s, double lo, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !(v >= lo) || v > 1e12) {
+		error("--%s takes a number >= %g, not '%s'", opt, lo, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	enum { O_MODEL = 1000, O_PROVIDER, O_BASE, O_STEPS, O_BUDGET_S, O_BUDGET_T, O_TARGET,
+	       O_RUN, O_EVALCMD, O_EVALTO, O_ITERS, O_WARMUP, O_TEMP, O_MAXTOK, O_TIMEOUT,
+	       O_RETRIES, O_BACKOFF, O_BLOCK, O_FORCE, O_BACKEND, O_M, O_N, O_HW, O_TEMPLATE };
+	static const struct option longopts[] = {
+		{ "model", required_argument, NULL, O_MODEL },
+		{ "provider", required_argument, NULL, O_PROVIDER },
+		{ "base-url", required_argument, NULL, O_BASE },
+		{ "steps", required_argument, NULL, O_STEPS },
+		{ "budget-s", required_argument, NULL, O_BUDGET_S },
+		{ "budget-tokens", required_argument, NULL, O_BUDGET_T },
+		{ "target-speedup", required_argument, NULL, O_TARGET },
+		{ "run", required_argument, NULL, O_RUN },
+		{ "eval-cmd", required_argument, NULL, O_EVALCMD },
+		{ "eval-timeout", required_argument, NULL, O_EVALTO },
+		{ "trials", required_argument, NULL, 't' },
+		{ "iters", required_argument, NULL, O_ITERS },
+		{ "warmup", required_argument, NULL, O_WARMUP },
+		{ "temperature", required_argument, NULL, O_TEMP },
+		{ "max-tokens", required_argument, NULL, O_MAXTOK },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "retries", required_argument, NULL, O_RETRIES },
+		{ "backoff", required_argument, NULL, O_BACKOFF },
+		{ "block", required_argument, NULL, O_BLOCK },
+		{ "force", no_argument, NULL, O_FORCE },
+		{ "backend", required_argument, NULL, O_BACKEND },
+		{ "dtype", required_argument, NULL, 'd' },
+		{ "gpus", required_argument, NULL, 'g' },
+		{ "m", required_argument, NULL, O_M },
+		{ "n", required_argument, NULL, O_N },
+		{ "hw", required_argument, NULL, O_HW },
+		{ "template", required_argument, NULL, O_TEMPLATE },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct agent a = { .max_tokens = 16384, .retries = 6, .temperature = -1, .timeout_s = 600,
+			   .backoff_s = 2, .steps = 8, .eval_timeout_s = 1800, .trials = 3,
+			   .po = { .backend = "cuda", .world = 4, .m = 1024, .n = 1024,
+				   .dtype = "bf16", .hw = "h100_8" } };
+	const char *provider = NULL, *block = "last";
+	int force = 0, o;
+	double v;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "t:d:g:qh", longopts, NULL)) != -1) {
+		switch (o) {
+		case O_MODEL: a.model = optarg; break;
+		case O_PROVIDER: provider = optarg; break;
+		case O_BASE: a.base_url = optarg; break;
+		case O_RUN: a.run_dir = optarg; break;
+		case O_EVALCMD: a.eval_cmd = optarg; break;
+		case O_BLOCK: block = optarg; break;
+		case O_FORCE: force = 1; break;
+		case O_BACKEND: a.po.backend = optarg; break;
+		case O_HW: a.po.hw = a.hw_eval = optarg; break;
+		case O_TEMPLATE: a.po.template_path = optarg; break;
+		case 'd': a.po.dtype = optarg; break;
+		case 'q': a.quiet = 1; break;
+		case O_TEMP:
+			if (num_arg("temperature", optarg, 0, &a.temperature) < 0)
+				return PKB_EXIT_USAGE;
+			break;
+		case O_TIMEOUT:
+			if (num_arg("timeout", optarg, 0.001, &a.timeout_s) < 0)
+				return PKB_EXIT_USAGE;
+			break;
+		case O_BACKOFF:
+			if (num_arg("backoff", optarg, 0, &a.backoff_s) < 0)
+				return PKB_EXIT_USAGE;
+			break;
+		case O_BUDGET_S:
+			if (num_arg("budget-s", optarg, 0.001, &a.budget_s) < 0)
+				return PKB_EXIT_USAGE;
+			break;
+		case O_TARGET:
+			if (num_arg("target-speedup", optarg, 0.001, &a.target) < 0)
+				return PKB_EXIT_USAGE;
+			break;
+		case O_EVALTO:
+			if (num_arg("eval-timeout", optarg, 1, &a.eval_timeout_s) < 0)
+				return PKB_EXIT_USAGE;
+			break;
+		case O_BUDGET_T:
+			if (num_arg("budget-tokens", optarg, 1, &v) < 0 || v != floor(v)) {
+				error("--budget-tokens takes a whole number");
+				return PKB_EXIT_USAGE;
+			}
+			a.budget_tokens = (long long)v;
+			break;
+		case 't': case O_STEPS: case O_ITERS: case O_WARMUP: case O_MAXTOK: case O_RETRIES:
+		case 'g': case O_M: case O_N: {
+			const char *name = o == 't' ? "trials" : o == O_STEPS ? "steps"
+					 : o == O_ITERS ? "iters" : o == O_WARMUP ? "warmup"
+					 : o == O_MAXTOK ? "max-tokens" : o == O_RETRIES ? "retries"
+					 : o == 'g' ? "gpus" : o == O_M ? "m" : "n";
+			if (num_arg(name, optarg, o == O_RETRIES || o == O_WARMUP ? 0 : 1, &v) < 0 ||
+			    v != floor(v) || v > INT_MAX) {
+				error("--%s takes a whole number", name);
+				return PKB_EXIT_USAGE;
+			}
+			if (o == 't') a.trials = (int)v;
+			else if (o == O_STEPS) a.steps = (int)v;
+			else if (o == O_ITERS) a.iters = (int)v;
+			else if (o == O_WARMUP) a.warmup = (int)v;
+			else if (o == O_MAXTOK) a.max_tokens = (int)v;
+			else if (o == O_RETRIES) a.retries = (int)v;
+			else if (o == 'g') a.po.world = (int)v;
+			else if (o == O_M) a.po.m = (long long)v;
+			else a.po.n = (long long)v;
+			break;
+		}
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return PKB_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		error(argc - optind ? "agent takes one problem SPEC" : "agent needs a problem");
+		fputs(usage, stderr);
+		return PKB_EXIT_USAGE;
+	}
+	const char *spec = argv[optind];
+	if (!a.model || !provider) {
+		error("agent needs --model and --provider");
+		fputs(usage, stderr);
+		return PKB_EXIT_USAGE;
+	}
+	a.prov = llm_provider_find(provider);
+	if (!a.prov) {
+		error("unknown provider '%s'", provider);
+		hint("one of: %s", llm_provider_names());
+		return PKB_EXIT_USAGE;
+	}
+	if (strcmp(a.po.backend, "cuda") && strcmp(a.po.backend, "nccl-device")) {
+		error("unknown backend '%s'", a.po.backend);
+		hint("a candidate's backend is cuda or nccl-device");
+		return PKB_EXIT_USAGE;
+	}
+	if (!a.base_url)
+		a.base_url = a.prov->base_url;
+	if (!a.base_url) {
+		error("the provider '%s' needs --base-url", provider);
+		return PKB_EXIT_USAGE;
+	}
+	if (!strcmp(block, "last")) {
+		a.block = 0;
+	} else if (!strcmp(block, "first")) {
+		a.block = -1;
+	} else if (num_arg("block", block, 1, &v) == 0 && v == floor(v) && v < 1000) {
+		a.block = (int)v;
+	} else {
+		error("--block takes first, last or a block number from 1");
+		return PKB_EXIT_USAGE;
+	}
+	if (a.eval_cmd && split_template(&a, a.eval_cmd) < 0)
+		return PKB_EXIT_USAGE;
+	if (!a.eval_cmd)
+		local_template(&a);
+	char *base = xstrdup(a.base_url);
+	while (strlen(base) > 1 && base[strlen(base) - 1] == '/')
+		base[strlen(base) - 1] = 0;
+	a.base_url = base;
+	/* the key: from the environment, sent in a header and nowhere else */
+	char *key = NULL;
+	for (int i = 0; i < 2 && a.prov->key_env[i] && !key; i++) {
+		const char *k = getenv(a.prov->key_env[i]);
+		if (k && *k)
+			key = xstrdup(k);
+	}
+	/* ... and out of the environment, which every evaluation inherits
+	 * (nvcc, an --eval-cmd's ssh or srun): it needs no key */
+	for (int i = 0; i < 2 && a.prov->key_env[i]; i++)
+		unsetenv(a.prov->key_env[i]);
+	a.key = key;
+	int rc = PKB_EXIT_INPUT;
+	struct conv *cv = NULL;
+	const struct pkb_problem **ps = NULL;
+	int np = 0, built = 0, lock = -1;
+	char *run_default = NULL;
+	if (!a.key && !a.prov->key_optional) {
+		error("no API key for '%s': set %s%s%s", provider, a.prov->key_env[0],
+		      a.prov->key_env[1] ? " or " : "", a.prov->key_env[1] ? a.prov->key_env[1] : "");
+		goto out;
+	}
+	char err[512];
+	ps = spec_parse(spec, &np, err, sizeof err);
+	if (!ps) {
+		error("'%s': %s", spec, err);
+		hint("'pkb list' shows the problems and categories");
+		rc = PKB_EXIT_USAGE;
+		goto out;
+	}
+	cv = xcalloc((size_t)np, sizeof *cv);
+	struct prompt *prompts = xcalloc((size_t)np, sizeof *prompts);
+	for (; built < np; built++) {
+		a.po.p = ps[built];
+		if (prompt_build(&a.po, &cv[built].pr, err, sizeof err) < 0) {
+			error("%s", err);
+			free(prompts);
+			goto out;
+		}
+		prompts[built] = cv[built].pr;
+		cv[built].p = ps[built];
+	}
+	if (!a.run_dir) {
+		run_default = xstrfmt("runs/agent-%s-%s", a.prov->name, a.model);
+		for (char *p = run_default + 5; *p; p++)
+			if (*p == '/' || *p == ':' || *p == ' ')
+				*p = '_';
+		a.run_dir = run_default;
+	}
+	json_t *args = run_args(&a, spec, ps, prompts, np, block);
+	free(prompts);
+	if (mkdir_p(a.run_dir) < 0) {
+		error("cannot create '%s': %s", a.run_dir, strerror(errno));
+		json_decref(args);
+		goto out;
+	}
+	a.abs_run = abs_path(a.run_dir);
+	lock = rundir_lock(a.run_dir);
+	if (lock < 0) {
+		error("another pkb generate or agent is using the run '%s'", a.run_dir);
+		json_decref(args);
+		goto out;
+	}
+	rundir_remove_stale(a.run_dir);
+	/* the budgets may change between runs (raise --steps to go on), and
+	 * so may the server's address (a local server restarted on another
+	 * port serves the same model) */
+	json_t *budgets = json_pack("{s:s,s:{s:i,s:o,s:o,s:o}}", "base_url", a.base_url,
+				    "budgets", "steps", a.steps,
+				    "budget_s", a.budget_s > 0 ? json_real(a.budget_s) : json_null(),
+				    "budget_tokens", a.budget_tokens > 0
+				    ? json_integer(a.budget_tokens) : json_null(),
+				    "target_speedup", a.target > 0 ? json_real(a.target) : json_null());
+	int orc = rundir_open(a.run_dir, args, budgets, force);
+	json_decref(args);
+	json_decref(budgets);
+	if (orc < 0)
+		goto out;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	int all_pass = 1;
+	struct failure f = { 0 };
+	for (int i = 0; i < np && !f.code; i++) {
+		struct conv *c = &cv[i];
+		c->best_speedup = NAN;
+		c->dir = xstrfmt("%s/agent/%03d", a.run_dir, c->p->id);
+		char *d1 = xstrfmt("%s/candidates/%03d", a.run_dir, c->p->id);
+		char *d2 = xstrfmt("%s/replies/%03d", a.run_dir, c->p->id);
+		int mk = mkdir_p(c->dir) < 0 || mkdir_p(d1) < 0 || mkdir_p(d2) < 0;
+		if (!mk) {
+			rundir_remove_stale(c->dir);
+			rundir_remove_stale(d1);
+			rundir_remove_stale(d2);
+		}
+		free(d1);
+		free(d2);
+		if (mk) {
+			error("cannot create '%s': %s", c->dir, strerror(errno));
+			f.code = PKB_EXIT_INPUT;
+			break;
+		}
+		if (load_conv(c) < 0) {
+			f.code = PKB_EXIT_INPUT;
+			break;
+		}
+		if (c->step)
+			progress(&a, "%03d: going on after step %d (%lld tokens, %.1f s)", c->p->id,
+				 c->step, c->tokens, c->seconds);
+		enum stop s;
+		int r = 0;
+		while ((s = stop_reason(&a, c)) == STOP_NONE) {
+			r = do_step(&a, c, &f);
+			if (r)
+				break;
+		}
+		if (r < 0)
+			break;
+		if (r > 0)
+			s = STOP_SECONDS;
+		if (write_answer(&a, c, stop_names[s]) < 0) {
+			f.code = PKB_EXIT_INPUT;
+			break;
+		}
+		char sps[32] = "-", best[32] = "none";
+		if (c->best_step && !isnan(c->best_speedup))
+			snprintf(sps, sizeof sps, "%.3fx", c->best_speedup);
+		if (c->best_step)
+			snprintf(best, sizeof best, "step %d", c->best_step);
+		progress(&a, "%03d: stopped (%s) after %d steps; best: %s, %s", c->p->id,
+			 stop_names[s], c->step, best, sps);
+		/* stdout: one line per problem */
+		printf("%03d_%s\tsteps %d\tbest %s\t%s\tspeedup %s\tstop %s\n", c->p->id,
+		       c->p->name, c->step, best, c->best_step ? "pass" : c->last_verdict, sps,
+		       stop_names[s]);
+		all_pass &= c->best_step > 0;
+	}
+	curl_global_cleanup();
+	rc = f.code ? f.code : all_pass ? 0 : PKB_EXIT_NO_PASS;
+out:
+	if (lock >= 0)
+		close(lock);
+	for (int i = 0; cv && i < built; i++)
+		conv_free(&cv[i]);
+	free(cv);
+	free(ps);
+	free(run_default);
+	free(base);
+	free(a.abs_run);
+	if (key) {
+		memset(key, 0, strlen(key));
+		free(key);
+	}
+	for (int i = 0; i < a.n_words; i++)
+		free(a.words[i]);
+	free(a.words);
+	return rc;
+}

@@ -1,0 +1,138 @@
+/*
+ * llm_http.c -- see llm_http.h.
+ */
+#define _GNU_SOURCE   /* rand_r, usleep */
+#include "llm_http.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct llm_http_buf *b = arg;
+	size_t add = size * n;
+	/* a reply is tens of KB; 64 MB is no reply */
+	if (b->len + add > (64u << 20))
+		return 0;
+	b->s = xrealloc(b->s, b->len + add + 1);
+	memcpy(b->s + b->len, p, add);
+	b->len += add;
+	b->s[b->len] = 0;
+	return add;
+}
+
+CURL *llm_http_easy(const struct llm_request *rq, const char *body, double timeout_s,
+		    struct curl_slist **hdr, struct llm_http_buf *out, char *errbuf)
+{
+	char *url = llm_url(rq);
+	char **hl = llm_headers(rq);
+	for (char **p = hl; *p; p++)
+		*hdr = curl_slist_append(*hdr, *p);
+	llm_headers_free(hl);
+	CURL *h = curl_easy_init();
+	if (!h || !*hdr)
+		BUG("curl_easy_init");
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, *hdr);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 30000L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "pkb/" PKB_VERSION);
+	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+	errbuf[0] = 0;
+	free(url);
+	return h;
+}
+
+void llm_http_free_headers(struct curl_slist *hdr)
+{
+	/* the list holds the key */
+	for (struct curl_slist *l = hdr; l; l = l->next)
+		memset(l->data, 0, strlen(l->data));
+	curl_slist_free_all(hdr);
+}
+
+int llm_http_retryable(long status)
+{
+	return status == 408 || status == 409 || status == 429 || status >= 500;
+}
+
+double llm_http_retry_after(CURL *h)
+{
+	struct curl_header *hd = NULL;
+	if (curl_easy_header(h, "Retry-After", 0, CURLH_HEADER, -1, &hd) != CURLHE_OK || !hd)
+		return -1;
+	char *end;
+	double v = strtod(hd->value, &end);
+	if (end != hd->value && v >= 0)
+		return v;
+	time_t t = curl_getdate(hd->value, NULL);
+	return t < 0 ? -1 : fmax(0, difftime(t, time(NULL)));
+}
+
+double llm_http_backoff(double backoff_s, int attempt, double after, unsigned *rng)
+{
+	/* exponential backoff with jitter in [d/2, d), capped at 5 minutes;
+	 * the server's Retry-After is the least wait */
+	double d = fmin(300, backoff_s * pow(2, attempt - 1));
+	d = d / 2 + d / 2 * (rand_r(rng) / (RAND_MAX + 1.0));
+	if (after > d)
+		d = fmin(after, 3600);
+	return d;
+}
+
+int llm_http_post(const struct llm_request *rq, const char *body, double timeout_s, int retries,
+		  double backoff_s, double until_s, long *status, struct llm_http_buf *out,
+		  int *attempts, char *err, size_t n)
+{
+	unsigned rng = (unsigned)(now_ns() ^ (unsigned)getpid());
+	*attempts = 0;
+	for (;;) {
+		double t = timeout_s;
+		if (until_s > 0) {
+			double left = until_s - now_ns() / 1e9;
+			if (left <= 0) {
+				snprintf(err, n, "the time budget ran out");
+				return -1;
+			}
+			t = fmin(t, left);
+		}
+		struct curl_slist *hdr = NULL;
+		char cerr[CURL_ERROR_SIZE];
+		free(out->s);
+		out->s = NULL;
+		out->len = 0;
+		CURL *h = llm_http_easy(rq, body, t, &hdr, out, cerr);
+		CURLcode res = curl_easy_perform(h);
+		(*attempts)++;
+		*status = 0;
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+		double after = res == CURLE_OK ? llm_http_retry_after(h) : -1;
+		if (res != CURLE_OK)
+			snprintf(err, n, "%s", cerr[0] ? cerr : curl_easy_strerror(res));
+		else
+			snprintf(err, n, "HTTP %ld", *status);
+		curl_easy_cleanup(h);
+		llm_http_free_headers(hdr);
+		if (res == CURLE_OK && !llm_http_retryable(*status))
+			return 0;
+		if (*attempts > retries)
+			return res == CURLE_OK ? 0 : -1;
+		double d = llm_http_backoff(backoff_s, *attempts, after, &rng);
+		if (until_s > 0 && now_ns() / 1e9 + d >= until_s) {
+			snprintf(err + strlen(err), n - strlen(err), "; no time left in the budget to retry");
+			return res == CURLE_OK ? 0 : -1;
+		}
+		warning("%s; retry %d in %.1f s", err, *attempts, d);
+		usleep((useconds_t)(d * 1e6));
+	}
+}

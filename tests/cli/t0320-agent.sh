@@ -1,0 +1,222 @@
+#!/bin/bash
+# t0320-agent.sh -- pkb agent against a scripted loopback model
+# (llm_server.py, file:PATH actions) and pretend-GPU ranks (fake_rank: each
+# candidate names its own behaviour with pkb-fake-* strings): the feedback
+# of each verdict (nvcc's error, the mismatch's worst element and look, the
+# speedup, per-rank times and roofline, the symbol scan's refusal and rule,
+# each rank's phase), the best candidate kept, every budget, resume after
+# kill -9, --eval-cmd (stdout and {json}, no re-splitting), and the layout
+# pkb sweep reads.
+. "$(dirname "$0")/lib.sh"
+export PKB_RANK_CMD=$ROOT/build/tests/fake_rank
+unset PKB_FAKE_MODE PKB_FAKE_RANK_ONLY
+
+. "$(dirname "$0")/llm_lib.sh"
+# q EXPR: Python over the request log (reqs), the run R, its trajectory T
+# (problem 1) and answer record A; passes when true
+q() {
+	python3 - "$TMP/log" "$RUN" "$1" <<'PY'
+import glob, json, os, sys
+reqs = [json.loads(l) for l in open(sys.argv[1])]
+R = sys.argv[2]
+tp = f"{R}/agent/001/trajectory.jsonl"
+T = [json.loads(l) for l in open(tp)] if os.path.exists(tp) else []
+ap = f"{R}/replies/001/sample_0.json"
+A = json.load(open(ap)) if os.path.exists(ap) else {}
+def last_user(i): return reqs[i]["body"]["messages"][-1]["content"]
+def read(p): return open(p).read()
+ok = eval(sys.argv[3])
+if not ok:
+    print("T:", [(t["step"], t["verdict"], t["speedup"]) for t in T], file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+}
+check() { if q "$1"; then ok; else not_ok "$1"; fi; }
+
+# ---- the candidates: one per verdict ----------------------------------------
+C=$TMP/cands
+mkdir -p "$C"
+head_() { printf '#include "pkb.h"\nPKB_SOLUTION;\n'; }
+tail_() { printf 'extern "C" int pkb_init(pkb_ctx *c) { (void)c; return 0; }\nextern "C" int pkb_run(pkb_ctx *c) { (void)c; return 0; }\nextern "C" int pkb_fini(pkb_ctx *c) { (void)c; return 0; }\n'; }
+# a reply holding shell syntax: it only ever becomes file content
+{ head_; echo '// $(touch '"$TMP"'/pwned) `touch '"$TMP"'/pwned2`'; echo 'extern "C" int pkb_init(pkb_ctx *c) { return undefined_thing + c->rank; }'; } >"$C/s1_nocompile.cu"
+{ head_; echo 'extern "C" const char m[] = "pkb-fake-mode:mismatch pkb-fake-look:local_only";'; tail_; } >"$C/s2_mismatch.cu"
+{ head_; echo 'extern "C" const char m[] = "pkb-fake-mode:ok pkb-fake-us:4";'; tail_; } >"$C/s3_fast.cu"
+{ head_; echo 'extern "C" const char m[] = "pkb-fake-mode:ok pkb-fake-us:8";'; tail_; } >"$C/s4_slower.cu"
+{ head_; echo 'extern "C" int ncclAllReduce(const void *, void *, unsigned long, int, int, void *, void *);'
+  echo 'extern "C" int pkb_init(pkb_ctx *c) { (void)c; return 0; }'
+  echo 'extern "C" int pkb_run(pkb_ctx *c) { return ncclAllReduce(0, 0, 0, 0, 0, 0, c->stream); }'
+  echo 'extern "C" int pkb_fini(pkb_ctx *c) { (void)c; return 0; }'; } >"$C/s5_nccl.cu"
+{ head_; echo 'extern "C" const char m[] = "pkb-fake-mode:crash";'; tail_; } >"$C/s6_crash.cu"
+{ head_; echo 'extern "C" const char m[] = "pkb-fake-mode:hang";'; tail_; } >"$C/s7_hang.cu"
+{ head_; echo 'extern "C" const char m[] = "pkb-fake-mode:ok pkb-fake-us:1";'; tail_; } >"$C/s8_too_fast.cu"
+
+A_OPTS=(--model test-model --provider openai-compatible --gpus 4 --m 32 --trials 1 --iters 20 --backoff 0.05)
+agent() { "$PKB" agent 1 --base-url "http://127.0.0.1:$PORT/v1" "${A_OPTS[@]}" "$@"; }
+# in the background, $! the pkb process itself (for kill -9)
+agent_bg() { exec "$PKB" agent 1 --base-url "http://127.0.0.1:$PORT/v1" "${A_OPTS[@]}" "$@"; }
+
+# ---- the scripted conversation: no compile, mismatch, pass, slower ----------
+start_server "file:$C/s1_nocompile.cu" "file:$C/s2_mismatch.cu" "file:$C/s3_fast.cu" "file:$C/s4_slower.cu"
+RUN=$TMP/run1
+expect_exit 0 agent --steps 4 --run "$RUN"
+cp "$TMP/out" "$TMP/out1"
+expect_grep '^001_allreduce	steps 4	best step 3	pass	speedup 2.500x	stop steps$' "$TMP/out1"
+expect_grep '^agent: 001 step 2/4: mismatch' "$TMP/err"
+check 'len(reqs) == 4 and len(T) == 4'
+check '[t["verdict"] for t in T] == ["compile_error", "mismatch", "pass", "pass"]'
+check '[t["speedup"] for t in T] == [None, None, 2.5, 1.25]'
+check '[t["step"] for t in T] == [1, 2, 3, 4] and all(len(t["reply_sha256"]) == 64 for t in T)'
+check '[t["tokens_total"] for t in T] == [1050, 2100, 3150, 4200] and all(t["seconds"] > 0 for t in T)'
+check '[t["best_step"] for t in T] == [None, None, 3, 3]'
+# each request carries the whole conversation: system, prompt, then reply and feedback per step
+check '[len(r["body"]["messages"]) for r in reqs] == [2, 4, 6, 8]'
+check '[m["role"] for m in reqs[3]["body"]["messages"]] == ["system", "user", "assistant", "user", "assistant", "user", "assistant", "user"]'
+check 'reqs[1]["body"]["messages"][2]["content"] == "Here is the next version.\n\n```cuda\n" + read("'"$C"'/s1_nocompile.cu") + "```\n"'
+# the compile error: nvcc's own message with file:line, as candidate.cu
+check '"Step 1: compile_error." in last_user(1) and "nvcc" in last_user(1)'
+check '"candidate.cu(4): error: identifier \"undefined_thing\" is undefined" in last_user(1)'
+check '"/agent/" not in last_user(1)'
+# the mismatch: output, rank, worst element, count, look
+check '"trial 0, rank 0, output '"'"'out'"'"': 7 of 100 elements wrong; worst at flat index 3 [0,3]: expected 1.5, got 0" in last_user(2)'
+check '"local-only" in last_user(2) and "1 of 4 ranks wrong in trial 0" in last_user(2)'
+check 'last_user(2).count("7 of 100") == 1'
+# the pass: speedup, per-rank times, roofline with its bound
+check '"Speedup 2.500x against the reference: median 4.00 us against 10.00 us" in last_user(3)'
+check '"Per rank (median): rank 0 4.00 us, rank 1 4.00 us, rank 2 4.00 us, rank 3 4.00 us" in last_user(3)'
+check '"Roofline: the lower bound is 0.22 us on h200_4, interconnect-bound" in last_user(3)'
+check '"Best so far: step 3, 2.500x. Steps left: 1." in last_user(3)'
+check 'T[3]["feedback"].startswith("Step 4: pass.") and "Best so far: step 3, 2.500x" in T[3]["feedback"]'
+# the best candidate is kept, not the last
+check 'read(R + "/candidates/001/sample_0.cu") == read("'"$C"'/s3_fast.cu")'
+check 'A["agent"]["best_step"] == 3 and A["agent"]["stop"] == "steps" and A["outcome"] == "ok" and A["candidate"] == "candidates/001/sample_0.cu"'
+check 'A["tokens"] == 4200 and A["model"] == "test-model"'
+check 'read(R + "/agent/001/step_2.cu") == read("'"$C"'/s2_mismatch.cu")'
+check 'json.load(open(R + "/agent/001/step_3.eval.json"))["outcome"] == "pass"'
+check 'json.load(open(R + "/run.json"))["args"]["mode"] == "agent" and json.load(open(R + "/run.json"))["budgets"]["steps"] == 4'
+if [ -e "$TMP/pwned" ] || [ -e "$TMP/pwned2" ]; then not_ok "the model's text ran as a command"; else ok; fi
+
+# pkb sweep reads the agent's run as a generate run: one candidate, its answer
+expect_exit 0 "$PKB" sweep "$RUN" -g 2 --ngpus 2 --trials 1
+check '[json.loads(l)["key"].split("|")[1] for l in open(R + "/results.jsonl")] == ["sample_0"]'
+
+# already finished: nothing asked, same answer
+start_server
+expect_exit 0 agent --steps 4 --run "$RUN"
+check 'len(reqs) == 0 and len(T) == 4'
+# a raised --steps goes on from step 5 with the whole conversation
+start_server "file:$C/s3_fast.cu"
+expect_exit 0 agent --steps 5 --run "$RUN"
+check 'len(reqs) == 1 and len(reqs[0]["body"]["messages"]) == 10 and len(T) == 5'
+# another model is another run
+expect_exit 1 agent --steps 5 --run "$RUN" --dtype fp16
+expect_grep "started with other arguments" "$TMP/err"
+
+# ---- budgets ------------------------------------------------------------------
+# tokens: 1050 a step, 2000 allowed: two steps; no correct candidate: exit 12
+start_server "file:$C/s1_nocompile.cu" "file:$C/s2_mismatch.cu" "file:$C/s3_fast.cu"
+RUN=$TMP/run_tok
+expect_exit 12 agent --steps 10 --budget-tokens 2000 --run "$RUN"
+check 'len(T) == 2 and A["agent"]["stop"] == "budget_tokens" and A["agent"]["best_step"] is None'
+check 'A["candidate"] == "candidates/001/sample_0.cu" and A["agent"]["answer_step"] == 2'
+expect_grep 'stop budget_tokens$' "$TMP/out"
+# target speedup: stops at the first candidate 2x faster
+start_server "file:$C/s1_nocompile.cu" "file:$C/s3_fast.cu" "file:$C/s4_slower.cu"
+RUN=$TMP/run_target
+expect_exit 0 agent --steps 10 --target-speedup 2 --run "$RUN"
+check 'len(T) == 2 and len(reqs) == 2 and A["agent"]["stop"] == "target_speedup"'
+# seconds: replies take 1.5 s, 2.5 s allowed: the second request is cut at the budget
+start_server "slow:1.5" "slow:1.5" "slow:1.5" "slow:1.5"
+RUN=$TMP/run_time
+t0=$(date +%s.%N)
+expect_exit 12 agent --steps 10 --budget-s 2.5 --run "$RUN"
+t1=$(date +%s.%N)
+check 'len(T) == 1 and A["agent"]["stop"] == "budget_s" and T[0]["verdict"] == "compile_error"'
+if python3 -c "import sys; sys.exit(0 if $t1 - $t0 < 6 else 1)"; then ok; else not_ok "the time budget did not stop the loop in time"; fi
+# steps: a budget of 1
+start_server "file:$C/s2_mismatch.cu"
+RUN=$TMP/run_steps
+expect_exit 12 agent --steps 1 --run "$RUN"
+check 'len(T) == 1 and A["agent"]["stop"] == "steps" and A["agent"]["last_verdict"] == "mismatch"'
+
+# no code, a reply cut at the limit, a time below the roofline: said, not kept
+start_server nocode trunc "file:$C/s8_too_fast.cu"
+RUN=$TMP/run_nocode
+expect_exit 12 agent --steps 3 --m 1024 --run "$RUN"
+check '[t["verdict"] for t in T] == ["no_code", "truncated", "flagged"] and T[0]["candidate"] is None'
+check '"no fenced code block" in last_user(1) and "stopped at the token limit (50 tokens)" in last_user(2)'
+check '"the time is not trusted" in T[2]["feedback"] and "below the hardware" in T[2]["feedback"]'
+check 'A["agent"]["best_step"] is None and A["agent"]["answer_step"] == 3'
+
+# ---- kill -9 mid-run, then resume from the last finished step ---------------
+start_server "file:$C/s1_nocompile.cu" "file:$C/s2_mismatch.cu" stall
+RUN=$TMP/run_kill
+(agent_bg --steps 4 --run "$RUN" >"$TMP/kout" 2>"$TMP/kerr") &
+APID=$!
+for _ in $(seq 300); do [ "$(wc -l <"$TMP/log")" -ge 3 ] && break; sleep 0.1; done
+kill -9 $APID; wait $APID 2>/dev/null
+check 'len(T) == 2 and not os.path.exists(R + "/agent/001/step_3.reply.json")'
+start_server "file:$C/s3_fast.cu" "file:$C/s4_slower.cu"
+expect_exit 0 agent --steps 4 --run "$RUN"
+check 'len(reqs) == 2 and [t["step"] for t in T] == [1, 2, 3, 4]'
+check 'len(reqs[0]["body"]["messages"]) == 6 and "7 of 100 elements wrong" in last_user(0)'
+check '[t["verdict"] for t in T] == ["compile_error", "mismatch", "pass", "pass"] and A["agent"]["best_step"] == 3'
+# killed after the reply came, before its line (torn in write()): the
+# reply is evaluated, not asked again, and the line starts on its own
+head -n 3 "$RUN/agent/001/trajectory.jsonl" >"$TMP/t3" && cp "$TMP/t3" "$RUN/agent/001/trajectory.jsonl"
+printf '{"step": 4, "tok' >>"$RUN/agent/001/trajectory.jsonl"
+start_server
+expect_exit 0 agent --steps 4 --run "$RUN"
+check 'len(reqs) == 0 and len(T) == 4 and T[3]["verdict"] == "pass" and T[3]["speedup"] == 1.25'
+expect_grep "torn last line" "$TMP/err"
+check 'A["agent"]["steps"] == 4 and A["agent"]["best_step"] == 3'
+# a second agent on the same run is refused while one holds it
+start_server stall
+(agent_bg --steps 6 --run "$RUN" >/dev/null 2>&1) &
+APID=$!
+for _ in $(seq 100); do [ -s "$TMP/log" ] && break; sleep 0.1; done
+expect_exit 1 agent --steps 6 --run "$RUN"
+expect_grep "is using the run" "$TMP/err"
+kill -9 $APID; wait $APID 2>/dev/null
+
+# ---- the other verdicts' feedback: refusal, crash, timeout (through --eval-cmd) --
+FAKE=$ROOT/build/tests/fake_rank
+start_server "file:$C/s5_nccl.cu" "file:$C/s6_crash.cu" "file:$C/s7_hang.cu" "file:$C/s3_fast.cu"
+RUN="$TMP/run eval cmd"
+expect_exit 0 agent --steps 4 --run "$RUN" --eval-cmd "env PKB_RANK_CMD=$FAKE '$PKB' eval {id} {file} --gpus {gpus} --m {m} --trials {trials} --measure-perf --iters 20 --deadline trial=1 -q --json -"
+check '[t["verdict"] for t in T] == ["load_refused", "runtime_error", "timeout", "pass"]'
+check '"uses '"'"'ncclAllReduce'"'"', which the cuda backend forbids" in last_user(1) and "The cuda backend'"'"'s rule: no NCCL" in last_user(1)'
+check '"killed by signal 11" in last_user(2) and "reached phase '"'"'trial 0: candidate'"'"'" in last_user(2)'
+check '"passed its 1 s deadline" in last_user(3) and "- rank 1 reached phase" in last_user(3)'
+check 'T[3]["speedup"] == 2.5 and json.load(open(R + "/agent/001/step_4.eval.json"))["outcome"] == "pass"'
+# {json}: the result read from that file; the path with spaces stays one word
+start_server "file:$C/s3_fast.cu"
+RUN="$TMP/run json slot"
+expect_exit 0 agent --steps 1 --run "$RUN" --eval-cmd "env PKB_RANK_CMD=$FAKE $PKB eval {id} {file} --gpus {gpus} --m {m} --trials 1 --measure-perf --iters 20 -q --json {json}"
+check 'T[0]["verdict"] == "pass" and T[0]["speedup"] == 2.5'
+# a command that gives no result: said, exit 9, the step not recorded
+start_server "file:$C/s3_fast.cu"
+RUN=$TMP/run_noresult
+expect_exit 9 agent --steps 2 --run "$RUN" --eval-cmd "sh -c 'echo no json here; exit 3'"
+expect_grep "gave no result" "$TMP/err"
+check 'len(T) == 0 and os.path.exists(R + "/agent/001/step_1.reply.json")'
+# the key is not in the evaluation's environment (nor in the run)
+start_server "file:$C/s3_fast.cu"
+RUN=$TMP/run_env
+OPENAI_API_KEY=sk-test-must-not-leak expect_exit 9 agent --steps 1 --run "$RUN" --eval-cmd "sh -c 'env > \"\$0\"' {run}/env.txt"
+expect_grep '^PATH=' "$RUN/env.txt"
+check 'reqs[0]["headers"]["authorization"] == "Bearer sk-test-must-not-leak"'
+if grep -rq "must-not-leak" "$RUN"; then not_ok "the key reached the run or the evaluation"; else ok; fi
+# templates: an unknown slot, command substitution
+expect_exit 2 agent --steps 1 --run "$TMP/r_bad" --eval-cmd "pkb eval {id} {bogus}"
+expect_grep "unknown slot '\{bogus\}'" "$TMP/err"
+expect_exit 2 agent --steps 1 --run "$TMP/r_bad" --eval-cmd 'pkb eval {id} $(touch x)'
+expect_grep "command substitution" "$TMP/err"
+# usage
+expect_exit 2 "$PKB" agent 1 --provider openai
+expect_exit 2 "$PKB" agent 1 --model m --provider nosuch
+expect_exit 2 "$PKB" agent 1 --model m --provider openai --steps 0
+expect_exit 0 "$PKB" agent -h
+expect_grep "target-speedup" "$TMP/out"
+stop_server
+done_testing
