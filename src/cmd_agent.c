@@ -31,7 +31,6 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -41,7 +40,7 @@
 #include <unistd.h>
 #include <wordexp.h>
 
-static const char usage[] =
+static const char head[] =
 "usage: pkb agent SPEC --model M --provider P [--steps N] [--budget-s S]\n"
 "                 [--budget-tokens T] [--target-speedup X] [--run DIR]\n"
 "                 [--eval-cmd TEMPLATE] [options]\n"
@@ -50,40 +49,40 @@ static const char usage[] =
 "conversation with model M: each reply is a whole candidate file, each answer\n"
 "what pkb eval found in it. The best correct candidate is kept\n"
 "(docs/AGENT.md). Run the same command again to go on after a kill.\n"
+"\n";
+static const char tail[] =
 "\n"
-"      --model M          the provider's model name\n"
-"      --provider P       openai | together | openai-compatible | anthropic | gemini\n"
-"      --base-url URL     the API root (required for openai-compatible)\n"
-"      --steps N          replies per problem, at most (default 8)\n"
-"      --budget-s S       seconds per problem (model and evaluation), at most\n"
-"      --budget-tokens T  tokens per problem (in + out, every request), at most\n"
-"      --target-speedup X stop at a correct candidate this much faster\n"
-"      --run DIR          the run directory (default runs/agent-<provider>-<model>)\n"
-"      --eval-cmd TEMPLATE  evaluate with this command instead of a local\n"
-"                         `pkb eval`: its words (split as the shell would, no\n"
-"                         command substitution) with {id} {name} {file} {json}\n"
-"                         {gpus} {m} {n} {dtype} {trials} {backend} {step} {run}\n"
-"                         replaced; the candidate is also on its stdin; the\n"
-"                         result is eval's JSON, read from {json} or stdout\n"
-"      --eval-timeout S   kill an evaluation after S seconds (default 1800)\n"
-"  -t, --trials K         trials per evaluation (default 3)\n"
-"      --iters N, --warmup N  timed and warmup calls (eval's defaults: 100, 500)\n"
-"      --temperature T    sampling temperature (default: the provider's own)\n"
-"      --max-tokens N     reply length limit (default 16384)\n"
-"      --timeout S        seconds per request (default 600)\n"
-"      --retries N        retries of a request on 429, 5xx, network errors (default 6)\n"
-"      --backoff S        first retry delay in seconds, doubled each retry (default 2)\n"
-"      --block B          which code block: last (default) | first | N\n"
-"      --force            go on in a run whose run.json has other arguments\n"
-"      --backend B        cuda (default) | nccl-device\n"
-"  -d, --dtype T, -g, --gpus W, --m M, --n N, --hw NAME, --template FILE\n"
-"                         the instance, as `pkb prompt` takes them (also\n"
-"                         passed to eval; --hw only when given)\n"
-"  -q, --quiet            no progress on stderr\n"
+"The instance (--backend ... --template) is also passed to eval (--hw only\n"
+"when given).\n"
 "\n"
 "exit status: 0 a correct candidate for every problem, 12 not for some,\n"
 "10 the API refused, 11 a request failed after its retries (run again),\n"
 "9 the evaluation gave no result (docs/EXIT_CODES.md)\n";
+
+enum { O_STEPS = 1000, O_BUDGET_S, O_BUDGET_T, O_TARGET, O_RUN, O_EVALCMD, O_EVALTO, O_ITERS,
+       O_WARMUP, O_FORCE };
+static const struct opt agent_opts[] = {
+	{ O_STEPS, "steps", "N", "replies per problem, at most (default 8)" },
+	{ O_BUDGET_S, "budget-s", "S", "seconds per problem (model and evaluation), at most" },
+	{ O_BUDGET_T, "budget-tokens", "T", "tokens per problem (in + out, every request), at most" },
+	{ O_TARGET, "target-speedup", "X", "stop at a correct candidate this much faster" },
+	{ O_RUN, "run", "DIR", "the run directory (default\n"
+			       "runs/agent-<provider>-<model>)" },
+	{ O_EVALCMD, "eval-cmd", "TEMPLATE", "evaluate with this command instead of a local\n"
+					     "`pkb eval`: its words (split as the shell would, no\n"
+					     "command substitution) with {id} {name} {file} {json}\n"
+					     "{gpus} {m} {n} {dtype} {trials} {backend} {step} {run}\n"
+					     "replaced; the candidate is also on its stdin; the\n"
+					     "result is eval's JSON, read from {json} or stdout" },
+	{ O_EVALTO, "eval-timeout", "S", "kill an evaluation after S seconds (default 1800)" },
+	{ 't', "trials", "K", "trials per evaluation (default 3)" },
+	{ O_ITERS, "iters", "N", "timed calls per evaluation (eval's default: 100)" },
+	{ O_WARMUP, "warmup", "N", "warmup calls per evaluation (eval's default: 500)" },
+	{ O_FORCE, "force", NULL, "go on in a run whose run.json has other arguments" },
+	{ 'q', "quiet", NULL, "no progress on stderr" },
+	OPTS_END,
+};
+static const struct opt *const tables[] = { llm_opts_table, agent_opts, prompt_opts_table, NULL };
 
 /* ---- the run ---------------------------------------------------------------- */
 
@@ -401,10 +400,10 @@ static json_t *evaluate(const struct agent *a, const struct conv *c, int step, d
 		if (!json_is_object(r) || !json_is_string(json_object_get(r, "outcome"))) {
 			json_decref(r);
 			r = NULL;
-			char tail[700];
-			log_tail(log, tail, sizeof tail);
+			char last[700];
+			log_tail(log, last, sizeof last);
 			snprintf(why, n, "the evaluation (exit %d) gave no result%s%s", rc,
-				 tail[0] ? ": " : "", tail);
+				 last[0] ? ": " : "", last);
 		} else if (!a->json_word) {
 			/* keep what came back beside the local kind */
 			rundir_write_json(res, r);
@@ -1113,75 +1112,27 @@ static int num_arg(const char *opt, const char *s, double lo, double *out)
 
 int cmd_agent(int argc, char **argv)
 {
-	enum { O_MODEL = 1000, O_PROVIDER, O_BASE, O_STEPS, O_BUDGET_S, O_BUDGET_T, O_TARGET,
-	       O_RUN, O_EVALCMD, O_EVALTO, O_ITERS, O_WARMUP, O_TEMP, O_MAXTOK, O_TIMEOUT,
-	       O_RETRIES, O_BACKOFF, O_BLOCK, O_FORCE, O_BACKEND, O_M, O_N, O_HW, O_TEMPLATE };
-	static const struct option longopts[] = {
-		{ "model", required_argument, NULL, O_MODEL },
-		{ "provider", required_argument, NULL, O_PROVIDER },
-		{ "base-url", required_argument, NULL, O_BASE },
-		{ "steps", required_argument, NULL, O_STEPS },
-		{ "budget-s", required_argument, NULL, O_BUDGET_S },
-		{ "budget-tokens", required_argument, NULL, O_BUDGET_T },
-		{ "target-speedup", required_argument, NULL, O_TARGET },
-		{ "run", required_argument, NULL, O_RUN },
-		{ "eval-cmd", required_argument, NULL, O_EVALCMD },
-		{ "eval-timeout", required_argument, NULL, O_EVALTO },
-		{ "trials", required_argument, NULL, 't' },
-		{ "iters", required_argument, NULL, O_ITERS },
-		{ "warmup", required_argument, NULL, O_WARMUP },
-		{ "temperature", required_argument, NULL, O_TEMP },
-		{ "max-tokens", required_argument, NULL, O_MAXTOK },
-		{ "timeout", required_argument, NULL, O_TIMEOUT },
-		{ "retries", required_argument, NULL, O_RETRIES },
-		{ "backoff", required_argument, NULL, O_BACKOFF },
-		{ "block", required_argument, NULL, O_BLOCK },
-		{ "force", no_argument, NULL, O_FORCE },
-		{ "backend", required_argument, NULL, O_BACKEND },
-		{ "dtype", required_argument, NULL, 'd' },
-		{ "gpus", required_argument, NULL, 'g' },
-		{ "m", required_argument, NULL, O_M },
-		{ "n", required_argument, NULL, O_N },
-		{ "hw", required_argument, NULL, O_HW },
-		{ "template", required_argument, NULL, O_TEMPLATE },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct agent a = { .max_tokens = 16384, .retries = 6, .temperature = -1, .timeout_s = 600,
-			   .backoff_s = 2, .steps = 8, .eval_timeout_s = 1800, .trials = 3,
-			   .po = { .backend = "cuda", .world = 4, .m = 1024, .n = 1024,
-				   .dtype = "bf16", .hw = "h100_8" } };
-	const char *provider = NULL, *block = "last";
+	struct llm_cli l = LLM_CLI_DEFAULTS;
+	struct agent a = { .steps = 8, .eval_timeout_s = 1800, .trials = 3,
+			   .po = PROMPT_OPTS_DEFAULTS };
 	int force = 0, o;
 	double v;
-	optind = 1;
-	while ((o = getopt_long(argc, argv, "t:d:g:qh", longopts, NULL)) != -1) {
+	struct opts_parser P;
+	opts_init(&P, tables);
+	while ((o = opts_next(&P, argc, argv)) != -1) {
+		if (o == PROMPT_OPT_HW)
+			a.hw_eval = optarg;   /* passed on to eval only when given */
+		int r = llm_cli_opt(&l, o, optarg);
+		r = r ? r : prompt_opt(&a.po, o, optarg);
+		if (r < 0)
+			return PKB_EXIT_USAGE;
+		if (r)
+			continue;
 		switch (o) {
-		case O_MODEL: a.model = optarg; break;
-		case O_PROVIDER: provider = optarg; break;
-		case O_BASE: a.base_url = optarg; break;
 		case O_RUN: a.run_dir = optarg; break;
 		case O_EVALCMD: a.eval_cmd = optarg; break;
-		case O_BLOCK: block = optarg; break;
 		case O_FORCE: force = 1; break;
-		case O_BACKEND: a.po.backend = optarg; break;
-		case O_HW: a.po.hw = a.hw_eval = optarg; break;
-		case O_TEMPLATE: a.po.template_path = optarg; break;
-		case 'd': a.po.dtype = optarg; break;
 		case 'q': a.quiet = 1; break;
-		case O_TEMP:
-			if (num_arg("temperature", optarg, 0, &a.temperature) < 0)
-				return PKB_EXIT_USAGE;
-			break;
-		case O_TIMEOUT:
-			if (num_arg("timeout", optarg, 0.001, &a.timeout_s) < 0)
-				return PKB_EXIT_USAGE;
-			break;
-		case O_BACKOFF:
-			if (num_arg("backoff", optarg, 0, &a.backoff_s) < 0)
-				return PKB_EXIT_USAGE;
-			break;
 		case O_BUDGET_S:
 			if (num_arg("budget-s", optarg, 0.001, &a.budget_s) < 0)
 				return PKB_EXIT_USAGE;
@@ -1201,13 +1152,10 @@ int cmd_agent(int argc, char **argv)
 			}
 			a.budget_tokens = (long long)v;
 			break;
-		case 't': case O_STEPS: case O_ITERS: case O_WARMUP: case O_MAXTOK: case O_RETRIES:
-		case 'g': case O_M: case O_N: {
+		case 't': case O_STEPS: case O_ITERS: case O_WARMUP: {
 			const char *name = o == 't' ? "trials" : o == O_STEPS ? "steps"
-					 : o == O_ITERS ? "iters" : o == O_WARMUP ? "warmup"
-					 : o == O_MAXTOK ? "max-tokens" : o == O_RETRIES ? "retries"
-					 : o == 'g' ? "gpus" : o == O_M ? "m" : "n";
-			if (num_arg(name, optarg, o == O_RETRIES || o == O_WARMUP ? 0 : 1, &v) < 0 ||
+					 : o == O_ITERS ? "iters" : "warmup";
+			if (num_arg(name, optarg, o == O_WARMUP ? 0 : 1, &v) < 0 ||
 			    v != floor(v) || v > INT_MAX) {
 				error("--%s takes a whole number", name);
 				return PKB_EXIT_USAGE;
@@ -1215,31 +1163,34 @@ int cmd_agent(int argc, char **argv)
 			if (o == 't') a.trials = (int)v;
 			else if (o == O_STEPS) a.steps = (int)v;
 			else if (o == O_ITERS) a.iters = (int)v;
-			else if (o == O_WARMUP) a.warmup = (int)v;
-			else if (o == O_MAXTOK) a.max_tokens = (int)v;
-			else if (o == O_RETRIES) a.retries = (int)v;
-			else if (o == 'g') a.po.world = (int)v;
-			else if (o == O_M) a.po.m = (long long)v;
-			else a.po.n = (long long)v;
+			else a.warmup = (int)v;
 			break;
 		}
 		case 'h':
-			fputs(usage, stdout);
+			opts_usage(stdout, head, tables, tail);
 			return 0;
 		default:
-			fputs(usage, stderr);
+			opts_usage(stderr, head, tables, tail);
 			return PKB_EXIT_USAGE;
 		}
 	}
+	a.model = l.model;
+	a.base_url = l.base_url;
+	a.temperature = l.temperature;
+	a.timeout_s = l.timeout_s;
+	a.backoff_s = l.backoff_s;
+	a.max_tokens = l.max_tokens;
+	a.retries = l.retries;
+	const char *provider = l.provider, *block = l.block;
 	if (argc - optind != 1) {
 		error(argc - optind ? "agent takes one problem SPEC" : "agent needs a problem");
-		fputs(usage, stderr);
+		opts_usage(stderr, head, tables, tail);
 		return PKB_EXIT_USAGE;
 	}
 	const char *spec = argv[optind];
 	if (!a.model || !provider) {
 		error("agent needs --model and --provider");
-		fputs(usage, stderr);
+		opts_usage(stderr, head, tables, tail);
 		return PKB_EXIT_USAGE;
 	}
 	a.prov = llm_provider_find(provider);

@@ -26,7 +26,6 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -36,32 +35,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char usage[] =
-"usage: pkb generate --model M --provider P --problems SPEC [-k K] [--temperature T]\n"
-"                    [--max-tokens N] [-j J] [--run DIR] [options]\n"
+static const char head[] =
+"usage: pkb generate --model M --provider P --problems SPEC [-k K] [-j J]\n"
+"                    [--run DIR] [options]\n"
 "\n"
 "Ask model M for K candidates of every problem in SPEC and write them to DIR\n"
 "(docs/GENERATE.md). Re-run with the same arguments to fetch what is missing.\n"
-"\n"
-"      --model M          the provider's model name\n"
-"      --provider P       openai | together | openai-compatible | anthropic | gemini\n"
-"      --base-url URL     the API root (required for openai-compatible, e.g.\n"
-"                         http://localhost:8000/v1 for vLLM)\n"
-"      --problems SPEC    all | ids and ranges (1-8,13) | names | a category\n"
-"  -k K                   samples per problem (default 1)\n"
-"      --temperature T    sampling temperature (default: the provider's own)\n"
-"      --max-tokens N     reply length limit (default 16384)\n"
-"  -j J                   requests in flight (default 4)\n"
-"      --run DIR          the run directory (default runs/gen-<provider>-<model>)\n"
-"      --block B          which code block: last (default) | first | N\n"
-"      --timeout S        seconds per request (default 600)\n"
-"      --retries N        retries of a request on 429, 5xx, network errors (default 6)\n"
-"      --backoff S        first retry delay in seconds, doubled each retry (default 2)\n"
-"      --force            go on in a run whose run.json has other arguments\n"
-"      --backend B        cuda (default) | nccl-device\n"
-"  -d, --dtype T, -g, --gpus W, --m M, --n N, --hw NAME, --template FILE\n"
-"                         the prompt's instance, as `pkb prompt` takes them\n"
-"  -q, --quiet            no progress on stderr\n";
+"\n";
+
+enum { O_PROBLEMS = 1000, O_RUN, O_FORCE };
+static const struct opt gen_opts[] = {
+	{ O_PROBLEMS, "problems", "SPEC", "all | ids and ranges (1-8,13) | names | a category" },
+	{ 'k', "k", "K", "samples per problem (default 1)" },
+	{ 'j', "j", "J", "requests in flight (default 4)" },
+	{ O_RUN, "run", "DIR", "the run directory (default runs/gen-<provider>-<model>)" },
+	{ O_FORCE, "force", NULL, "go on in a run whose run.json has other arguments" },
+	{ 'q', "quiet", NULL, "no progress on stderr" },
+	OPTS_END,
+};
+/* the request's options, the prompt's instance (as `pkb prompt` takes it),
+ * then generate's own */
+static const struct opt *const tables[] = { llm_opts_table, prompt_opts_table, gen_opts, NULL };
 
 /* ---- the run ---------------------------------------------------------------- */
 
@@ -417,99 +411,57 @@ static int num_arg(const char *opt, const char *s, double lo, double *out)
 
 int cmd_generate(int argc, char **argv)
 {
-	enum { O_MODEL = 1000, O_PROVIDER, O_BASE, O_PROBLEMS, O_TEMP, O_MAXTOK, O_RUN, O_BLOCK,
-	       O_TIMEOUT, O_RETRIES, O_BACKOFF, O_FORCE, O_BACKEND, O_M, O_N, O_HW, O_TEMPLATE };
-	static const struct option longopts[] = {
-		{ "model", required_argument, NULL, O_MODEL },
-		{ "provider", required_argument, NULL, O_PROVIDER },
-		{ "base-url", required_argument, NULL, O_BASE },
-		{ "problems", required_argument, NULL, O_PROBLEMS },
-		{ "temperature", required_argument, NULL, O_TEMP },
-		{ "max-tokens", required_argument, NULL, O_MAXTOK },
-		{ "run", required_argument, NULL, O_RUN },
-		{ "block", required_argument, NULL, O_BLOCK },
-		{ "timeout", required_argument, NULL, O_TIMEOUT },
-		{ "retries", required_argument, NULL, O_RETRIES },
-		{ "backoff", required_argument, NULL, O_BACKOFF },
-		{ "force", no_argument, NULL, O_FORCE },
-		{ "backend", required_argument, NULL, O_BACKEND },
-		{ "dtype", required_argument, NULL, 'd' },
-		{ "gpus", required_argument, NULL, 'g' },
-		{ "m", required_argument, NULL, O_M },
-		{ "n", required_argument, NULL, O_N },
-		{ "hw", required_argument, NULL, O_HW },
-		{ "template", required_argument, NULL, O_TEMPLATE },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct gen g = { .k = 1, .max_tokens = 16384, .j = 4, .retries = 6, .temperature = -1,
-			 .timeout_s = 600, .backoff_s = 2 };
-	struct prompt_opts po = { .backend = "cuda", .world = 4, .m = 1024, .n = 1024,
-				  .dtype = "bf16", .hw = "h100_8" };
-	const char *provider = NULL, *spec = NULL, *block = "last";
+	struct llm_cli l = LLM_CLI_DEFAULTS;
+	struct gen g = { .k = 1, .j = 4 };
+	struct prompt_opts po = PROMPT_OPTS_DEFAULTS;
+	const char *spec = NULL;
 	int force = 0, c;
 	double v;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "k:j:d:g:qh", longopts, NULL)) != -1) {
+	struct opts_parser P;
+	opts_init(&P, tables);
+	while ((c = opts_next(&P, argc, argv)) != -1) {
+		int r = llm_cli_opt(&l, c, optarg);
+		r = r ? r : prompt_opt(&po, c, optarg);
+		if (r < 0)
+			return PKB_EXIT_USAGE;
+		if (r)
+			continue;
 		switch (c) {
-		case O_MODEL: g.model = optarg; break;
-		case O_PROVIDER: provider = optarg; break;
-		case O_BASE: g.base_url = optarg; break;
 		case O_PROBLEMS: spec = optarg; break;
 		case O_RUN: g.run_dir = optarg; break;
-		case O_BLOCK: block = optarg; break;
 		case O_FORCE: force = 1; break;
-		case O_BACKEND: po.backend = optarg; break;
-		case O_HW: po.hw = optarg; break;
-		case O_TEMPLATE: po.template_path = optarg; break;
-		case 'd': po.dtype = optarg; break;
 		case 'q': g.quiet = 1; break;
-		case O_TEMP:
-			if (num_arg("temperature", optarg, 0, &g.temperature) < 0)
-				return PKB_EXIT_USAGE;
-			break;
-		case O_TIMEOUT:
-			if (num_arg("timeout", optarg, 0.001, &g.timeout_s) < 0)
-				return PKB_EXIT_USAGE;
-			break;
-		case O_BACKOFF:
-			if (num_arg("backoff", optarg, 0, &g.backoff_s) < 0)
-				return PKB_EXIT_USAGE;
-			break;
-		case 'k': case 'j': case O_MAXTOK: case O_RETRIES: case 'g': case O_M: case O_N: {
-			const char *name = c == 'k' ? "k" : c == 'j' ? "j" : c == O_MAXTOK ? "max-tokens"
-					 : c == O_RETRIES ? "retries" : c == 'g' ? "gpus"
-					 : c == O_M ? "m" : "n";
-			if (num_arg(name, optarg, c == O_RETRIES ? 0 : 1, &v) < 0 || v != floor(v) ||
+		case 'k': case 'j':
+			if (num_arg(c == 'k' ? "k" : "j", optarg, 1, &v) < 0 || v != floor(v) ||
 			    v > INT_MAX) {
-				error("--%s takes a whole number", name);
+				error("--%s takes a whole number", c == 'k' ? "k" : "j");
 				return PKB_EXIT_USAGE;
 			}
-			if (c == 'k') g.k = (int)v;
-			else if (c == 'j') g.j = (int)v;
-			else if (c == O_MAXTOK) g.max_tokens = (int)v;
-			else if (c == O_RETRIES) g.retries = (int)v;
-			else if (c == 'g') po.world = (int)v;
-			else if (c == O_M) po.m = (long long)v;
-			else po.n = (long long)v;
+			*(c == 'k' ? &g.k : &g.j) = (int)v;
 			break;
-		}
 		case 'h':
-			fputs(usage, stdout);
+			opts_usage(stdout, head, tables, NULL);
 			return 0;
 		default:
-			fputs(usage, stderr);
+			opts_usage(stderr, head, tables, NULL);
 			return PKB_EXIT_USAGE;
 		}
 	}
+	g.model = l.model;
+	g.base_url = l.base_url;
+	g.temperature = l.temperature;
+	g.timeout_s = l.timeout_s;
+	g.backoff_s = l.backoff_s;
+	g.max_tokens = l.max_tokens;
+	g.retries = l.retries;
+	const char *provider = l.provider, *block = l.block;
 	if (optind != argc) {
 		error("generate takes no operand ('%s')", argv[optind]);
 		return PKB_EXIT_USAGE;
 	}
 	if (!g.model || !provider || !spec) {
 		error("generate needs --model, --provider and --problems");
-		fputs(usage, stderr);
+		opts_usage(stderr, head, tables, NULL);
 		return PKB_EXIT_USAGE;
 	}
 	g.prov = llm_provider_find(provider);

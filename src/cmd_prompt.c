@@ -21,57 +21,27 @@ static const char head[] =
 "the template (default prompts/<backend>.txt) and the problem (docs/GENERATE.md).\n"
 "\n";
 
-enum { OPT_BACKEND = 1000, OPT_M, OPT_N, OPT_HW, OPT_TEMPLATE, OPT_JSON };
-static const struct opt prompt_opts[] = {
-	{ OPT_BACKEND, "backend", "B", "cuda (default) | nccl-device" },
-	{ 'd', "dtype", "T", "bf16 (default) | fp16 | fp32" },
-	{ 'g', "gpus", "W", "world size (default 4)" },
-	{ OPT_M, "m", "M", "base shape: rows (default 1024)" },
-	{ OPT_N, "n", "N", "base shape: columns (default 1024)" },
-	{ OPT_HW, "hw", "NAME", "the machine whose numbers the prompt gives (default\n"
-				"h100_8)" },
-	{ OPT_TEMPLATE, "template", "FILE", "another template" },
+enum { OPT_JSON = 1000 };
+static const struct opt prompt_own[] = {
 	{ OPT_JSON, "json", NULL, "the messages and hashes as one JSON object" },
 	OPTS_END,
 };
-static const struct opt *const tables[] = { prompt_opts, NULL };
-
-/* a positive integer option, or -1 */
-static long long pos_arg(const char *opt, const char *s)
-{
-	char *end;
-	long long v = strtoll(s, &end, 10);
-	if (end == s || *end || v <= 0) {
-		error("--%s takes a positive integer, not '%s'", opt, s);
-		return -1;
-	}
-	return v;
-}
+static const struct opt *const tables[] = { prompt_opts_table, prompt_own, NULL };
 
 int cmd_prompt(int argc, char **argv)
 {
-	struct prompt_opts o = { .backend = "cuda", .world = 4, .m = 1024, .n = 1024,
-				 .dtype = "bf16", .hw = "h100_8" };
+	struct prompt_opts o = PROMPT_OPTS_DEFAULTS;
 	int json = 0, c;
-	long long v;
 	struct opts_parser P;
 	opts_init(&P, tables);
 	while ((c = opts_next(&P, argc, argv)) != -1) {
+		int r = prompt_opt(&o, c, optarg);
+		if (r < 0)
+			return PKB_EXIT_USAGE;
+		if (r)
+			continue;
 		switch (c) {
-		case OPT_BACKEND: o.backend = optarg; break;
-		case 'd': o.dtype = optarg; break;
-		case OPT_HW: o.hw = optarg; break;
-		case OPT_TEMPLATE: o.template_path = optarg; break;
 		case OPT_JSON: json = 1; break;
-		case 'g': case OPT_M: case OPT_N:
-			v = pos_arg(c == 'g' ? "gpus" : c == OPT_M ? "m" : "n", optarg);
-			if (v < 0)
-				return PKB_EXIT_USAGE;
-			if (c == 'g')
-				o.world = (int)v;
-			else
-				*(c == OPT_M ? &o.m : &o.n) = v;
-			break;
 		case 'h':
 			opts_usage(stdout, head, tables, NULL);
 			return 0;

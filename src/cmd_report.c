@@ -8,26 +8,28 @@
 #include "cmds.h"
 #include "exitcode.h"
 #include "summary.h"
+#include "opts.h"
 #include "util.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
+static const char head[] =
 "usage: pkb report RUN... -o FILE.html [options]\n"
 "\n"
 "Write one self-contained HTML page of the runs: the summary table, each\n"
 "run's fast_p curve, fast_1 per category, failure modes, and per problem the\n"
 "best candidate's verdict, speedup and roofline fraction with links to its\n"
 "source and log. The numbers are pkb score's.\n"
-"\n"
-"  -o, --out FILE         the page (required)\n"
-"  -p, --p LIST           fast_p thresholds besides 0,0.5,1,1.5,2\n"
-"  -k, --k K              pass@k for k = 1..K (default 5)\n"
-"  -h, --help\n";
+"\n";
+
+static const struct opt report_opts[] = {
+	{ 'o', "out", "FILE", "the page (required)" },
+	OPTS_END,
+};
+static const struct opt *const tables[] = { report_opts, score_opts_pk, NULL };
 
 /* one colour per run and per outcome (pass green, failures warm to grey) */
 static const char *const run_colour[] = { "#1f77b4", "#d62728", "#2ca02c", "#9467bd",
@@ -280,34 +282,25 @@ static void problem_table(FILE *f, const struct sum_run *r, int idx)
 
 int cmd_report(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "out", required_argument, NULL, 'o' },
-		{ "p", required_argument, NULL, 'p' },
-		{ "k", required_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	const char *out = NULL, *plist = NULL;
 	int nk = 5, c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:p:k:h", longopts, NULL)) != -1) {
+	struct opts_parser P;
+	opts_init(&P, tables);
+	while ((c = opts_next(&P, argc, argv)) != -1) {
+		int r = score_opt(c, optarg, &plist, &nk);
+		if (r < 0)
+			return PKB_EXIT_USAGE;
+		if (r)
+			continue;
 		switch (c) {
 		case 'o': out = optarg; break;
-		case 'p': plist = optarg; break;
-		case 'k':
-			nk = atoi(optarg);
-			if (nk < 1 || nk > SUM_MAX_K) {
-				error("--k takes 1 to %d", SUM_MAX_K);
-				return PKB_EXIT_USAGE;
-			}
-			break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return PKB_EXIT_USAGE;
+		case 'h': opts_usage(stdout, head, tables, NULL); return 0;
+		default: opts_usage(stderr, head, tables, NULL); return PKB_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc || !out) {
 		error("report takes one or more runs and -o FILE");
-		fputs(usage, stderr);
+		opts_usage(stderr, head, tables, NULL);
 		return PKB_EXIT_USAGE;
 	}
 	double p[SUM_MAX_P];

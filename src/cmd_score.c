@@ -6,24 +6,47 @@
 #include "cmds.h"
 #include "exitcode.h"
 #include "summary.h"
+#include "opts.h"
 #include "util.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
+static const char head[] =
 "usage: pkb score RUN... [options]\n"
 "\n"
 "Score the records of pkb sweep (RUN: a run directory with results.jsonl, or\n"
 "the file); several runs are shown side by side.\n"
-"\n"
-"  -p, --p LIST           fast_p thresholds besides 0,0.5,1,1.5,2 (e.g. 3,4)\n"
-"  -k, --k K              pass@k for k = 1..K (default 5, at most 8)\n"
-"  -j, --json FILE        write the scores as JSON (- for stdout)\n"
-"  -h, --help\n";
+"\n";
+
+const struct opt score_opts_pk[] = {
+	{ 'p', "p", "LIST", "fast_p thresholds besides 0,0.5,1,1.5,2 (e.g. 3,4)" },
+	{ 'k', "k", "K", "pass@k for k = 1..K (default 5, at most 8)" },
+	OPTS_END,
+};
+static const struct opt score_own[] = {
+	{ 'j', "json", "FILE", "write the scores as JSON (- for stdout)" },
+	OPTS_END,
+};
+static const struct opt *const tables[] = { score_opts_pk, score_own, NULL };
+
+int score_opt(int c, const char *arg, const char **plist, int *nk)
+{
+	if (c == 'p') {
+		*plist = arg;
+		return 1;
+	}
+	if (c != 'k')
+		return 0;
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (end == arg || *end || v < 1 || v > SUM_MAX_K)
+		return error("--k takes 1 to %d, not '%s'", SUM_MAX_K, arg);
+	*nk = (int)v;
+	return 1;
+}
 
 /* the default thresholds and any extra, sorted, without repeats */
 int score_parse_p(const char *list, double *p, int *np)
@@ -66,34 +89,25 @@ static void cell(double x, int pct)
 
 int cmd_score(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "p", required_argument, NULL, 'p' },
-		{ "k", required_argument, NULL, 'k' },
-		{ "json", required_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	const char *plist = NULL, *json_path = NULL;
 	int nk = 5, c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:k:j:h", longopts, NULL)) != -1) {
+	struct opts_parser P;
+	opts_init(&P, tables);
+	while ((c = opts_next(&P, argc, argv)) != -1) {
+		int r = score_opt(c, optarg, &plist, &nk);
+		if (r < 0)
+			return PKB_EXIT_USAGE;
+		if (r)
+			continue;
 		switch (c) {
-		case 'p': plist = optarg; break;
-		case 'k':
-			nk = atoi(optarg);
-			if (nk < 1 || nk > SUM_MAX_K) {
-				error("--k takes 1 to %d", SUM_MAX_K);
-				return PKB_EXIT_USAGE;
-			}
-			break;
 		case 'j': json_path = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return PKB_EXIT_USAGE;
+		case 'h': opts_usage(stdout, head, tables, NULL); return 0;
+		default: opts_usage(stderr, head, tables, NULL); return PKB_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {
 		error("score takes one or more runs");
-		fputs(usage, stderr);
+		opts_usage(stderr, head, tables, NULL);
 		return PKB_EXIT_USAGE;
 	}
 	double p[SUM_MAX_P];

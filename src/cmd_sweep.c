@@ -20,13 +20,13 @@
 #include "results.h"
 #include "slurm.h"
 #include "spec.h"      /* defines: spec_parse */
+#include "opts.h"
 #include "util.h"
 
 #include <cuda_runtime_api.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -39,7 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char usage[] =
+static const char head[] =
 "usage: pkb sweep DIR [options]\n"
 "       pkb sweep DIR --slurm [--nodes N] [--gpus-per-node G] [--partition P]\n"
 "                 [--time T] [--account A] [options]\n"
@@ -49,38 +49,8 @@ static const char usage[] =
 "Evaluate every candidate under DIR with `pkb eval`, in lanes of W GPUs side\n"
 "by side, and append one JSON line per evaluation to DIR/results.jsonl.\n"
 "Run it again to go on: keys already recorded are not run twice.\n"
-"\n"
-"  -p, --problems SPEC    all (default), 1-8,13, or a category name\n"
-"  -g, --gpus W           world size of each evaluation (default 2)\n"
-"      --ngpus N          GPUs to use (default: those visible, else 8)\n"
-"  -j, --lanes J          evaluations at once (default N / W: one per set of W\n"
-"                         GPUs; more share the sets, untimed ones only)\n"
-"  -t, --trials K         trials per evaluation (default 5)\n"
-"  -d, --dtype T, --m M, --n N\n"
-"                         passed to eval (default: eval's, bf16 at 1024 x 1024)\n"
-"      --measure-perf     time the candidates (each alone on its GPUs)\n"
-"      --timeout S        kill an evaluation after S seconds (default 1800;\n"
-"                         eval's own phase deadlines should end it first)\n"
-"      --deadline K=S     passed to eval (up to 4 times)\n"
-"      --atol A, --rtol R passed to eval (recorded: pkb score keeps such\n"
-"                         records apart from those at the problem's tolerances)\n"
-"  -o, --out FILE         results file (default DIR/results.jsonl)\n"
-"      --shard I/N        only the evaluations of shard I of N (0 <= I < N), into\n"
-"                         DIR/" RESULTS_SHARD_DIR "/shard-I-of-N.jsonl (what a --slurm task runs)\n"
-"  -q, --quiet            no progress on stderr\n"
-"\n"
-"Slurm (docs/SCALE.md): the evaluations still missing as one job array\n"
-"      --slurm            submit it (again: only what is still missing)\n"
-"      --status           the array's tasks as Slurm reports them, and the counts\n"
-"      --nodes N          array tasks, one shard of the evaluations each (default 1)\n"
-"      --gpus-per-node G  GPUs of each task (--gres=gpu:G; default 8)\n"
-"      --partition P, --time T, --account A, --cpus-per-task C\n"
-"                         passed to sbatch\n"
-"\n"
-"      --jobs FILE        run the commands of FILE in lanes instead (no DIR); a\n"
-"                         JSON line each: {\"world\": W, \"share\": S, \"argv\": [...]}\n"
-"                         (share: launches a GPU may carry at once, default 1)\n"
-"  -h, --help\n"
+"\n";
+static const char tail[] =
 "\n"
 "exit status: 0 done (whatever the candidates' outcomes), 1 unreadable or\n"
 "unwritable results, or sbatch refused, 2 usage, 9 no process could be\n"
@@ -906,35 +876,61 @@ out:
 enum { O_M = 990, O_N, O_NGPUS = 1001, O_PERF, O_TIMEOUT, O_DEADLINE, O_ATOL, O_RTOL, O_SHARD, O_JOBS,
        O_SLURM, O_STATUS, O_NODES, O_GPN, O_PARTITION, O_TIME, O_ACCOUNT, O_CPUS };
 
-static const struct option longopts[] = {
-	{ "problems", required_argument, NULL, 'p' },
-	{ "gpus", required_argument, NULL, 'g' },
-	{ "ngpus", required_argument, NULL, O_NGPUS },
-	{ "lanes", required_argument, NULL, 'j' },
-	{ "trials", required_argument, NULL, 't' },
-	{ "dtype", required_argument, NULL, 'd' },
-	{ "m", required_argument, NULL, O_M },
-	{ "n", required_argument, NULL, O_N },
-	{ "measure-perf", no_argument, NULL, O_PERF },
-	{ "timeout", required_argument, NULL, O_TIMEOUT },
-	{ "deadline", required_argument, NULL, O_DEADLINE },
-	{ "atol", required_argument, NULL, O_ATOL },
-	{ "rtol", required_argument, NULL, O_RTOL },
-	{ "out", required_argument, NULL, 'o' },
-	{ "shard", required_argument, NULL, O_SHARD },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "jobs", required_argument, NULL, O_JOBS },
-	{ "slurm", no_argument, NULL, O_SLURM },
-	{ "status", no_argument, NULL, O_STATUS },
-	{ "nodes", required_argument, NULL, O_NODES },
-	{ "gpus-per-node", required_argument, NULL, O_GPN },
-	{ "partition", required_argument, NULL, O_PARTITION },
-	{ "time", required_argument, NULL, O_TIME },
-	{ "account", required_argument, NULL, O_ACCOUNT },
-	{ "cpus-per-task", required_argument, NULL, O_CPUS },
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
+static const struct opt sweep_opts[] = {
+	{ 'p', "problems", "SPEC", "all (default), 1-8,13, or a category name" },
+	{ 'g', "gpus", "W", "world size of each evaluation (default 2)" },
+	{ O_NGPUS, "ngpus", "N", "GPUs to use (default: those visible, else 8)" },
+	{ 'j', "lanes", "J", "evaluations at once (default N / W: one per set of W\n"
+			     "GPUs; more share the sets, untimed ones only)" },
+	{ 't', "trials", "K", "trials per evaluation (default 5)" },
+	{ 'd', "dtype", "T", "passed to eval (default: eval's, bf16)" },
+	{ O_M, "m", "M", "passed to eval (default: eval's, 1024)" },
+	{ O_N, "n", "N", "passed to eval (default: eval's, 1024)" },
+	{ O_PERF, "measure-perf", NULL, "time the candidates (each alone on its GPUs)" },
+	{ O_TIMEOUT, "timeout", "S", "kill an evaluation after S seconds (default 1800;\n"
+				     "eval's own phase deadlines should end it first)" },
+	{ O_DEADLINE, "deadline", "K=S", "passed to eval (up to 4 times)" },
+	{ O_ATOL, "atol", "A", "passed to eval (recorded: pkb score keeps such\n"
+			       "records apart from those at the problem's tolerances)" },
+	{ O_RTOL, "rtol", "R", "passed to eval (recorded, as --atol)" },
+	{ 'o', "out", "FILE", "results file (default DIR/results.jsonl)" },
+	{ O_SHARD, "shard", "I/N", "only the evaluations of shard I of N (0 <= I < N),\n"
+				   "into DIR/" RESULTS_SHARD_DIR "/shard-I-of-N.jsonl\n"
+				   "(what a --slurm task runs)" },
+	{ 'q', "quiet", NULL, "no progress on stderr" },
+	OPTS_END,
 };
+static const struct opt slurm_table[] = {
+	{ O_SLURM, "slurm", NULL, "submit it (again: only what is still missing)" },
+	{ O_STATUS, "status", NULL, "the array's tasks as Slurm reports them, and the\n"
+				    "counts" },
+	{ O_NODES, "nodes", "N", "array tasks, one shard of the evaluations each\n"
+				 "(default 1)" },
+	{ O_GPN, "gpus-per-node", "G", "GPUs of each task (--gres=gpu:G; default 8)" },
+	{ O_PARTITION, "partition", "P", "passed to sbatch" },
+	{ O_TIME, "time", "T", "passed to sbatch" },
+	{ O_ACCOUNT, "account", "A", "passed to sbatch" },
+	{ O_CPUS, "cpus-per-task", "C", "passed to sbatch" },
+	OPTS_END,
+};
+static const struct opt jobs_table[] = {
+	{ O_JOBS, "jobs", "FILE", "run the commands of FILE in lanes instead (no DIR); a\n"
+				  "JSON line each: {\"world\": W, \"share\": S, \"argv\": [...]}\n"
+				  "(share: launches a GPU may carry at once, default 1)" },
+	OPTS_END,
+};
+static const struct opt *const tables[] = { sweep_opts, slurm_table, jobs_table, NULL };
+
+static void usage(FILE *f)
+{
+	const struct opt *const t1[] = { sweep_opts, NULL }, *const t2[] = { slurm_table, NULL },
+			 *const t3[] = { jobs_table, NULL };
+	opts_usage(f, head, t1, "\nSlurm (docs/SCALE.md): the evaluations still missing as one "
+				"job array\n");
+	opts_help(f, t2);
+	fputc('\n', f);
+	opts_usage(f, NULL, t3, tail);
+}
 
 /* an integer option: all of v, within [lo, hi] */
 static int int_arg(const char *name, const char *v, int lo, int hi, int *out)
@@ -951,18 +947,18 @@ static int int_arg(const char *name, const char *v, int lo, int hi, int *out)
 static int parse_opts(struct sweep *s, struct slurm_opts *so, const char **jobs, int argc,
 		      char **argv)
 {
-	int c, li;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:g:j:t:d:o:qh", longopts, &li)) != -1) {
-		const char *name = c > 1000 || c == O_M || c == O_N ? longopts[li].name : NULL;
+	int c;
+	struct opts_parser P;
+	opts_init(&P, tables);
+	while ((c = opts_next(&P, argc, argv)) != -1) {
+		const struct opt *o = opts_find(tables, c);
+		const char *name = o ? o->name : NULL;
 		/* the options of the evaluation itself go on to --slurm's tasks */
 		if (c == 'p' || c == 'g' || c == 't' || c == 'j' || c == 'd' || c == O_M || c == O_N ||
 		    c == O_PERF || c == O_TIMEOUT ||
 		    c == O_DEADLINE || c == O_ATOL || c == O_RTOL) {
-			for (li = 0; longopts[li].val != c; li++)
-				;
-			json_array_append_new(s->args, json_sprintf("--%s", longopts[li].name));
-			if (longopts[li].has_arg)
+			json_array_append_new(s->args, json_sprintf("--%s", o->name));
+			if (o->arg)
 				json_array_append_new(s->args, json_string(optarg));
 		}
 		switch (c) {
@@ -1011,8 +1007,8 @@ static int parse_opts(struct sweep *s, struct slurm_opts *so, const char **jobs,
 		case O_TIME: so->time = optarg; break;
 		case O_ACCOUNT: so->account = optarg; break;
 		case O_CPUS: so->cpus = optarg; break;
-		case 'h': fputs(usage, stdout); return 1;
-		default: fputs(usage, stderr); return -1;
+		case 'h': usage(stdout); return 1;
+		default: usage(stderr); return -1;
 		}
 	}
 	if (!(s->timeout_s > 0))
@@ -1209,7 +1205,7 @@ int cmd_sweep(int argc, char **argv)
 	}
 	if (argc - optind != 1) {
 		error("sweep takes one directory");
-		fputs(usage, stderr);
+		usage(stderr);
 		rc = PKB_EXIT_USAGE;
 		goto out;
 	}

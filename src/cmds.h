@@ -5,6 +5,8 @@
 #ifndef PKB_CMDS_H
 #define PKB_CMDS_H
 
+#include "opts.h"   /* defines: struct opt */
+
 int cmd_list(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_run(int argc, char **argv);
@@ -25,5 +27,9 @@ int cmd_sweep(int argc, char **argv);
 int cmd_score(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int score_parse_p(const char *list, double *p, int *np);   /* cmd_score.c: 0,0.5,1,1.5,2 + LIST */
+/* the options score and report share (opts.h): -p/--p LIST, -k/--k K;
+ * score_opt handles one: 1 taken, 0 not one of them, -1 bad (after error()) */
+extern const struct opt score_opts_pk[];
+int score_opt(int c, const char *arg, const char **plist, int *nk);
 
 #endif

@@ -5,6 +5,7 @@
 #include "llm_http.h"
 #include "util.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,4 +136,63 @@ int llm_http_post(const struct llm_request *rq, const char *body, double timeout
 		warning("%s; retry %d in %.1f s", err, *attempts, d);
 		usleep((useconds_t)(d * 1e6));
 	}
+}
+
+/* ---- the request options ------------------------------------------------------- */
+
+const struct opt llm_opts_table[] = {
+	{ LLM_OPT_MODEL, "model", "M", "the provider's model name" },
+	{ LLM_OPT_PROVIDER, "provider", "P", "openai | together | openai-compatible |\n"
+					     "anthropic | gemini" },
+	{ LLM_OPT_BASE, "base-url", "URL", "the API root (required for openai-compatible,\n"
+					   "e.g. http://localhost:8000/v1 for vLLM)" },
+	{ LLM_OPT_TEMP, "temperature", "T", "sampling temperature (default: the provider's own)" },
+	{ LLM_OPT_MAXTOK, "max-tokens", "N", "reply length limit (default 16384)" },
+	{ LLM_OPT_TIMEOUT, "timeout", "S", "seconds per request (default 600)" },
+	{ LLM_OPT_RETRIES, "retries", "N", "retries of a request on 429, 5xx, network errors\n"
+					   "(default 6)" },
+	{ LLM_OPT_BACKOFF, "backoff", "S", "first retry delay in seconds, doubled each retry\n"
+					   "(default 2)" },
+	{ LLM_OPT_BLOCK, "block", "B", "which code block: last (default) | first | N" },
+	OPTS_END,
+};
+
+int llm_cli_opt(struct llm_cli *l, int c, const char *arg)
+{
+	char *end;
+	double v = 0;
+	switch (c) {
+	case LLM_OPT_MODEL: l->model = arg; return 1;
+	case LLM_OPT_PROVIDER: l->provider = arg; return 1;
+	case LLM_OPT_BASE: l->base_url = arg; return 1;
+	case LLM_OPT_BLOCK: l->block = arg; return 1;
+	case LLM_OPT_TEMP:
+	case LLM_OPT_TIMEOUT:
+	case LLM_OPT_BACKOFF:
+	case LLM_OPT_MAXTOK:
+	case LLM_OPT_RETRIES: {
+		const char *name = c == LLM_OPT_TEMP ? "temperature" : c == LLM_OPT_TIMEOUT ? "timeout"
+				   : c == LLM_OPT_BACKOFF ? "backoff" : c == LLM_OPT_MAXTOK ? "max-tokens"
+				   : "retries";
+		double lo = c == LLM_OPT_TIMEOUT ? 0.001 : c == LLM_OPT_MAXTOK ? 1 : 0;
+		int whole = c == LLM_OPT_MAXTOK || c == LLM_OPT_RETRIES;
+		v = strtod(arg, &end);
+		if (end == arg || *end || !(v >= lo) || v > (whole ? INT_MAX : 1e9) ||
+		    (whole && v != floor(v)))
+			return error("--%s takes %s >= %g, not '%s'", name,
+				     whole ? "a whole number" : "a number", lo, arg);
+		if (c == LLM_OPT_TEMP)
+			l->temperature = v;
+		else if (c == LLM_OPT_TIMEOUT)
+			l->timeout_s = v;
+		else if (c == LLM_OPT_BACKOFF)
+			l->backoff_s = v;
+		else if (c == LLM_OPT_MAXTOK)
+			l->max_tokens = (int)v;
+		else
+			l->retries = (int)v;
+		return 1;
+	}
+	}
+	return 0;
 }

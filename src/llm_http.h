@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <stddef.h>
 #include "llm.h"   /* defines: struct llm_request */
+#include "opts.h"  /* defines: struct opt */
 
 struct llm_http_buf {
 	char *s;
@@ -38,5 +39,22 @@ double llm_http_backoff(double backoff_s, int attempt, double after, unsigned *r
 int llm_http_post(const struct llm_request *rq, const char *body, double timeout_s, int retries,
 		  double backoff_s, double until_s, long *status, struct llm_http_buf *out,
 		  int *attempts, char *err, size_t n);
+
+/* The request options of generate and agent (opts.h): --model,
+ * --provider, --base-url, --temperature, --max-tokens, --timeout,
+ * --retries, --backoff, --block. llm_cli_opt handles one: 1, 0 when not
+ * one, -1 bad (after error()). */
+struct llm_cli {
+	const char *model, *provider, *base_url, *block;
+	double temperature;   /* < 0: the provider's own */
+	double timeout_s, backoff_s;
+	int max_tokens, retries;
+};
+#define LLM_CLI_DEFAULTS { .block = "last", .temperature = -1, .timeout_s = 600, \
+			   .backoff_s = 2, .max_tokens = 16384, .retries = 6 }
+enum { LLM_OPT_MODEL = 1200, LLM_OPT_PROVIDER, LLM_OPT_BASE, LLM_OPT_TEMP, LLM_OPT_MAXTOK,
+       LLM_OPT_TIMEOUT, LLM_OPT_RETRIES, LLM_OPT_BACKOFF, LLM_OPT_BLOCK };
+extern const struct opt llm_opts_table[];
+int llm_cli_opt(struct llm_cli *l, int c, const char *arg);
 
 #endif

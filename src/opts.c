@@ -42,6 +42,15 @@ int opts_next(struct opts_parser *p, int argc, char **argv)
 	return getopt_long(argc, argv, p->so, p->lo, NULL);
 }
 
+const struct opt *opts_find(const struct opt *const *tables, int id)
+{
+	for (int t = 0; tables[t]; t++)
+		for (const struct opt *o = tables[t]; o->name; o++)
+			if (o->id == id)
+				return o;
+	return NULL;
+}
+
 void opts_help(FILE *f, const struct opt *const *tables)
 {
 	for (int t = 0; tables[t]; t++)

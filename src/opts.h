@@ -45,6 +45,8 @@ void opts_init(struct opts_parser *p, const struct opt *const *tables);
  * on an unknown option or a missing argument (getopt said which), -1 at the
  * end. */
 int opts_next(struct opts_parser *p, int argc, char **argv);
+/* the entry of `id` in the tables, or NULL */
+const struct opt *opts_find(const struct opt *const *tables, int id);
 /* The tables' help lines: "  -g, --gpus W", the help from column 25 on. */
 void opts_help(FILE *f, const struct opt *const *tables);
 /* head, the help lines, tail (either may be NULL) */

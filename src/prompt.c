@@ -14,6 +14,7 @@
 #include "roofline.h"
 #include "util.h"
 
+#include <errno.h>
 #include <glob.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
@@ -416,4 +417,44 @@ void prompt_free(struct prompt *pr)
 	free(pr->template_path);
 	free(pr->example);
 	memset(pr, 0, sizeof *pr);
+}
+
+/* ---- the instance options ------------------------------------------------------ */
+
+const struct opt prompt_opts_table[] = {
+	{ PROMPT_OPT_BACKEND, "backend", "B", "cuda (default) | nccl-device" },
+	{ 'd', "dtype", "T", "bf16 (default) | fp16 | fp32" },
+	{ 'g', "gpus", "W", "world size (default 4)" },
+	{ PROMPT_OPT_M, "m", "M", "base shape: rows (default 1024)" },
+	{ PROMPT_OPT_N, "n", "N", "base shape: columns (default 1024)" },
+	{ PROMPT_OPT_HW, "hw", "NAME", "the machine whose numbers the prompt gives\n"
+				       "(default h100_8)" },
+	{ PROMPT_OPT_TEMPLATE, "template", "FILE", "another template" },
+	OPTS_END,
+};
+
+int prompt_opt(struct prompt_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case PROMPT_OPT_BACKEND: o->backend = arg; return 1;
+	case 'd': o->dtype = arg; return 1;
+	case PROMPT_OPT_HW: o->hw = arg; return 1;
+	case PROMPT_OPT_TEMPLATE: o->template_path = arg; return 1;
+	case 'g':
+	case PROMPT_OPT_M:
+	case PROMPT_OPT_N: {
+		const char *name = c == 'g' ? "gpus" : c == PROMPT_OPT_M ? "m" : "n";
+		char *end;
+		errno = 0;
+		long long v = strtoll(arg, &end, 10);
+		if (end == arg || *end || errno || v <= 0 || (c == 'g' && v > 1 << 20))
+			return error("--%s takes a positive integer, not '%s'", name, arg);
+		if (c == 'g')
+			o->world = (int)v;
+		else
+			*(c == PROMPT_OPT_M ? &o->m : &o->n) = v;
+		return 1;
+	}
+	}
+	return 0;
 }

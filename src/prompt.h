@@ -8,6 +8,8 @@
 #ifndef PKB_PROMPT_H
 #define PKB_PROMPT_H
 
+#include "opts.h"      /* defines: struct opt */
+
 #include <stddef.h>
 #include "pkb_problem.h"   /* defines: struct pkb_problem */
 
@@ -20,6 +22,16 @@ struct prompt_opts {
 	const char *hw;             /* hw/NAME.json (default h100_8) */
 	const char *template_path;  /* NULL: prompts/<backend>.txt */
 };
+
+/* The options of the instance a prompt is for (opts.h): --backend, -d,
+ * -g, --m, --n, --hw, --template; shared by prompt, generate and agent.
+ * prompt_opt handles one of them: 1, 0 when not one, -1 bad (after
+ * error()). */
+enum { PROMPT_OPT_BACKEND = 1100, PROMPT_OPT_M, PROMPT_OPT_N, PROMPT_OPT_HW, PROMPT_OPT_TEMPLATE };
+extern const struct opt prompt_opts_table[];
+int prompt_opt(struct prompt_opts *o, int c, const char *arg);
+#define PROMPT_OPTS_DEFAULTS { .backend = "cuda", .world = 4, .m = 1024, .n = 1024, \
+			       .dtype = "bf16", .hw = "h100_8" }
 
 struct prompt {
 	char *system, *user;

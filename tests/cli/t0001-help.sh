@@ -21,7 +21,8 @@ expect_exit 2 "$PKB" hold --for 0
 expect_grep "^error: --for: '0' is not a number of seconds" "$TMP/err"
 expect_exit 2 "$PKB" hold extra
 # every command's help fits 80 columns (the option tables align it)
-for c in list show run eval build roofline calibrate compare doctor hold prompt; do
+for c in list show run eval build roofline calibrate compare doctor hold prompt generate \
+	agent sweep score report; do
 	"$PKB" "$c" -h | awk -v c="$c" 'length > 80 { print c ": " $0; bad = 1 } END { exit bad }' \
 		&& ok || not_ok "$c -h has lines over 80 columns"
 done
