@@ -1,0 +1,35 @@
+/*
+ * 030_moe_epgroupgemm_lora_backward reference: the original's three
+ * all-reduces (sum), each from its input into the output of the same name,
+ * in one NCCL group so they are launched as one operation -- what a
+ * production LoRA backward does with its gradient buckets.
+ */
+#include "pkb_ref.cuh"
+
+PKB_SOLUTION;
+
+extern "C" int pkb_init(pkb_ctx *ctx)
+{
+	ncclDataType_t t;
+	return pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &t);
+}
+
+extern "C" int pkb_run(pkb_ctx *ctx)
+{
+	ncclDataType_t t;
+	PKB_CK(pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &t));
+	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
+	cudaStream_t s = (cudaStream_t)ctx->stream;
+	PKB_CK_NCCL(ctx, ncclGroupStart());
+	for (int i = 0; i < 3; i++)
+		PKB_CK_NCCL(ctx, ncclAllReduce(ctx->in[i].data, ctx->out[i].data,
+					       (size_t)ctx->in[i].numel, t, ncclSum, comm, s));
+	PKB_CK_NCCL(ctx, ncclGroupEnd());
+	return 0;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	(void)ctx;
+	return 0;
+}
