@@ -17,6 +17,7 @@ NVCC      ?= $(CUDA_HOME)/bin/nvcc
 ARCH      ?= sm_90a
 CC        ?= gcc
 BUILD     := build
+NPROC     := $(shell nproc 2>/dev/null || echo 2)
 
 # headers of jansson/libelf may be carried in .deps/include on machines
 # that have the libraries but not their -dev packages
@@ -104,15 +105,35 @@ UNIT_DEPS += src/lanes.c
 # the node agents of a launch across nodes (launch.c)
 UNIT_DEPS += src/rendezvous.c
 
-$(BUILD)/tests/%: tests/unit/%.c $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.c tests/unit/t.h
-	@mkdir -p $(dir $@)
-	@echo "  CC      $<"
-	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.c $(UNIT_LIBS)
+# Each module and problem is compiled once per flavour and every test links
+# the objects (compiling them into each of ~25 tests, twice, took most of
+# make test): plain ones are pkb's own (build/*.o), sanitized and fuzzing
+# ones live under build/san-obj and build/fuzz-obj.
+UNIT_OBJ := $(patsubst src/%.c,$(BUILD)/%.o,$(UNIT_DEPS)) $(PROB_OBJ) $(BUILD)/problems_table.o
+SAN_OBJ  := $(patsubst %.c,$(BUILD)/san-obj/%.o,$(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.c)
+FUZZ_OBJ := $(patsubst %.c,$(BUILD)/fuzz-obj/%.o,$(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.c)
+FUZZ_CFLAGS := -std=c11 -g -O1 -fno-sanitize-recover=undefined
+.SECONDARY: $(SAN_OBJ) $(FUZZ_OBJ)   # kept between runs, not removed as intermediates
 
-$(BUILD)/san/%: tests/unit/%.c $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.c tests/unit/t.h
+$(BUILD)/san-obj/%.o: %.c $(wildcard src/*.h include/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC+SAN  $<"
-	@$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -o $@ $< $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.c $(UNIT_LIBS)
+	@$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -c $< -o $@
+
+$(BUILD)/fuzz-obj/%.o: %.c $(wildcard src/*.h include/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  CLANG   $<"
+	@clang $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_OBJ) tests/unit/t.h
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(UNIT_OBJ) $(UNIT_LIBS)
+
+$(BUILD)/san/%: tests/unit/%.c $(SAN_OBJ) tests/unit/t.h
+	@mkdir -p $(dir $@)
+	@echo "  CC+SAN  $<"
+	@$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -o $@ $< $(SAN_OBJ) $(UNIT_LIBS)
 
 $(BUILD)/tests/fake_rank: tests/unit/fake_rank.c src/proto.c src/util.c src/exitcode.c src/wire.c \
                          src/sandbox.c
@@ -126,12 +147,11 @@ $(BUILD)/tests/fake_rank: tests/unit/fake_rank.c src/proto.c src/util.c src/exit
 # temporary folder
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_RUNS  ?= 30000
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(UNIT_DEPS) $(PROB_SRC) $(BUILD)/problems_table.c
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  CLANG   $<"
-	@clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined -o $@ $< $(UNIT_DEPS) $(PROB_SRC) \
-		$(BUILD)/problems_table.c $(UNIT_LIBS)
+	@clang $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_OBJ) \
+		$(UNIT_LIBS)
 
 # the sandbox on one GPU (tests/gpu/sandbox_probe.cu): built here, run on a
 # GPU machine
@@ -162,9 +182,11 @@ cli: $(BUILD)/pkb $(BUILD)/tests/fake_rank $(BUILD)/tests/test_safetensors
 nvcc-check: $(BUILD)/pkb
 	@tools/nvcc-check
 
+# builds run on every core (MAKEFLAGS reaches the sub-makes of run-tests);
+# the tests themselves one after another
 test: deps
-	@$(MAKE) --no-print-directory all
-	@tools/run-tests all
+	@$(MAKE) --no-print-directory -j$(NPROC) all
+	@MAKEFLAGS=-j$(NPROC) tools/run-tests all
 
 # the collectives' performance table (issue 3's targets); P=, W=, S= as for test-gpu;
 # C='ok_ce_*,ok_*lamport*' only the candidates these patterns name

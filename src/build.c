@@ -85,12 +85,28 @@ static void hash_update_file(EVP_MD_CTX *md, const char *path)
 	free(buf);
 }
 
+/* The toolkit libraries linked only into a source that includes their
+ * header, itself or through a local header: bit i of a mask for
+ * opt_libs[i]. */
+static const struct { const char *header, *flag; } opt_libs[] = {
+	{ "cudnn.h", "-lcudnn" },
+	{ "cufft.h", "-lcufft" },
+};
+
+static unsigned libs_of(const char *text)
+{
+	unsigned m = 0;
+	for (size_t i = 0; i < sizeof opt_libs / sizeof *opt_libs; i++)
+		m |= strstr(text, opt_libs[i].header) ? 1u << i : 0;
+	return m;
+}
+
 /* Local headers (#include "x") change what compiles as much as the source
  * does: each one found next to the including file or in include/ goes into
  * the key, recursively (a known-bad candidate may include a known-good one).
- * *cudnn is set when one of them includes cudnn.h. */
+ * *libs gets the optional libraries they include. */
 static void hash_includes(EVP_MD_CTX *md, const char *text, const char *from, const char *inc,
-			  int depth, int *cudnn)
+			  int depth, unsigned *libs)
 {
 	if (depth > 8)
 		return;
@@ -128,8 +144,8 @@ static void hash_includes(EVP_MD_CTX *md, const char *text, const char *from, co
 		if (body) {
 			EVP_DigestUpdate(md, path, strlen(path) + 1);
 			EVP_DigestUpdate(md, body, len);
-			*cudnn |= strstr(body, "cudnn.h") != NULL;
-			hash_includes(md, body, path, inc, depth + 1, cudnn);
+			*libs |= libs_of(body);
+			hash_includes(md, body, path, inc, depth + 1, libs);
 			free(body);
 		}
 		free(path);
@@ -299,13 +315,18 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	hash_update_file(md, h2);
 	free(h1);
 	free(h2);
-	/* cuDNN is linked only for a source that includes its header, itself or
-	 * through a local header */
-	int cudnn = strstr(text, "cudnn.h") != NULL;
-	hash_includes(md, text, src, inc, 0, &cudnn);
+	/* cuDNN and cuFFT are linked only for a source that includes their
+	 * header, itself or through a local header */
+	unsigned libs = libs_of(text);
+	hash_includes(md, text, src, inc, 0, &libs);
+	char extra[64] = "";
+	for (size_t i = 0; i < sizeof opt_libs / sizeof *opt_libs; i++)
+		if (libs >> i & 1)
+			snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " %s",
+				 opt_libs[i].flag);
 	r->flags = xstrfmt("nvcc -std=c++17 -O3 -lineinfo -Xcompiler -fPIC -shared --cudart shared "
 			   "%s -I%s -o OUT.so SRC.cu -lcublas -lcublasLt -lcurand%s%s",
-			   gencode, inc, cudnn ? " -lcudnn" : "", o->reference ? " -lnccl" : "");
+			   gencode, inc, extra, o->reference ? " -lnccl" : "");
 	EVP_DigestUpdate(md, r->flags, strlen(r->flags));
 	const char *ver = build_nvcc_version();
 	EVP_DigestUpdate(md, ver, strlen(ver));
@@ -375,8 +396,9 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	argv[a++] = "-lcublas";
 	argv[a++] = "-lcublasLt";
 	argv[a++] = "-lcurand";
-	if (cudnn)
-		argv[a++] = "-lcudnn";
+	for (size_t i = 0; i < sizeof opt_libs / sizeof *opt_libs; i++)
+		if (libs >> i & 1)
+			argv[a++] = (char *)opt_libs[i].flag;
 	if (o->reference)
 		argv[a++] = "-lnccl";
 	argv[a] = NULL;

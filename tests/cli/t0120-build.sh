@@ -50,6 +50,21 @@ printf '#define VARIANT 2\n#include "dnn.cuh"\n' > "$TMP/dnn_variant.cu"
 expect_exit 0 "$PKB" build "$TMP/dnn_variant.cu"
 so=$(ls -t "$PKB_CACHE"/*.so | head -1)
 expect_exit 0 sh -c "readelf -d '$so' | grep -q 'NEEDED.*libcudnn'"
+# cuFFT the same way (059, 060): without -lcufft the object has undefined
+# cufft* symbols and dlopen(RTLD_NOW) refuses it; a source without the
+# header does not get the library
+cat > "$TMP/fft.cu" <<'CU'
+#include <cufft.h>
+#include "pkb.h"
+PKB_SOLUTION;
+extern "C" int pkb_init(pkb_ctx *ctx) { cufftHandle h; return cufftCreate(&h) != CUFFT_SUCCESS; }
+extern "C" int pkb_run(pkb_ctx *ctx) { return 0; }
+extern "C" int pkb_fini(pkb_ctx *ctx) { return 0; }
+CU
+expect_exit 0 "$PKB" build "$TMP/fft.cu"
+so=$(ls -t "$PKB_CACHE"/*.so | head -1)
+expect_exit 0 sh -c "readelf -d '$so' | grep -q 'NEEDED.*libcufft'"
+expect_exit 1 sh -c "readelf -d '$so' | grep -q 'NEEDED.*libcudnn'"
 # a mutant (pkb-mutant-of): the good file with its blocks' replacements, built
 # from the mutant's folder (the good file's local headers resolve); the good
 # file is part of the key; every way of writing one wrong is a compile_error
