@@ -1,19 +1,13 @@
 /*
- * 069_gnn_negative_scoring, known-bad: no communication. Each rank ranks its
- * own rows and leaves the other ranks' entries of the output unwritten.
- * Otherwise identical to ok_symm_count.cu.
+ * 069_gnn_negative_scoring, known-bad: no peer is written. Each rank
+ * stores its ranks in its own staging buffer only; the places of the
+ * other ranks' rows keep zeros (or an older call's ranks).
+ * pkb-mutant-of: ok_symm_ranks.cu
  * pkb-expect: mismatch
- * pkb-mutant-of: ok_symm_count.cu
  */
 
 /* pkb-replace */
-	for (int64_t g = blockIdx.x; g < total; g += BLOCKS) {
-		while (g >= lay.off[owner + 1])
-			owner++;
+		int d = (me + threadIdx.x) % w, total = 0;
 /* pkb-with */
-	for (int64_t g = blockIdx.x; g < total; g += BLOCKS) {
-		while (g >= lay.off[owner + 1])
-			owner++;
-		if (owner != comm.rank)   /* the bug: own rows only */
-			continue;
+		int d = me, total = 0;
 /* pkb-end */
