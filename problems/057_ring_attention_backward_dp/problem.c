@@ -1,0 +1,292 @@
+/*
+ * 057_ring_attention_backward_dp -- the backward of (non-causal) ring
+ * attention over a context-parallel group, then the gradients averaged
+ * over a data-parallel pair (Megatron "cp-dp" order).
+ *
+ * dp = 2, cp = W/2 (W even); rank = dp_idx*cp + cp_idx. The CP group of a
+ * replica is its cp consecutive ranks; the DP pair of cp_idx c is {c,
+ * c+cp}. B = max(1, M/64), T = max(1, N/64), S = max(1, T/cp), 8 heads of
+ * 64. Every rank holds its own dout, q, k, v (B, S, 8, 64) in the dtype T
+ * (the original seeds them by (dp_rank, cp_rank)), and out (B, S, 8, 64)
+ * T and softmax_lse (B, 8, S) fp32 computed from its LOCAL q, k, v only
+ * (full attention within its own block, the original's quirk: not the
+ * ring's forward). With scale = 1/8 and everything fp32, for every block j
+ * of its CP group (the original's ring: K, V travel, and the dK, dV
+ * accumulators travel with them back to their owner):
+ *     P   = exp(q k_j^T * scale - lse)        (this rank's lse: no renormalising)
+ *     dP  = dout v_j^T,  D = rowsum(dout * out),  dS = P * (dP - D)
+ *     dq += dS k_j * scale                    (over the blocks in ring order)
+ *     dk_j += dS^T q * scale,  dv_j += P^T dout   (summed over the CP group's
+ *                                                  queries, at block j's owner)
+ * then dq, dk, dv are cast to T, SUM all-reduced over the DP pair in T and
+ * divided by 2 in T. Returns dq, dk, dv (B, S, 8, 64) T. At W = 2 (cp = 1)
+ * the backward is local.
+ *
+ * out and softmax_lse are computed on the host (gen_host, in double from
+ * the T inputs): B*S^2 <= 2^20 keeps that under a second.
+ *
+ * Minimum traffic per rank: the DP average of three (B, S, 8, 64)
+ * tensors, 3X each way (X = B*S*8*64, two ranks); with cp > 1 the
+ * blocks' K, V in or the final dK, dV of its own block from elsewhere,
+ * >= 2X more in.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pkb_problem.h"
+
+#define DP 2
+#define HEADS 8
+#define HEAD_DIM 64
+
+struct dims57 {
+	int64_t cp, b, t, s;
+};
+
+static void attn_dims(const struct pkb_dims *d, struct dims57 *g)
+{
+	g->cp = d->world / DP;
+	g->b = d->m / 64 > 1 ? d->m / 64 : 1;
+	g->t = d->n / 64 > 1 ? d->n / 64 : 1;
+	g->s = g->t / g->cp > 1 ? g->t / g->cp : 1;
+}
+
+static double unit_roundoff(pkb_dtype t)
+{
+	return t == PKB_FP32 ? 0x1p-24 : t == PKB_FP16 ? 0x1p-11 : 0x1p-8;
+}
+
+static int describe(const struct pkb_dims *d, struct pkb_io *io)
+{
+	struct dims57 g;
+	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
+		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
+	if (d->m < 1 || d->n < 1)
+		return pkb_io_fail(io, "M and N must be >= 1");
+	if (d->world % DP)
+		return pkb_io_fail(io, "W = %d is odd: dp = 2 needs an even W", d->world);
+	attn_dims(d, &g);
+	if (g.b * g.s * g.s > (1 << 20))
+		return pkb_io_fail(io, "B*S^2 = %lld > 2^20 (out and softmax_lse are computed on "
+				   "the host)", (long long)(g.b * g.s * g.s));
+	int64_t x[] = { g.b, g.s, HEADS, HEAD_DIM };
+	/* all from gen_host: out and softmax_lse are functions of q, k, v */
+	pkb_io_input(io, "dout", d->dtype, PKB_HOSTGEN, 4, x);
+	pkb_io_input(io, "q", d->dtype, PKB_HOSTGEN, 4, x);
+	pkb_io_input(io, "k", d->dtype, PKB_HOSTGEN, 4, x);
+	pkb_io_input(io, "v", d->dtype, PKB_HOSTGEN, 4, x);
+	pkb_io_input(io, "out", d->dtype, PKB_HOSTGEN, 4, x);
+	pkb_io_input(io, "softmax_lse", PKB_FP32, PKB_HOSTGEN, PKB_SHAPE(g.b, HEADS, g.s));
+	pkb_io_param(io, "softmax_scale", 0.125);
+	pkb_io_param(io, "causal", 0);
+	/* the original's cp_group and dp_group, by their sizes (layout above) */
+	pkb_io_param(io, "cp_size", (double)g.cp);
+	pkb_io_param(io, "dp_size", DP);
+
+	/*
+	 * Each gradient is T(T(a) + T(b)) / 2 over the DP pair: a sum of two
+	 * rounded terms (2; a candidate may add fp32 partials and round once),
+	 * each the fp32 sum over the CP group's blocks of products of P and
+	 * dS, which a tensor-core kernel rounds to T (flash-attention's
+	 * backward: 2 more), with fp32 sums in any order over the 64 products
+	 * of a score or dP and the Tg = cp*S keys or queries: terms = 4 + (Tg
+	 * + 64) 2^-24/u. Host simulation (numpy; bf16, fp16, fp32; W = 2, 4,
+	 * 8; S = 4 to 64): P and dS in T need <= 1.14 terms, fp32 DP partials
+	 * 0.81, all blocks at once (another order) 0.19 in bf16 and 5.9 in
+	 * fp32; l2 <= 0.95 u (limit 4.5 u). Wrong results need >= 254 terms in
+	 * bf16 (2050 fp16, 1.7e7 fp32): the DP sum not divided by 2 254+, no
+	 * DP average (this replica's gradients) 256+, local data only 256+,
+	 * dK, dV left on the rank that holds the accumulator last (not
+	 * returned to their owner) 348+ at W >= 4.
+	 */
+	double u = unit_roundoff(d->dtype);
+	double terms = 4 + (double)(g.cp * g.s + HEAD_DIM) * 0x1p-24 / u;
+	pkb_io_output(io, "dq", d->dtype, PKB_TOL_SUM(terms), 4, x);
+	pkb_io_output(io, "dk", d->dtype, PKB_TOL_SUM(terms), 4, x);
+	pkb_io_output(io, "dv", d->dtype, PKB_TOL_SUM(terms), 4, x);
+	return 0;
+}
+
+/* splitmix64 */
+static uint64_t mix64(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t next(uint64_t *st)
+{
+	*st += 0x9e3779b97f4a7c15ull;
+	return mix64(*st);
+}
+
+/* N(0, 1) by Box-Muller; u1 in (0, 1) */
+static double normal(uint64_t *st)
+{
+	double u1 = ((double)(next(st) >> 11) + 0.5) * 0x1p-53;
+	double u2 = (double)(next(st) >> 11) * 0x1p-53;
+	return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* fp32 -> bf16 / fp16 bits, round to nearest even (finite inputs), and back */
+static uint16_t to_bf16(float f)
+{
+	uint32_t b;
+	memcpy(&b, &f, sizeof b);
+	return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+
+static float from_bf16(uint16_t h)
+{
+	uint32_t b = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &b, sizeof f);
+	return f;
+}
+
+static uint16_t to_fp16(float f)
+{
+	uint32_t b;
+	memcpy(&b, &f, sizeof b);
+	uint32_t sign = (b >> 16) & 0x8000u, mag = b & 0x7fffffffu;
+	if (mag >= 0x477ff000u)   /* rounds to >= 65520: Inf */
+		return (uint16_t)(sign | 0x7c00u);
+	if (mag < 0x38800000u) {  /* below 2^-14: subnormal, in units of 2^-24 */
+		float a;
+		memcpy(&a, &mag, sizeof a);
+		float q = a * 0x1p24f;   /* exact: a power-of-two scale */
+		uint32_t n = (uint32_t)q;
+		float rem = q - (float)n;
+		if (rem > 0.5f || (rem == 0.5f && (n & 1u)))
+			n++;
+		return (uint16_t)(sign | n);
+	}
+	uint32_t r = mag + 0xfffu + ((mag >> 13) & 1u);
+	return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
+}
+
+static float from_fp16(uint16_t h)
+{
+	uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+	float v = e ? (float)(m | 0x400u) * 0x1p-25f * (float)(1u << e) : (float)m * 0x1p-24f;
+	return (h & 0x8000u) ? -v : v;   /* finite values only: no Inf here */
+}
+
+static float round_to(pkb_dtype t, float v)
+{
+	return t == PKB_BF16 ? from_bf16(to_bf16(v)) : t == PKB_FP16 ? from_fp16(to_fp16(v)) : v;
+}
+
+static void store(pkb_dtype t, void *buf, size_t i, float v)
+{
+	if (t == PKB_FP32)
+		((float *)buf)[i] = v;
+	else
+		((uint16_t *)buf)[i] = t == PKB_BF16 ? to_bf16(v) : to_fp16(v);
+}
+
+/* dout, q, k, v: N(0, 1) in T from (common_seed, rank, tensor); out and
+ * softmax_lse: the full attention of the rank's q over its own k, v, in
+ * double from the T values (the original's fp32 matmuls and logsumexp),
+ * rounded to T and fp32 */
+static int draw(const struct pkb_dims *d, int index, float *v, size_t n)
+{
+	uint64_t st = mix64(d->common_seed ^ mix64(((uint64_t)index << 32) | (uint64_t)d->rank));
+	for (size_t i = 0; i < n; i++)
+		v[i] = round_to(d->dtype, (float)normal(&st));
+	return 0;
+}
+
+static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
+{
+	struct dims57 g;
+	attn_dims(d, &g);
+	(void)seed;
+	size_t n = (size_t)(g.b * g.s * HEADS * HEAD_DIM), e = pkb_dtype_size(d->dtype);
+	if (index < 0 || index > 5 || bytes != (index == 5 ? n / HEAD_DIM * 4 : n * e))
+		return -1;
+	if (index < 4) {
+		float *v = malloc(n * sizeof *v);
+		if (!v)
+			return -1;
+		draw(d, index, v, n);
+		for (size_t i = 0; i < n; i++)
+			store(d->dtype, buf, i, v[i]);
+		free(v);
+		return 0;
+	}
+	float *q = malloc(n * sizeof *q), *k = malloc(n * sizeof *k), *v = malloc(n * sizeof *v);
+	double *p = malloc((size_t)g.s * sizeof *p);
+	int rc = -1;
+	if (!q || !k || !v || !p)
+		goto out;
+	draw(d, 1, q, n);
+	draw(d, 2, k, n);
+	draw(d, 3, v, n);
+	int64_t ts = HEADS * HEAD_DIM;
+	for (int64_t b = 0; b < g.b; b++)
+		for (int64_t h = 0; h < HEADS; h++)
+			for (int64_t i = 0; i < g.s; i++) {
+				const float *qi = q + (b * g.s + i) * ts + h * HEAD_DIM;
+				double mx = -INFINITY, l = 0;
+				for (int64_t j = 0; j < g.s; j++) {
+					const float *kj = k + (b * g.s + j) * ts + h * HEAD_DIM;
+					double dot = 0;
+					for (int c = 0; c < HEAD_DIM; c++)
+						dot += (double)qi[c] * kj[c];
+					p[j] = dot * 0.125;
+					mx = p[j] > mx ? p[j] : mx;
+				}
+				for (int64_t j = 0; j < g.s; j++)
+					l += p[j] = exp(p[j] - mx);
+				if (index == 5) {
+					((float *)buf)[(b * HEADS + h) * g.s + i] = (float)(mx + log(l));
+					continue;
+				}
+				for (int c = 0; c < HEAD_DIM; c++) {
+					double o = 0;
+					for (int64_t j = 0; j < g.s; j++)
+						o += p[j] * v[(b * g.s + j) * ts + h * HEAD_DIM + c];
+					store(d->dtype, buf, (size_t)((b * g.s + i) * ts + h * HEAD_DIM + c),
+					      (float)(o / l));
+				}
+			}
+	rc = 0;
+out:
+	free(q);
+	free(k);
+	free(v);
+	free(p);
+	return rc;
+}
+
+/*
+ * Net: the DP average of dq, dk, dv, 3X each way (two ranks), plus >= 2X
+ * in when cp > 1: the other blocks' K, V, or its own block's dK, dV summed
+ * elsewhere. FLOPs: per (query, key) pair of the CP group 10*64 (QK^T, dP,
+ * dQ, dK, dV), cp blocks of S^2 a rank. HBM: the default.
+ */
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	struct dims57 g;
+	attn_dims(d, &g);
+	double x = (double)g.b * g.s * HEADS * HEAD_DIM;
+	c->net_bytes = (3 + (g.cp > 1 ? 2 : 0)) * x * pkb_dtype_size(d->dtype);
+	c->flops = 10.0 * HEAD_DIM * g.b * HEADS * g.s * (double)g.s * g.cp;
+	c->flop_kind = PKB_FLOPS_TENSOR;
+	c->note = "DP all-reduce of dq, dk, dv + the CP group's K, V (or dK, dV) in";
+}
+
+const struct pkb_problem pkb_problem_057 = {
+	.id = 57,
+	.name = "ring_attention_backward_dp",
+	.title = "Ring-attention backward (CP) + DP gradient averaging",
+	.category = "Context Parallel",
+	.origin = "ring-flash-attention backward with Megatron cp-dp layout (inferred)",
+	.worlds = 0x5555555555555554ull,   /* even W */
+	.describe = describe,
+	.gen_host = gen_host,
+	.cost = cost,
+};
