@@ -129,7 +129,8 @@ static const char *const stop_names[] = { NULL, "steps", "budget_s", "budget_tok
 					  "target_speedup" };
 
 /* what ends a run early: an API that refuses (10), a request that failed
- * (11), an evaluation that gave no result (9), a harness error (70) */
+ * (11), an evaluation that gave no result (9), a file that cannot be
+ * written (1) */
 struct failure {
 	int code;
 };
@@ -706,6 +707,9 @@ static char *feedback(const struct agent *a, const struct conv *c, int step, con
 	} else if (!strcmp(verdict, "pass")) {
 		sb_add(&b, " Correct: %s.\n", msg);
 		perf_details(&b, ev);
+	} else if (!strcmp(verdict, "internal_error")) {
+		sb_add(&b, " pkb's evaluation failed (a harness error, not necessarily your "
+		       "file's): %s\n", msg);
 	} else {
 		sb_add(&b, " %s\n", msg);
 	}
@@ -834,7 +838,7 @@ static int load_conv(struct conv *c)
 			return rc;
 		}
 		free(rp);
-		add_turn(c, 1, text);
+		add_turn(c, 1, *text ? text : "(no text)");
 		add_turn(c, 0, jstr(l, "feedback"));
 		json_decref(rec);
 		account(c, l);
@@ -989,12 +993,19 @@ static int do_step(const struct agent *a, struct conv *c, struct failure *f)
 			goto fail;
 		}
 		verdict = jstr(ev, "outcome");
-		if (!strcmp(verdict, "env_error") || !strcmp(verdict, "internal_error")) {
-			error("%03d step %d: the evaluation failed (%s): %s", c->p->id, step, verdict,
+		/* no GPU there: no step can be evaluated, stop (the step is
+		 * evaluated again by the next run) */
+		if (!strcmp(verdict, "env_error")) {
+			error("%03d step %d: the evaluation cannot run: %s", c->p->id, step,
 			      jstr(ev, "message"));
-			f->code = !strcmp(verdict, "env_error") ? PKB_EXIT_ENV : PKB_EXIT_INTERNAL;
+			f->code = PKB_EXIT_ENV;
 			goto fail;
 		}
+		/* a harness error is said, and the step is recorded: stopping
+		 * would meet it again at the same step on every run */
+		if (!strcmp(verdict, "internal_error"))
+			warning("%03d step %d: pkb's evaluation failed: %s", c->p->id, step,
+				jstr(ev, "message"));
 	}
 	json_t *sp = ev ? json_object_get(ev, "speedup") : NULL;
 	double speedup = json_is_number(sp) && !strcmp(verdict, "pass") ? json_number_value(sp) : NAN;
@@ -1029,7 +1040,9 @@ static int do_step(const struct agent *a, struct conv *c, struct failure *f)
 	if (rc == 0)
 		rc = write_answer(a, c, NULL);
 	if (rc == 0) {
-		add_turn(c, 1, text);
+		/* the APIs refuse an empty assistant turn (a reply cut
+		 * before any text) */
+		add_turn(c, 1, *text ? text : "(no text)");
 		add_turn(c, 0, fb);
 		char sps[32] = "";
 		if (!isnan(speedup))

@@ -99,6 +99,8 @@ if [ -e "$TMP/pwned" ] || [ -e "$TMP/pwned2" ]; then not_ok "the model's text ra
 # pkb sweep reads the agent's run as a generate run: one candidate, its answer
 expect_exit 0 "$PKB" sweep "$RUN" -g 2 --ngpus 2 --trials 1
 check '[json.loads(l)["key"].split("|")[1] for l in open(R + "/results.jsonl")] == ["sample_0"]'
+expect_exit 0 "$PKB" score "$RUN" --json "$TMP/score.json"
+check 'json.load(open("'"$TMP"'/score.json"))["runs"][0]["candidates"] == 1'
 
 # already finished: nothing asked, same answer
 start_server
