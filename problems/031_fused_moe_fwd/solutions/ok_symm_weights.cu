@@ -133,7 +133,7 @@ exchange_mlps(pkb_dev_comm comm, struct mlp_src w, char *const *slots, uint32_t 
 		const char *src = w.p[i] + (lo - a);
 		for (int64_t u = threadIdx.x; u < whole; u += THREADS)
 			((uint4 *)(mine + lo))[u] = ((const uint4 *)src)[u];
-		/* a ragged end (2-byte elements, 8N of them not a multiple of 8) */
+		/* a ragged end: a bias of N elements, N * e not a multiple of 16 */
 		for (int64_t c = whole * 16 + threadIdx.x; c < hi - lo; c += THREADS)
 			mine[lo + c] = src[c];
 	}
