@@ -1,5 +1,5 @@
 /*
- * 049_moe_ep_balanced reference (the same file serves 050 and 051: the
+ * 049_moe_ep_balanced reference (050 and 051 include this file: the
  * width comes from the params num_experts and top_k): the original's
  * pipeline on the device, NCCL between the ranks of the EP group, cuBLAS for
  * the GEMMs.
