@@ -1,7 +1,7 @@
 /*
  * cmd_list.c -- `pkb list`: every problem with its id, name, category,
- * origin, supported world sizes and the world sizes at which it passed the
- * GPU suite (validated.c).
+ * origin, supported world sizes, the world sizes at which it passed the
+ * GPU suite and at which it agreed with the original (validated.c).
  */
 #include "cmds.h"
 #include "exitcode.h"
@@ -20,7 +20,10 @@ static const char head[] =
 "List the problems: id, name, category, supported world sizes, gpu-validated\n"
 "(the world sizes at which the reference and every ok_/bad_ candidate passed\n"
 "in the newest GPU suite results under bench/results/, or $PKB_RESULTS;\n"
-"docs/RESULTS.md), origin. --json - writes the JSON to stdout, without the table.\n"
+"docs/RESULTS.md), vs-original (the world sizes at which tools/crosscheck found\n"
+"the original's Python reference computing the same outputs; the first W where\n"
+"it did not, and what it found: disagree, layout, original_failed), origin.\n"
+"--json - writes the JSON to stdout, without the table.\n"
 "\n";
 
 static const struct opt list_opts[] = {
@@ -53,9 +56,9 @@ int cmd_list(int argc, char **argv)
 	 * to /dev/null rather than in front of it. */
 	FILE *tab = json_path && !strcmp(json_path, "-") ? NULL : stdout;
 	if (tab)
-		fprintf(tab, "%-4s %-36s %-22s %-11s %-14s %s\n", "id", "name", "category", "worlds",
-			"gpu-validated", "origin");
-	json_t *newest = validated_load();
+		fprintf(tab, "%-4s %-36s %-22s %-11s %-14s %-12s %s\n", "id", "name", "category",
+			"worlds", "gpu-validated", "vs-original", "origin");
+	json_t *newest = validated_load(), *crossed = crosscheck_load();
 	for (int i = 0; i < problem_count(); i++) {
 		const struct pkb_problem *p = problem_at(i);
 		if (category && !strstr(p->category, category))
@@ -64,15 +67,19 @@ int cmd_list(int argc, char **argv)
 		problem_worlds_str(p, w, sizeof w);
 		char v[64];
 		json_t *vw = validated_worlds(newest, p, v, sizeof v);
+		char x[64];
+		json_t *xw = crosscheck_worlds(crossed, p, x, sizeof x);
 		if (tab)
-			fprintf(tab, "%03d  %-36s %-22s %-11s %-14s %s\n", p->id, p->name, p->category,
-				w, v, p->origin);
-		json_array_append_new(arr, json_pack("{s:i,s:s,s:s,s:s,s:s,s:s,s:o}", "id", p->id,
-						     "name", p->name, "title", p->title, "category",
-						     p->category, "origin", p->origin, "worlds", w,
-						     "gpu_validated", vw));
+			fprintf(tab, "%03d  %-36s %-22s %-11s %-14s %-12s %s\n", p->id, p->name,
+				p->category, w, v, x, p->origin);
+		json_array_append_new(arr, json_pack("{s:i,s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "id",
+						     p->id, "name", p->name, "title", p->title,
+						     "category", p->category, "origin", p->origin,
+						     "worlds", w, "gpu_validated", vw,
+						     "vs_original", xw));
 	}
 	json_decref(newest);
+	json_decref(crossed);
 	int rc = 0;
 	if (json_path && json_write_file(json_path, arr) < 0)
 		rc = PKB_EXIT_INPUT;

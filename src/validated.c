@@ -9,6 +9,11 @@
  * every ok_ and bad_ file now in the problem's solutions/ have such a record
  * and each got the outcome it expected (outcome == expect; a record without
  * a result, e.g. not_run, falls back to its exit code).
+ *
+ * The vs-original column likewise, from tools/crosscheck's results
+ * (*crosscheck*.jsonl): the world sizes at which the newest record of
+ * (problem, W) agrees with the original, and the first W where it does not,
+ * with what it found ("2,4", "2 layout@4", "-").
  */
 #include "validated.h"
 #include "exitcode.h"
@@ -57,17 +62,19 @@ static const char *base_name(const char *s)
 	return b ? b + 1 : s;
 }
 
-json_t *validated_load(void)
+/* every JSON line of the results files whose names contain `kind`, oldest
+ * file first (cmp_results), to fn; lines that are not JSON (some early
+ * files) are skipped */
+static void each_record(const char *kind, void (*fn)(json_t *r, json_t *acc), json_t *acc)
 {
 	const char *env = getenv("PKB_RESULTS");
 	char *dir = env && *env ? xstrdup(env) : xstrfmt("%s/bench/results", pkb_root());
-	json_t *newest = json_object();   /* "problem W solution" -> true/false */
 	DIR *d = opendir(dir);
 	char **names = NULL;
 	size_t n = 0;
 	for (struct dirent *e; d && (e = readdir(d));) {
 		size_t l = strlen(e->d_name);
-		if (strstr(e->d_name, "suite") && l > 6 && !strcmp(e->d_name + l - 6, ".jsonl")) {
+		if (strstr(e->d_name, kind) && l > 6 && !strcmp(e->d_name + l - 6, ".jsonl")) {
 			names = xrealloc(names, (n + 1) * sizeof *names);
 			names[n++] = xstrdup(e->d_name);
 		}
@@ -84,21 +91,9 @@ json_t *validated_load(void)
 				*next++ = 0;
 			else
 				next = line + strlen(line);
-			/* early files have lines that are not JSON ("seconds":,): skipped */
 			json_t *r = json_loads(line, 0, NULL);
-			const char *p = json_string_value(json_object_get(r, "problem"));
-			const char *sol = json_string_value(json_object_get(r, "solution"));
-			const char *shape = json_string_value(json_object_get(r, "shape"));
-			json_t *w = json_object_get(r, "world");
-			/* a case not run (test-gpu's -t deadline) says nothing: it does
-			 * not hide an earlier outcome */
-			if (p && sol && json_is_integer(w) && (!shape || !strcmp(shape, "default")) &&
-			    !json_is_true(json_object_get(r, "not_run"))) {
-				char *key = xstrfmt("%s %lld %s", p, (long long)json_integer_value(w),
-						    base_name(sol));
-				json_object_set_new(newest, key, json_boolean(record_passed(r)));
-				free(key);
-			}
+			if (r)
+				fn(r, acc);
 			json_decref(r);
 		}
 		free(txt);
@@ -107,7 +102,84 @@ json_t *validated_load(void)
 	}
 	free(names);
 	free(dir);
+}
+
+/* a suite record: "problem W solution" -> passed */
+static void suite_record(json_t *r, json_t *newest)
+{
+	const char *p = json_string_value(json_object_get(r, "problem"));
+	const char *sol = json_string_value(json_object_get(r, "solution"));
+	const char *shape = json_string_value(json_object_get(r, "shape"));
+	json_t *w = json_object_get(r, "world");
+	/* a case not run (test-gpu's -t deadline) says nothing: it does not
+	 * hide an earlier outcome */
+	if (p && sol && json_is_integer(w) && (!shape || !strcmp(shape, "default")) &&
+	    !json_is_true(json_object_get(r, "not_run"))) {
+		char *key = xstrfmt("%s %lld %s", p, (long long)json_integer_value(w),
+				    base_name(sol));
+		json_object_set_new(newest, key, json_boolean(record_passed(r)));
+		free(key);
+	}
+}
+
+json_t *validated_load(void)
+{
+	json_t *newest = json_object();   /* "problem W solution" -> true/false */
+	each_record("suite", suite_record, newest);
 	return newest;
+}
+
+/* a tools/crosscheck record: "problem W" -> its result; not_run says nothing */
+static void crosscheck_record(json_t *r, json_t *newest)
+{
+	const char *p = json_string_value(json_object_get(r, "problem"));
+	const char *res = json_string_value(json_object_get(r, "result"));
+	json_t *w = json_object_get(r, "world");
+	if (p && res && json_is_integer(w) && strcmp(res, "not_run")) {
+		char *key = xstrfmt("%s %lld", p, (long long)json_integer_value(w));
+		json_object_set_new(newest, key, json_string(res));
+		free(key);
+	}
+}
+
+json_t *crosscheck_load(void)
+{
+	json_t *newest = json_object();
+	each_record("crosscheck", crosscheck_record, newest);
+	return newest;
+}
+
+json_t *crosscheck_worlds(json_t *newest, const struct pkb_problem *p, char *buf, size_t len)
+{
+	char name[160];
+	snprintf(name, sizeof name, "%03d_%s ", p->id, p->name);
+	size_t off = 0;
+	json_t *by_w = json_object();
+	const char *worst = NULL;   /* the first result that is not agree */
+	int worst_w = 64;
+	buf[0] = 0;
+	for (int w = 1; w <= 63; w++) {
+		char key[192];
+		snprintf(key, sizeof key, "%s%d", name, w);
+		const char *res = json_string_value(json_object_get(newest, key));
+		if (!res)
+			continue;
+		char ws[8];
+		snprintf(ws, sizeof ws, "%d", w);
+		json_object_set_new(by_w, ws, json_string(res));
+		if (!strcmp(res, "agree")) {
+			if (off < len)
+				off += snprintf(buf + off, len - off, "%s%d", off ? "," : "", w);
+		} else if (w < worst_w) {
+			worst = res;
+			worst_w = w;
+		}
+	}
+	if (worst && off < len)
+		snprintf(buf + off, len - off, "%s%s@%d", off ? " " : "", worst, worst_w);
+	if (!buf[0])
+		snprintf(buf, len, "-");
+	return by_w;
 }
 
 /* "2,4" or "-" into buf, and the sizes as a JSON array */

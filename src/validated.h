@@ -1,4 +1,5 @@
-/* validated.h -- pkb list's gpu-validated column from the committed suite results */
+/* validated.h -- pkb list's gpu-validated and vs-original columns, from the
+ * committed results of the GPU suite and of tools/crosscheck */
 #ifndef PKB_VALIDATED_H
 #define PKB_VALIDATED_H
 #include "problem.h"
@@ -9,4 +10,10 @@ struct json_t *validated_load(void);
 /* the world sizes at which every case of p passed: "2,4" or "-" in buf, and as an array */
 struct json_t *validated_worlds(struct json_t *newest, const struct pkb_problem *p, char *buf,
 				size_t len);
+/* the newest tools/crosscheck result of every (problem, W) */
+struct json_t *crosscheck_load(void);
+/* "2,4" (W where it agrees with the original), "2 layout@4", or "-" in buf;
+ * and {"W": result} */
+struct json_t *crosscheck_worlds(struct json_t *newest, const struct pkb_problem *p, char *buf,
+				 size_t len);
 #endif
