@@ -15,7 +15,9 @@ under pkb's output names into DIR2/rank_R_outputs.safetensors, which
 `pkb compare DIR DIR2` then judges with the problem's own tolerances.
 
 What did not line up is said, not guessed: DIR2/rank_R_report.json holds
-{"status": "ok" | "layout" | "error", "detail": ..., "notes": [...]}:
+{"status": "ok" | "layout" | "error", "detail": ..., "notes": [...]}
+(and with --time "perf": the original's own timing of its reference on
+this rank, utils/performance.py's figures):
 "layout" when the original's inputs or outputs do not pair with pkb's (a
 count or a shape differs: a deliberate deviation the problem's README
 names, or a bug), "error" when the original raised. The original's code
@@ -175,12 +177,12 @@ def original_solution(orig, pid):
 def rank_main(rank, world, opts):
     """one rank: the original's init, inputs (pkb's substituted), solution,
     outputs; its report written whatever happens"""
-    import torch
-    import torch.distributed as dist
-
     report = {"status": "error", "detail": "", "notes": []}
     out_path = os.path.join(opts.out, f"rank_{rank}_outputs.safetensors")
     try:
+        import torch
+        import torch.distributed as dist
+
         sys.path.insert(0, opts.orig)
         from utils.init_and_finalize_backends import init_reference, finalize_reference
         from utils.input_output_tensors import create_input_tensor
@@ -236,6 +238,8 @@ def rank_main(rank, world, opts):
             written.append((name, dt, shape, b))
         write_st(out_path, written, meta)
         report["status"] = "ok"
+        if opts.time:
+            report["perf"] = time_original(opts.orig, solution, args, opts.warmup, opts.iters)
         dist.barrier()
         finalize_reference()
     except Layout as e:
@@ -251,6 +255,23 @@ def rank_main(rank, world, opts):
     os._exit(0 if report["status"] == "ok" else 1)
 
 
+def time_original(orig, solution, args, warmup, iters):
+    """the original's own timing of its reference, as its worker runs it
+    with --measure_perf: scripts/worker.py picks the tensor to rotate
+    through L2-sized input groups, utils/performance.py times it (per-call
+    CUDA events after `warmup` calls). The original's summary takes the
+    slowest rank's wall_time_ms (a mean over the calls)."""
+    spec = importlib.util.spec_from_file_location("pkb_original_worker",
+                                                  os.path.join(orig, "scripts", "worker.py"))
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    from utils.performance import measure_solution_performance
+    tensor, run_fn = worker._perf_run_fn_and_first_tensor(solution, args)
+    m = measure_solution_performance(run_fn, tensor, warmup_iters=warmup, measure_iters=iters)
+    return {k: m[k] for k in ("wall_time_ms", "wall_time_std_ms", "min_time_ms", "max_time_ms",
+                              "iterations", "warmup_iterations", "num_input_groups")}
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -263,8 +284,15 @@ def main():
     ap.add_argument("--ours", required=True, help="a `pkb run --save` folder")
     ap.add_argument("--out", required=True, help="where the original's outputs go")
     ap.add_argument("--world", type=int, required=True)
+    ap.add_argument("--time", action="store_true",
+                    help="also time the original's reference as its own worker does")
+    ap.add_argument("--warmup", type=int, default=500)
+    ap.add_argument("--iters", type=int, default=100)
     opts = ap.parse_args()
-    for need in ("utils/input_output_tensors.py", "utils/init_and_finalize_backends.py", "reference"):
+    needs = ["utils/input_output_tensors.py", "utils/init_and_finalize_backends.py", "reference"]
+    if opts.time:
+        needs += ["scripts/worker.py", "utils/performance.py"]
+    for need in needs:
         if not os.path.exists(os.path.join(opts.orig, need)):
             sys.exit(f"crosscheck: '{opts.orig}' is not a checkout of the original ParallelKernelBench (no {need})")
     os.makedirs(opts.out, exist_ok=True)

@@ -80,6 +80,30 @@ mkdir -p "$TMP/orig/utils" "$TMP/orig/reference"
 touch "$TMP/orig/utils/input_output_tensors.py" "$TMP/orig/utils/init_and_finalize_backends.py"
 expect_exit 2 "$ROOT/tools/crosscheck" -r "$TMP/orig" -t 5s
 expect_grep "^crosscheck: -t wants whole seconds, not '5s'" "$TMP/err"
+# the driver's flow on fake ranks (pkb run passes, saves nothing) with a
+# stand-in torch package that has no torch.distributed: each case is an
+# original_failed line naming the error, the table is written, a second
+# call keeps what the file holds and runs only what it lacks
+mkdir -p "$TMP/mods/torch"
+: > "$TMP/mods/torch/__init__.py"
+export PKB_RANK_CMD=$ROOT/build/tests/fake_rank PKB_TEST_GPUS=2
+PYTHONPATH=$TMP/mods expect_exit 1 "$ROOT/tools/crosscheck" -r "$TMP/orig" -p 1,2 -w 2 -o "$TMP/x.jsonl"
+expect_grep "^original_failed +001_allreduce W=2 bf16 +rank [01]: ModuleNotFoundError: No module named 'torch.distributed'" "$TMP/out"
+expect_grep "^crosscheck: 0 agree, 2 do not" "$TMP/out"
+expect_exit 0 python3 - "$TMP/x.jsonl" <<'EOF'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+assert [(x["problem"], x["world"], x["result"]) for x in r] == [
+    ("001_allreduce", 2, "original_failed"), ("002_allgather", 2, "original_failed")], r
+assert r[0]["m"] == 1024 and r[0]["dtype"] == "bf16" and "ours_ms" not in r[0], r[0]
+EOF
+expect_grep "^\| 001_allreduce \| 2 \| bf16 \| original_failed \|" "$TMP/x.md"
+PYTHONPATH=$TMP/mods expect_exit 1 "$ROOT/tools/crosscheck" -r "$TMP/orig" -p 1,2,3 -w 2 -o "$TMP/x.jsonl" -t 1
+expect_grep "^kept +001_allreduce W=2 bf16" "$TMP/out"
+expect_grep "^kept +002_allgather W=2 bf16" "$TMP/out"
+expect_grep "^(original_failed|not_run) +003_broadcast W=2" "$TMP/out"
+expect_grep "^crosscheck: 0 agree, 3 do not" "$TMP/out"
+unset PKB_RANK_CMD PKB_TEST_GPUS
 expect_exit 1 python3 "$ROOT/tools/crosscheck.py" --orig "$TMP/notorig" --ours "$TMP/a" --out "$TMP/x" --world 2
 expect_grep "is not a checkout of the original ParallelKernelBench" "$TMP/err"
 done_testing
