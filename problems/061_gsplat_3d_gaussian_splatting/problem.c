@@ -29,7 +29,7 @@
  *
  * The row count K depends on the data and shapes cannot: every output has
  * the capacity W n rows (the most camera r can receive), the K visible
- * pairs first, then rows with ids -1 and every other field 0; a tenth
+ * pairs first, then rows with ids -1 and every other field 0; a ninth
  * output `count` holds K. The original's inputs never cull anything (all
  * Gaussians in front of identical cameras, K = W n always): here gen_host
  * draws cameras that differ per rank and Gaussians of which a known share
