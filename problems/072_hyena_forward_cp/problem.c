@@ -136,17 +136,18 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	return -1;
 }
 
-/* Positions rank r must receive to convolve its own chunks in place: the
- * K-1 before each of its two chunks that it does not hold. */
+/* Positions rank r must receive to convolve its own chunks in place: those
+ * among the K-1 before either of its two chunks that it does not hold
+ * (the two ranges overlap on rank W-1 and its neighbours). */
 static double halo_in(int w, int r)
 {
 	int64_t mine[2] = { r, 2 * w - 1 - r }, n = 0;
-	for (int k = 0; k < 2; k++) {
-		int64_t start = mine[k] * CHUNK, from = start - (FILT - 1);
-		for (int64_t p = from > 0 ? from : 0; p < start; p++) {
-			int64_t q = p / CHUNK;
-			n += q != mine[0] && q != mine[1];
-		}
+	for (int64_t p = 0; p < (int64_t)LOCAL * w; p++) {
+		int64_t q = p / CHUNK;
+		int need = 0;
+		for (int k = 0; k < 2; k++)
+			need |= p < mine[k] * CHUNK && p >= mine[k] * CHUNK - (FILT - 1);
+		n += need && q != mine[0] && q != mine[1];
 	}
 	return (double)n;
 }
@@ -157,7 +158,8 @@ static double halo_in(int w, int r)
  * (z = T(x2 v) and T(y + z b) can be formed on either side; x1 never
  * needs to move), 2 (W-1)/W C 2048 elements each way. Or in place: the
  * K-1 positions before each of its chunks that it lacks, all channels, in
- * (a quarter less at W = 8 on rank 0, more in the middle of the chain).
+ * (4095 positions are 4 chunks but for one sample: less only on rank 1
+ * at W = 2, which lacks just chunk 0; 4-6 chunks against 3-3.9 elsewhere).
  * FLOPs: the original's three real FFTs of length 2L per channel (z, h,
  * the inverse; 2.5 n log2 n each) and the spectral product, on the C/W
  * channels of the rank, CUDA cores. HBM: x1, x2, v and the rank's rows of
