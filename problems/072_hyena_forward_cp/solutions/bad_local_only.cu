@@ -1,0 +1,19 @@
+/*
+ * 072_hyena_forward_cp, known-bad: ok_symm_direct with every sample of z
+ * read from this rank's own buffer -- local data only: a position owned by
+ * rank i takes this rank's sample at the same local offset, so each
+ * channel is convolved with this rank's two chunks repeated W times
+ * instead of the global sequence. The pushes and the meetings stay.
+ * Simulated (numpy, this mutant's reads): 318x (W = 4) and 467x (W = 8)
+ * the element bound at bf16, 4e3x at fp32 (W = 2).
+ * pkb-expect: mismatch
+ * pkb-mutant-of: ok_symm_direct.cu
+ */
+
+/* pkb-replace */
+				int o = owner(q, w, &s);
+				v = pkb_to_float(zp[o][c * LOCAL + s]);
+/* pkb-with */
+				owner(q, w, &s);
+				v = pkb_to_float(zp[comm.rank][c * LOCAL + s]);
+/* pkb-end */
