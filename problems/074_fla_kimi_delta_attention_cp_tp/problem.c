@@ -93,6 +93,9 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * throughout, a fast-math decay (+-7 ulp) and norms (+-2 ulp), fp32
 	 * TP sums rounded once: <= 0.46 terms in bf16 and fp16, <= 9.4 in fp32
 	 * (l2 <= 0.74 u, <= 4.4 u in fp32; limits 2.8 u at tp = 1, 3.5 u, 16 u).
+	 * The reference kernel's order (4 keys a lane, 32-lane butterfly) and
+	 * ok_symm_pull's (16-key fmaf chains, 8-lane butterfly, fused update)
+	 * emulated in fp32: <= 3.9 terms apart, l2 <= 2.2 u.
 	 * Wrong results need >= 21 terms in bf16, 170 in fp16, 1.4e6 in fp32
 	 * (l2 >= 5.5 u): local data only (zero state at the chunk start) 21+
 	 * in bf16 (rank 0 of each CP group is right), the decay after the
