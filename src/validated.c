@@ -182,6 +182,29 @@ json_t *crosscheck_worlds(json_t *newest, const struct pkb_problem *p, char *buf
 	return by_w;
 }
 
+/* the world sizes a bad_ file's header line "pkb-worlds: 4 6 8" limits it
+ * to (tools/test-gpu runs it only there), as bits; every W without one */
+static uint64_t file_worlds(const char *path)
+{
+	char *txt = read_file(path, NULL);
+	const char *h = txt ? strstr(txt, "pkb-worlds:") : NULL;
+	uint64_t m = ~0ull;
+	if (h) {
+		m = 0;
+		for (const char *s = h + 11; *s && *s != '\n';) {
+			char *end;
+			long w = strtol(s, &end, 10);
+			if (end == s)
+				break;
+			if (w >= 1 && w <= 63)
+				m |= 1ull << w;
+			s = end;
+		}
+	}
+	free(txt);
+	return m;
+}
+
 /* "2,4" or "-" into buf, and the sizes as a JSON array */
 json_t *validated_worlds(json_t *newest, const struct pkb_problem *p, char *buf, size_t len)
 {
@@ -190,12 +213,18 @@ json_t *validated_worlds(json_t *newest, const struct pkb_problem *p, char *buf,
 	snprintf(name, sizeof name, "%03d_%s", p->id, p->name);
 	/* the cases: the reference and every ok_ and bad_ file now on disk */
 	char **cases = xmalloc(sizeof *cases);
+	uint64_t *at = xmalloc(sizeof *at);   /* the W each case is run at */
 	size_t nc = 0;
+	at[nc] = ~0ull;
 	cases[nc++] = xstrdup("reference");
 	DIR *d = opendir(sdir);
 	for (struct dirent *e; d && (e = readdir(d));)
 		if (!strncmp(e->d_name, "ok_", 3) || !strncmp(e->d_name, "bad_", 4)) {
 			cases = xrealloc(cases, (nc + 1) * sizeof *cases);
+			at = xrealloc(at, (nc + 1) * sizeof *at);
+			char *path = xstrfmt("%s/%s", sdir, e->d_name);
+			at[nc] = e->d_name[0] == 'b' ? file_worlds(path) : ~0ull;
+			free(path);
 			cases[nc++] = xstrdup(e->d_name);
 		}
 	if (d)
@@ -206,6 +235,8 @@ json_t *validated_worlds(json_t *newest, const struct pkb_problem *p, char *buf,
 	for (int w = 1; w <= 63; w++) {
 		int all = 1;
 		for (size_t i = 0; i < nc && all; i++) {
+			if (!((at[i] >> w) & 1))
+				continue;
 			char *key = xstrfmt("%s %d %s", name, w, cases[i]);
 			all = json_is_true(json_object_get(newest, key));
 			free(key);
@@ -221,6 +252,7 @@ json_t *validated_worlds(json_t *newest, const struct pkb_problem *p, char *buf,
 	for (size_t i = 0; i < nc; i++)
 		free(cases[i]);
 	free(cases);
+	free(at);
 	free(sdir);
 	free(pdir);
 	return arr;
