@@ -1111,25 +1111,13 @@ static json_t *run_args(const struct agent *a, const char *spec, const struct pk
 
 /* ---- the command ------------------------------------------------------------ */
 
-static int num_arg(const char *opt, const char *s, double lo, double *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || *end || !(v >= lo) || v > 1e12) {
-		error("--%s takes a number >= %g, not '%s'", opt, lo, s);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
 int cmd_agent(int argc, char **argv)
 {
 	struct llm_cli l = LLM_CLI_DEFAULTS;
 	struct agent a = { .steps = 8, .eval_timeout_s = 1800, .trials = 3,
 			   .po = PROMPT_OPTS_DEFAULTS };
 	int force = 0, o;
-	double v;
+	long long n;
 	struct opts_parser P;
 	opts_init(&P, tables);
 	while ((o = opts_next(&P, argc, argv)) != -1) {
@@ -1147,36 +1135,31 @@ int cmd_agent(int argc, char **argv)
 		case O_FORCE: force = 1; break;
 		case 'q': a.quiet = 1; break;
 		case O_BUDGET_S:
-			if (num_arg("budget-s", optarg, 0.001, &a.budget_s) < 0)
+			if (opt_num("budget-s", optarg, 0.001, 1e12, &a.budget_s) < 0)
 				return PKB_EXIT_USAGE;
 			break;
 		case O_TARGET:
-			if (num_arg("target-speedup", optarg, 0.001, &a.target) < 0)
+			if (opt_num("target-speedup", optarg, 0.001, 1e12, &a.target) < 0)
 				return PKB_EXIT_USAGE;
 			break;
 		case O_EVALTO:
-			if (num_arg("eval-timeout", optarg, 1, &a.eval_timeout_s) < 0)
+			if (opt_num("eval-timeout", optarg, 1, 1e12, &a.eval_timeout_s) < 0)
 				return PKB_EXIT_USAGE;
 			break;
 		case O_BUDGET_T:
-			if (num_arg("budget-tokens", optarg, 1, &v) < 0 || v != floor(v)) {
-				error("--budget-tokens takes a whole number");
+			if (opt_int("budget-tokens", optarg, 1, 1000000000000LL, &n) < 0)
 				return PKB_EXIT_USAGE;
-			}
-			a.budget_tokens = (long long)v;
+			a.budget_tokens = n;
 			break;
 		case 't': case O_STEPS: case O_ITERS: case O_WARMUP: {
 			const char *name = o == 't' ? "trials" : o == O_STEPS ? "steps"
 					 : o == O_ITERS ? "iters" : "warmup";
-			if (num_arg(name, optarg, o == O_WARMUP ? 0 : 1, &v) < 0 ||
-			    v != floor(v) || v > INT_MAX) {
-				error("--%s takes a whole number", name);
+			if (opt_int(name, optarg, o == O_WARMUP ? 0 : 1, INT_MAX, &n) < 0)
 				return PKB_EXIT_USAGE;
-			}
-			if (o == 't') a.trials = (int)v;
-			else if (o == O_STEPS) a.steps = (int)v;
-			else if (o == O_ITERS) a.iters = (int)v;
-			else a.warmup = (int)v;
+			if (o == 't') a.trials = (int)n;
+			else if (o == O_STEPS) a.steps = (int)n;
+			else if (o == O_ITERS) a.iters = (int)n;
+			else a.warmup = (int)n;
 			break;
 		}
 		case 'h':
@@ -1227,8 +1210,8 @@ int cmd_agent(int argc, char **argv)
 		a.block = 0;
 	} else if (!strcmp(block, "first")) {
 		a.block = -1;
-	} else if (num_arg("block", block, 1, &v) == 0 && v == floor(v) && v < 1000) {
-		a.block = (int)v;
+	} else if (parse_int_in(block, 1, 999, &n) == 0) {
+		a.block = (int)n;
 	} else {
 		error("--block takes first, last or a block number from 1");
 		return PKB_EXIT_USAGE;

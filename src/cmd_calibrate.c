@@ -108,15 +108,10 @@ int cmd_calibrate(int argc, char **argv)
 	while ((c = opts_next(&P, argc, argv)) != -1) {
 		switch (c) {
 		case 'j': json_path = optarg; break;
-		case OPT_TIMEOUT: {
-			char *end;
-			timeout = strtod(optarg, &end);
-			if (end == optarg || *end || !(timeout > 0) || timeout > 86400) {
-				error("--timeout takes seconds (0 < S <= 86400), not '%s'", optarg);
+		case OPT_TIMEOUT:
+			if (opt_num("timeout", optarg, 1e-3, 86400, &timeout) < 0)
 				return PKB_EXIT_USAGE;
-			}
 			break;
-		}
 		case 'h': opts_usage(stdout, head, tables, NULL); return 0;
 		default: opts_usage(stderr, head, tables, NULL); return PKB_EXIT_USAGE;
 		}

@@ -154,22 +154,15 @@ int cmd_compare(int argc, char **argv)
 		switch (c) {
 		case OPT_INSPECT: do_inspect = 1; break;
 		case OPT_ATOL:
-		case OPT_RTOL: {
+		case OPT_RTOL:
 			/* Strict: atof("abc") is 0, which silently asked for an
 			 * exact match (issue 30). */
-			char *end;
-			double v;
-			errno = 0;
-			v = strtod(optarg, &end);
-			if (end == optarg || *end || errno || !(v >= 0) || v > 1e30) {
-				error("--%s wants a number >= 0, not '%s'",
-				      c == OPT_ATOL ? "atol" : "rtol", optarg);
+			if (opt_num(c == OPT_ATOL ? "atol" : "rtol", optarg, 0, 1e30,
+				    c == OPT_ATOL ? &atol : &rtol) < 0) {
 				opts_usage(stderr, head, tables, tail);
 				return PKB_EXIT_USAGE;
 			}
-			*(c == OPT_ATOL ? &atol : &rtol) = v;
 			break;
-		}
 		case OPT_EXACT: exact = 1; break;
 		case 'h': opts_usage(stdout, head, tables, tail); return 0;
 		default: opts_usage(stderr, head, tables, tail); return PKB_EXIT_USAGE;

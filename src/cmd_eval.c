@@ -58,25 +58,20 @@ int cmd_eval(int argc, char **argv)
 			continue;
 		switch (c) {
 		case 'b': backend = optarg; break;
-		case 't':
-			o.trials = atoi(optarg);
-			if (o.trials < 1 || o.trials > 10000) {
-				error("--trials takes a count from 1 to 10000, not '%s'", optarg);
+		case 't': {
+			/* atoi took "3x" as 3 */
+			long long t;
+			if (opt_int("trials", optarg, 1, 10000, &t) < 0)
 				return PKB_EXIT_USAGE;
-			}
-			break;
-		case OPT_ATOL:
-		case OPT_RTOL: {
-			char *end;
-			double v = strtod(optarg, &end);
-			if (end == optarg || *end || !(v >= 0)) {
-				error("--%s takes a non-negative number, not '%s'",
-				      c == OPT_ATOL ? "atol" : "rtol", optarg);
-				return PKB_EXIT_USAGE;
-			}
-			*(c == OPT_ATOL ? &o.atol : &o.rtol) = v;
+			o.trials = (int)t;
 			break;
 		}
+		case OPT_ATOL:
+		case OPT_RTOL:
+			if (opt_num(c == OPT_ATOL ? "atol" : "rtol", optarg, 0, 1e30,
+				    c == OPT_ATOL ? &o.atol : &o.rtol) < 0)
+				return PKB_EXIT_USAGE;
+			break;
 		case 'h': opts_usage(stdout, head, tables, tail); return 0;
 		default: opts_usage(stderr, head, tables, tail); return PKB_EXIT_USAGE;
 		}

@@ -397,18 +397,6 @@ static json_t *run_args(const struct gen *g, const char *spec, const char *backe
 
 /* ---- the command ------------------------------------------------------------ */
 
-static int num_arg(const char *opt, const char *s, double lo, double *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || *end || !(v >= lo) || v > 1e9) {
-		error("--%s takes a number >= %g, not '%s'", opt, lo, s);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
 int cmd_generate(int argc, char **argv)
 {
 	struct llm_cli l = LLM_CLI_DEFAULTS;
@@ -416,7 +404,7 @@ int cmd_generate(int argc, char **argv)
 	struct prompt_opts po = PROMPT_OPTS_DEFAULTS;
 	const char *spec = NULL;
 	int force = 0, c;
-	double v;
+	long long num;
 	struct opts_parser P;
 	opts_init(&P, tables);
 	while ((c = opts_next(&P, argc, argv)) != -1) {
@@ -432,12 +420,9 @@ int cmd_generate(int argc, char **argv)
 		case O_FORCE: force = 1; break;
 		case 'q': g.quiet = 1; break;
 		case 'k': case 'j':
-			if (num_arg(c == 'k' ? "k" : "j", optarg, 1, &v) < 0 || v != floor(v) ||
-			    v > INT_MAX) {
-				error("--%s takes a whole number", c == 'k' ? "k" : "j");
+			if (opt_int(c == 'k' ? "k" : "j", optarg, 1, INT_MAX, &num) < 0)
 				return PKB_EXIT_USAGE;
-			}
-			*(c == 'k' ? &g.k : &g.j) = (int)v;
+			*(c == 'k' ? &g.k : &g.j) = (int)num;
 			break;
 		case 'h':
 			opts_usage(stdout, head, tables, NULL);
@@ -484,8 +469,8 @@ int cmd_generate(int argc, char **argv)
 		g.block = 0;
 	} else if (!strcmp(block, "first")) {
 		g.block = -1;
-	} else if (num_arg("block", block, 1, &v) == 0 && v == floor(v) && v < 1000) {
-		g.block = (int)v;
+	} else if (parse_int_in(block, 1, 999, &num) == 0) {
+		g.block = (int)num;
 	} else {
 		error("--block takes first, last or a block number from 1");
 		free(base);

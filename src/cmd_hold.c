@@ -54,12 +54,8 @@ int cmd_hold(int argc, char **argv)
 	opts_init(&P, tables);
 	while ((c = opts_next(&P, argc, argv)) != -1) {
 		if (c == OPT_FOR) {
-			char *end;
-			seconds = strtod(optarg, &end);
-			if (*end || end == optarg || !(seconds > 0) || seconds > 1e7) {
-				error("--for: '%s' is not a number of seconds (0 < S <= 1e7)", optarg);
+			if (opt_num("for", optarg, 1e-3, 1e7, &seconds) < 0)
 				return PKB_EXIT_USAGE;
-			}
 		} else if (c == 'h') {
 			return opts_usage(stdout, head, tables, tail), 0;
 		} else {

@@ -40,10 +40,9 @@ int score_opt(int c, const char *arg, const char **plist, int *nk)
 	}
 	if (c != 'k')
 		return 0;
-	char *end;
-	long v = strtol(arg, &end, 10);
-	if (end == arg || *end || v < 1 || v > SUM_MAX_K)
-		return error("--k takes 1 to %d, not '%s'", SUM_MAX_K, arg);
+	long long v;
+	if (opt_int("k", arg, 1, SUM_MAX_K, &v) < 0)
+		return -1;
 	*nk = (int)v;
 	return 1;
 }

@@ -932,13 +932,12 @@ static void usage(FILE *f)
 	opts_usage(f, NULL, t3, tail);
 }
 
-/* an integer option: all of v, within [lo, hi] */
+/* an int option (opt_int) */
 static int int_arg(const char *name, const char *v, int lo, int hi, int *out)
 {
-	char *end;
-	long x = strtol(v, &end, 10);
-	if (end == v || *end || x < lo || x > hi)
-		return error("--%s takes an integer from %d to %d, not '%s'", name, lo, hi, v);
+	long long x;
+	if (opt_int(name, v, lo, hi, &x) < 0)
+		return -1;
 	*out = (int)x;
 	return 0;
 }
@@ -1015,9 +1014,9 @@ static int parse_opts(struct sweep *s, struct slurm_opts *so, const char **jobs,
 		return error("--timeout takes a number of seconds > 0");
 	for (int i = 0; i < 2; i++) {
 		const char *v = i ? s->rtol : s->atol;
-		char *end;
-		if (v && (strtod(v, &end) < 0 || *end || end == v))
-			return error("--%s takes a non-negative number", i ? "rtol" : "atol");
+		double x;
+		if (v && opt_num(i ? "rtol" : "atol", v, 0, 1e30, &x) < 0)
+			return -1;
 	}
 	static const char *const words[] = { "partition", "time", "account", "cpus-per-task" };
 	const char *vals[] = { so->partition, so->time, so->account, so->cpus };

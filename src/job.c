@@ -85,28 +85,18 @@ const struct opt job_opts_launch[] = {
 	OPTS_END,
 };
 
-static int parse_ll(const char *s, long long lo, long long hi, long long *out)
-{
-	char *end;
-	long long v = strtoll(s, &end, 10);
-	if (end == s || *end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 int job_opt(struct job_opts *o, int c, const char *arg)
 {
 	long long v;
 	switch (c) {
 	case 'g':
-		if (parse_ll(arg, 1, 63, &v) < 0)
+		if (parse_int_in(arg, 1, 63, &v) < 0)
 			return error("--gpus takes a world size from 1 to 63, not '%s'", arg);
 		o->world = (int)v;
 		return 1;
 	case OPT_M:
 	case OPT_N:
-		if (parse_ll(arg, 1, 1ll << 40, &v) < 0)
+		if (parse_int_in(arg, 1, 1ll << 40, &v) < 0)
 			return error("--%c takes a positive integer, not '%s'", c == OPT_M ? 'm' : 'n',
 				     arg);
 		*(c == OPT_M ? &o->m : &o->n) = v;
@@ -119,7 +109,7 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 		return 1;
 	}
 	case OPT_SEED:
-		if (parse_ll(arg, 0, (1ll << 62), &v) < 0)
+		if (parse_int_in(arg, 0, (1ll << 62), &v) < 0)
 			return error("--seed takes a non-negative integer, not '%s'", arg);
 		o->seed = v;
 		return 1;
@@ -127,7 +117,7 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 	case OPT_MEASURE_PERF: o->measure_perf = 1; return 1;
 	case OPT_WARMUP:
 	case OPT_ITERS:
-		if (parse_ll(arg, c == OPT_WARMUP ? 0 : 1, 1000000, &v) < 0)
+		if (parse_int_in(arg, c == OPT_WARMUP ? 0 : 1, 1000000, &v) < 0)
 			return error("--%s takes a count, not '%s'", c == OPT_WARMUP ? "warmup" : "iters",
 				     arg);
 		*(c == OPT_WARMUP ? &o->warmup : &o->iters) = (int)v;
@@ -135,10 +125,9 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 		return 1;
 	case OPT_DEADLINE: {
 		const char *eq = strchr(arg, '=');
-		char *end;
-		double s = eq ? strtod(eq + 1, &end) : 0;
-		if (!eq || *end || s <= 0)
-			return error("--deadline takes KIND=SECONDS, not '%s'", arg);
+		double s = 0;
+		if (!eq || parse_num_in(eq + 1, 1e-3, 1e7, &s) < 0)
+			return error("--deadline takes KIND=SECONDS (0.001 to 1e7), not '%s'", arg);
 		char kind[32];
 		snprintf(kind, sizeof kind, "%.*s", (int)(eq - arg), arg);
 		if (!strcmp(kind, "compile")) {
@@ -160,7 +149,7 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 	case OPT_ARCH: o->arch = arg; return 1;
 	case OPT_NO_SANDBOX: o->no_sandbox = 1; return 1;
 	case OPT_DEVICE_TIMEOUT:
-		if (parse_ll(arg, 1, 3600000, &v) < 0)
+		if (parse_int_in(arg, 1, 3600000, &v) < 0)
 			return error("--device-timeout takes milliseconds, not '%s'", arg);
 		o->device_timeout_ms = (int)v;
 		return 1;

@@ -78,3 +78,17 @@ void opts_usage(FILE *f, const char *head, const struct opt *const *tables, cons
 	if (tail)
 		fputs(tail, f);
 }
+
+int opt_int(const char *name, const char *s, long long lo, long long hi, long long *out)
+{
+	if (parse_int_in(s, lo, hi, out) == 0)
+		return 0;
+	return error("--%s takes an integer from %lld to %lld, not '%s'", name, lo, hi, s);
+}
+
+int opt_num(const char *name, const char *s, double lo, double hi, double *out)
+{
+	if (parse_num_in(s, lo, hi, out) == 0)
+		return 0;
+	return error("--%s takes a number from %g to %g, not '%s'", name, lo, hi, s);
+}

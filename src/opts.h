@@ -51,5 +51,11 @@ const struct opt *opts_find(const struct opt *const *tables, int id);
 void opts_help(FILE *f, const struct opt *const *tables);
 /* head, the help lines, tail (either may be NULL) */
 void opts_usage(FILE *f, const char *head, const struct opt *const *tables, const char *tail);
+/* An option's number, strictly (all of it, finite, within [lo, hi]:
+ * util.h's parse_int_in/parse_num_in), or the one-line error naming the
+ * option: "--NAME takes an integer from LO to HI, not 'S'" (a number: the
+ * same with "a number"). 0, or -1 with the error printed. */
+int opt_int(const char *name, const char *s, long long lo, long long hi, long long *out);
+int opt_num(const char *name, const char *s, double lo, double hi, double *out);
 
 #endif

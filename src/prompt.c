@@ -444,10 +444,8 @@ int prompt_opt(struct prompt_opts *o, int c, const char *arg)
 	case PROMPT_OPT_M:
 	case PROMPT_OPT_N: {
 		const char *name = c == 'g' ? "gpus" : c == PROMPT_OPT_M ? "m" : "n";
-		char *end;
-		errno = 0;
-		long long v = strtoll(arg, &end, 10);
-		if (end == arg || *end || errno || v <= 0 || (c == 'g' && v > 1 << 20))
+		long long v;
+		if (parse_int_in(arg, 1, c == 'g' ? 1 << 20 : LLONG_MAX, &v) < 0)
 			return error("--%s takes a positive integer, not '%s'", name, arg);
 		if (c == 'g')
 			o->world = (int)v;

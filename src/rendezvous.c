@@ -40,10 +40,8 @@ static int env_int(const char *name, long lo, long hi, int *out, char *err, size
 		snprintf(err, n, "%s is not set", name);
 		return -1;
 	}
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *end || v < lo || v > hi) {
+	long long v;
+	if (parse_int_in(s, lo, hi, &v) < 0) {
 		snprintf(err, n, "%s='%.40s' is not an integer from %ld to %ld", name, s, lo, hi);
 		return -1;
 	}

@@ -334,6 +334,29 @@ int json_write_file(const char *path, json_t *value)
 	return r;
 }
 
+int parse_int_in(const char *s, long long lo, long long hi, long long *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (end == s || *end || errno || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int parse_num_in(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	/* !(v >= lo) also refuses NaN; isfinite needs no libm here */
+	if (end == s || *end || errno || !(v >= lo) || !(v <= hi))
+		return -1;
+	*out = v;
+	return 0;
+}
+
 int check_source_file(const char *path)
 {
 	struct stat st;

@@ -59,6 +59,11 @@ int rm_rf(const char *path);
 #define PKB_VERSION "0.1"
 
 const char *pkb_root(void);
+/* Numbers in options and variables, strictly: all of s (no "3x", no ""),
+ * no overflow, finite, within [lo, hi]. 0, or -1 with *out untouched; the
+ * caller names the option in its own one-line error. */
+int parse_int_in(const char *s, long long lo, long long hi, long long *out);
+int parse_num_in(const char *s, double lo, double hi, double *out);
 /* run argv (PATH lookup) in its own process group with stdout and stderr
  * into the file `log`; killed at the deadline. The exit status, 128+signal,
  * -2 on timeout, -1 if it could not start. */

@@ -18,7 +18,7 @@ expect_exit 2 "$PKB" eval 1 x.cu --deadline nope=3
 expect_exit 2 "$PKB" eval 1
 expect_exit 2 "$PKB" run
 expect_exit 2 "$PKB" hold --for 0
-expect_grep "^error: --for: '0' is not a number of seconds" "$TMP/err"
+expect_grep "^error: --for takes a number from 0.001 to 1e\+07, not .0.$" "$TMP/err"
 expect_exit 2 "$PKB" hold extra
 # every command's help fits 80 columns (the option tables align it)
 for c in list show run eval build roofline calibrate compare doctor hold prompt generate \
@@ -27,7 +27,7 @@ for c in list show run eval build roofline calibrate compare doctor hold prompt 
 		&& ok || not_ok "$c -h has lines over 80 columns"
 done
 expect_exit 2 "$PKB" calibrate --timeout abc
-expect_grep "^error: --timeout takes seconds" "$TMP/err"
+expect_grep "^error: --timeout takes a number from 0.001 to 86400, not " "$TMP/err"
 expect_exit 0 "$PKB" --help
 expect_grep "^   agent +a model improves its kernel" "$TMP/out"
 expect_exit 2 "$PKB" agent

@@ -1,12 +1,16 @@
 /*
  * test_opts.c -- option tables (src/opts.c): the getopt array and short
  * string they yield, parsing through them, the help's alignment and
- * continuation lines, and a table with an option twice refused as a bug.
+ * continuation lines, a table with an option twice refused as a bug, and
+ * the strict numbers of options (opt_int, opt_num, util's parse_*_in).
  */
 #define _GNU_SOURCE
 #include "opts.h"
 #include "t.h"
+#include "util.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -117,5 +121,36 @@ int main(void)
 	int st = 0;
 	waitpid(p, &st, 0);
 	CHECKF(!(WIFEXITED(st) && WEXITSTATUS(st) == 0), "status %d", st);
+	/* numbers, strictly: all of the string, no overflow, finite, in range */
+	long long i = 7;
+	double x = 7;
+	CHECK(parse_int_in("42", 1, 100, &i) == 0 && i == 42);
+	CHECK(parse_int_in("-3", -5, 5, &i) == 0 && i == -3);
+	i = 7;
+	CHECK(parse_int_in("3x", 1, 100, &i) < 0 && i == 7);   /* atoi took it as 3 */
+	CHECK(parse_int_in("", 1, 100, &i) < 0 && i == 7);
+	CHECK(parse_int_in("0", 1, 100, &i) < 0 && i == 7);
+	CHECK(parse_int_in("101", 1, 100, &i) < 0);
+	CHECK(parse_int_in("99999999999999999999", 1, LLONG_MAX, &i) < 0);   /* ERANGE */
+	CHECK(parse_num_in("1e-3", 0, 1, &x) == 0 && x == 1e-3);
+	x = 7;
+	CHECK(parse_num_in("nan", 0, 1e30, &x) < 0 && x == 7);
+	CHECK(parse_num_in("inf", 0, 1e30, &x) < 0);
+	CHECK(parse_num_in("-0.5", 0, 1, &x) < 0);
+	CHECK(parse_num_in("1e999", 0, HUGE_VAL, &x) < 0);   /* ERANGE */
+	CHECK(parse_num_in("0.5 ", 0, 1, &x) < 0);
+	/* the option's error names it, its range and what was given */
+	fflush(stderr);
+	FILE *saved = stderr;
+	char *ebuf = NULL;
+	size_t elen = 0;
+	stderr = open_memstream(&ebuf, &elen);
+	CHECK(opt_int("trials", "3x", 1, 10000, &i) < 0);
+	CHECK(opt_num("atol", "abc", 0, 1e30, &x) < 0);
+	fclose(stderr);
+	stderr = saved;
+	CHECKF(strstr(ebuf, "--trials takes an integer from 1 to 10000, not '3x'") != NULL, "%s", ebuf);
+	CHECKF(strstr(ebuf, "--atol takes a number from 0 to 1e+30, not 'abc'") != NULL, "%s", ebuf);
+	free(ebuf);
 	return t_done("test_opts");
 }
