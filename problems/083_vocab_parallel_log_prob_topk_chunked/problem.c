@@ -101,23 +101,6 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t next(uint64_t *st)
-{
-	uint64_t z = (*st += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* N(0, 1) by Box-Muller; u1 in (0, 1) */
-static double normal(uint64_t *st)
-{
-	double u1 = ((double)(next(st) >> 11) + 0.5) * 0x1p-53;
-	double u2 = (double)(next(st) >> 11) * 0x1p-53;
-	return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
 /* fp32 -> bf16 / fp16 bits, round to nearest even (finite inputs), and back */
 static uint16_t to_bf16(float f)
 {
@@ -192,7 +175,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 			return -1;
 		for (int64_t i = 0; i < nt; i++)
 			for (int64_t j = 0; j < k; j++) {
-				float v = round_to(d->dtype, (float)normal(&st));
+				float v = round_to(d->dtype, (float)pkb_rng_normal(&st));
 				if (target_of(d, i) == d->rank * k + j)
 					v = round_to(d->dtype, v + 8.0f);
 				store(d->dtype, buf, (size_t)(i * k + j), v);
