@@ -51,7 +51,10 @@ $(BUILD)/calibrate.o: src/calibrate.cu src/kernels.h | $(BUILD)
 	@echo "  NVCC    $<"
 	@$(NVCC) $(NVFLAGS) -c $< -o $@
 
-$(BUILD)/problems/%.o: problems/%/problem.c include/pkb_problem.h include/pkb.h | $(BUILD)
+# a header in a problem folder (sibling problems sharing host code) is a
+# dependency of every problem: the ones that include it are not named here
+PROB_HDR  := $(wildcard problems/*/*.h)
+$(BUILD)/problems/%.o: problems/%/problem.c include/pkb_problem.h include/pkb.h $(PROB_HDR) | $(BUILD)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	@$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
@@ -115,12 +118,12 @@ FUZZ_OBJ := $(patsubst %.c,$(BUILD)/fuzz-obj/%.o,$(UNIT_DEPS) $(PROB_SRC) $(BUIL
 FUZZ_CFLAGS := -std=c11 -g -O1 -fno-sanitize-recover=undefined
 .SECONDARY: $(SAN_OBJ) $(FUZZ_OBJ)   # kept between runs, not removed as intermediates
 
-$(BUILD)/san-obj/%.o: %.c $(wildcard src/*.h include/*.h)
+$(BUILD)/san-obj/%.o: %.c $(wildcard src/*.h include/*.h) $(PROB_HDR)
 	@mkdir -p $(dir $@)
 	@echo "  CC+SAN  $<"
 	@$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -c $< -o $@
 
-$(BUILD)/fuzz-obj/%.o: %.c $(wildcard src/*.h include/*.h)
+$(BUILD)/fuzz-obj/%.o: %.c $(wildcard src/*.h include/*.h) $(PROB_HDR)
 	@mkdir -p $(dir $@)
 	@echo "  CLANG   $<"
 	@clang $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@

@@ -18,6 +18,7 @@
 #ifndef PKB_PROBLEM_H
 #define PKB_PROBLEM_H
 
+#include <math.h>
 #include <stdint.h>
 #include "pkb.h"   /* defines: pkb_dtype, PKB_MAX_DIMS */
 
@@ -165,5 +166,55 @@ int pkb_io_fail(struct pkb_io *io, const char *fmt, ...)
 #define PKB_TOL_EXACT        ((struct pkb_tol){ .exact = 1 })
 /* a sum of `k` rounded terms, in any order (a reduction over k ranks) */
 #define PKB_TOL_SUM(k)       ((struct pkb_tol){ .terms = (k) })
+
+/* ---- host random numbers, for gen_host ------------------------------------ */
+/* splitmix64 (Steele, Lea and Flood 2014): the one generator behind every
+ * problem's host inputs. What a problem draws is part of its inputs, so none
+ * of these may change its arithmetic (every seed's inputs would change; the
+ * dtype and the order of operations are part of the contract). */
+#define PKB_RNG_GAMMA 0x9e3779b97f4a7c15ull   /* 2^64 over the golden ratio */
+
+/* the splitmix64 finaliser of x + gamma: a hash of a key or a counter */
+static inline uint64_t pkb_rng_mix(uint64_t x)
+{
+	x += PKB_RNG_GAMMA;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* the next draw of the stream whose state is *s */
+static inline uint64_t pkb_rng_next(uint64_t *s)
+{
+	uint64_t x = *s;
+	*s += PKB_RNG_GAMMA;
+	return pkb_rng_mix(x);
+}
+
+/* the top 53 bits of a draw on the grid k 2^-53: uniform in [0, 1) */
+static inline double pkb_rng_unit(uint64_t x)
+{
+	return (double)(x >> 11) * 0x1p-53;
+}
+
+/* the midpoints of that grid: uniform in (0, 1), safe under log() */
+static inline double pkb_rng_open(uint64_t x)
+{
+	return ((double)(x >> 11) + 0.5) * 0x1p-53;
+}
+
+/* Box-Muller: N(0, 1) from u1 in (0, 1] and u2 in [0, 1) */
+static inline double pkb_rng_box_muller(double u1, double u2)
+{
+	return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* N(0, 1) from the next two draws of *s (u1 open, so log(u1) is finite) */
+static inline double pkb_rng_normal(uint64_t *s)
+{
+	double u1 = pkb_rng_open(pkb_rng_next(s));
+	double u2 = pkb_rng_unit(pkb_rng_next(s));
+	return pkb_rng_box_muller(u1, u2);
+}
 
 #endif /* PKB_PROBLEM_H */

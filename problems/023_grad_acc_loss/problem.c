@@ -16,22 +16,13 @@
  */
 #include "pkb_problem.h"
 
-/* splitmix64 finaliser */
-static uint64_t mix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 /* rank r's valid tokens at this trial: in [1, MN], a function of the dims
  * only, so describe() and every rank's gen_host agree on G. The spread is
  * wide (std 0.29 MN) so that a sum weighted wrongly is far off. */
 static int64_t tokens(const struct pkb_dims *d, int r)
 {
 	int64_t mn = d->m * d->n;
-	uint64_t h = mix(mix(0x23ull ^ ((uint64_t)(uint32_t)d->trial << 8)) ^ (uint64_t)r);
+	uint64_t h = pkb_rng_mix(pkb_rng_mix(0x23ull ^ ((uint64_t)(uint32_t)d->trial << 8)) ^ (uint64_t)r);
 	return 1 + (int64_t)(h % (uint64_t)mn);
 }
 

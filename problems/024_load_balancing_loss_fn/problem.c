@@ -75,23 +75,6 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* N(0, 1) by Box-Muller; u1 in (0, 1) */
-static double normal(uint64_t *s)
-{
-	double u1 = ((double)(next(s) >> 11) + 0.5) * 0x1p-53;
-	double u2 = (double)(next(s) >> 11) * 0x1p-53;
-	return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
 /* fp32 -> bf16 / fp16 bits, round to nearest even (finite inputs) */
 static uint16_t to_bf16(float f)
 {
@@ -131,9 +114,9 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	uint64_t s = seed;
 	double bias[EXPERTS];
 	for (int e = 0; e < EXPERTS; e++)
-		bias[e] = normal(&s);
+		bias[e] = pkb_rng_normal(&s);
 	for (size_t i = 0; i < n; i++) {
-		float v = (float)(normal(&s) + bias[i % EXPERTS]);
+		float v = (float)(pkb_rng_normal(&s) + bias[i % EXPERTS]);
 		if (d->dtype == PKB_FP32)
 			((float *)buf)[i] = v;
 		else if (d->dtype == PKB_BF16)

@@ -27,15 +27,6 @@
 #define VOCAB 32000
 #define IGNORE_INDEX (-100)
 
-/* splitmix64 finaliser */
-static uint64_t mix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 /* sqrt without libm: Newton from above */
 static double sqrt_pos(double x)
 {
@@ -125,7 +116,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		return -1;
 	int64_t *lab = (int64_t *)buf;
 	for (int64_t i = 0; i < d->m; i++) {
-		uint64_t h = mix(seed ^ mix((uint64_t)i));
+		uint64_t h = pkb_rng_mix(seed ^ pkb_rng_mix((uint64_t)i));
 		lab[i] = (h & 3) == 0 ? IGNORE_INDEX : (int64_t)((h >> 8) % VOCAB);
 	}
 	return 0;

@@ -51,15 +51,6 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t x = (*s += 0x9e3779b97f4a7c15ull);
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 /* one_hot(randint(0, 8, (M, 2))).permute(2, 1, 0), as the original draws it:
  * each (token, slot) picks an expert uniformly, the two slots independently
  * (1/8 of the tokens pick one expert twice and count twice). The seed is
@@ -74,7 +65,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		mask[i] = 0.f;
 	for (int64_t t = 0; t < d->m; t++)
 		for (int k = 0; k < TOPK; k++) {
-			int e = (int)(next(&s) >> 61);   /* uniform in [0, 8) */
+			int e = (int)(pkb_rng_next(&s) >> 61);   /* uniform in [0, 8) */
 			mask[((int64_t)e * TOPK + k) * d->m + t] = 1.f;
 		}
 	return 0;

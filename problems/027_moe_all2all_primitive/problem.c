@@ -47,15 +47,6 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t x = (*s += 0x9e3779b97f4a7c15ull);
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 /*
  * S (W x W, row-major) of this trial. Start from the even split (M/W each,
  * the remainder spread one row apart so that rows and columns both sum to
@@ -74,17 +65,17 @@ static void split_matrix(const struct pkb_dims *d, int64_t *s)
 		for (int k = 0; k < w; k++)
 			s[j * w + k] = q + ((k - j + w) % w < rem);
 	uint64_t st = 0x27a11ull ^ ((uint64_t)(uint32_t)d->trial << 24) ^ ((uint64_t)w << 16);
-	st = next(&st) ^ (uint64_t)d->m;
+	st = pkb_rng_next(&st) ^ (uint64_t)d->m;
 	for (int i = 0; i < 16 * w * w; i++) {
-		int a = (int)(next(&st) % w), c = (int)(next(&st) % (w - 1));
-		int b = (int)(next(&st) % w), e = (int)(next(&st) % (w - 1));
+		int a = (int)(pkb_rng_next(&st) % w), c = (int)(pkb_rng_next(&st) % (w - 1));
+		int b = (int)(pkb_rng_next(&st) % w), e = (int)(pkb_rng_next(&st) % (w - 1));
 		c += c >= a;
 		e += e >= b;
 		int64_t up = min64((a == b ? kc : cap) - s[a * w + b], (c == e ? kc : cap) - s[c * w + e]);
 		int64_t t = min64(up, min64(s[a * w + e], s[c * w + b]));
 		if (t < 1)
 			continue;
-		t = 1 + (int64_t)(next(&st) % (uint64_t)t);
+		t = 1 + (int64_t)(pkb_rng_next(&st) % (uint64_t)t);
 		s[a * w + b] += t;
 		s[c * w + e] += t;
 		s[a * w + e] -= t;

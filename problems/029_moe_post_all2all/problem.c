@@ -101,23 +101,14 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 
 /* ---- the routing (as 028 draws it) ------------------------------------------ */
 
-/* splitmix64 */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t x = (*s += 0x9e3779b97f4a7c15ull);
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 /* a stream for (what, rank) of this trial: a function of the dims only,
  * not of the seed, so that every rank draws its peers' routing alike */
 static uint64_t stream(const struct pkb_dims *d, uint64_t what, int rank)
 {
 	uint64_t s = 0x29c0bull ^ ((uint64_t)(uint32_t)d->trial << 24) ^ ((uint64_t)d->world << 16);
-	s = next(&s) ^ (uint64_t)d->m;
-	s = next(&s) ^ (what << 8) ^ (uint64_t)(uint32_t)rank;
-	next(&s);
+	s = pkb_rng_next(&s) ^ (uint64_t)d->m;
+	s = pkb_rng_next(&s) ^ (what << 8) ^ (uint64_t)(uint32_t)rank;
+	pkb_rng_next(&s);
 	return s;
 }
 
@@ -138,15 +129,15 @@ static void split_matrix(const struct pkb_dims *d, int64_t *s)
 			s[j * w + k] = q + ((k - j + w) % w < rem);
 	uint64_t st = stream(d, 1, 0);
 	for (int i = 0; i < 16 * w * w; i++) {
-		int a = (int)(next(&st) % w), c = (int)(next(&st) % (w - 1));
-		int b = (int)(next(&st) % w), e = (int)(next(&st) % (w - 1));
+		int a = (int)(pkb_rng_next(&st) % w), c = (int)(pkb_rng_next(&st) % (w - 1));
+		int b = (int)(pkb_rng_next(&st) % w), e = (int)(pkb_rng_next(&st) % (w - 1));
 		c += c >= a;
 		e += e >= b;
 		int64_t up = min64((a == b ? kc : cap) - s[a * w + b], (c == e ? kc : cap) - s[c * w + e]);
 		int64_t t = min64(up, min64(s[a * w + e], s[c * w + b]));
 		if (t < 1)
 			continue;
-		t = 1 + (int64_t)(next(&st) % (uint64_t)t);
+		t = 1 + (int64_t)(pkb_rng_next(&st) % (uint64_t)t);
 		s[a * w + b] += t;
 		s[c * w + e] += t;
 		s[a * w + e] -= t;
@@ -165,7 +156,7 @@ static void expert_counts(const struct pkb_dims *d, const int64_t *s, int j, int
 		for (int l = 0; l < el; l++) {
 			int64_t rest = (int64_t)(el - 1 - l) * d->m;   /* what the others can hold */
 			int64_t lo = left > rest ? left - rest : 0, hi = min64(left, d->m);
-			int64_t v = l == el - 1 ? left : lo + (int64_t)(next(&st) % (uint64_t)(hi - lo + 1));
+			int64_t v = l == el - 1 ? left : lo + (int64_t)(pkb_rng_next(&st) % (uint64_t)(hi - lo + 1));
 			cnt[r * el + l] = v;
 			left -= v;
 		}
@@ -194,7 +185,7 @@ static uint8_t *routing_pairs(const struct pkb_dims *d, const int64_t *cnt)
 	for (int e = 0; e < EXPERTS; e++)
 		order[e] = e;
 	for (int e = EXPERTS - 1; e > 0; e--) {
-		int k = (int)(next(&st) % (uint64_t)(e + 1)), t = order[e];
+		int k = (int)(pkb_rng_next(&st) % (uint64_t)(e + 1)), t = order[e];
 		order[e] = order[k];
 		order[k] = t;
 	}
@@ -208,7 +199,7 @@ static uint8_t *routing_pairs(const struct pkb_dims *d, const int64_t *cnt)
 	}
 	free(ex);
 	for (int64_t n = 0; m > 1 && n < 4 * m; n++) {
-		uint64_t r = next(&st), k = next(&st);
+		uint64_t r = pkb_rng_next(&st), k = pkb_rng_next(&st);
 		int64_t u = (int64_t)(r % (uint64_t)m), v = (int64_t)(k % (uint64_t)m);
 		int ku = (int)(k >> 62) & 1, kv = (int)(k >> 63);
 		uint8_t x = pair[2 * u + ku], y = pair[2 * v + kv];
@@ -218,7 +209,7 @@ static uint8_t *routing_pairs(const struct pkb_dims *d, const int64_t *cnt)
 		pair[2 * v + kv] = x;
 	}
 	for (int64_t i = m - 1; i > 0; i--) {
-		int64_t k = (int64_t)(next(&st) % (uint64_t)(i + 1));
+		int64_t k = (int64_t)(pkb_rng_next(&st) % (uint64_t)(i + 1));
 		uint8_t a = pair[2 * i], b = pair[2 * i + 1];
 		pair[2 * i] = pair[2 * k];
 		pair[2 * i + 1] = pair[2 * k + 1];
@@ -289,8 +280,8 @@ static double round_t(pkb_dtype t, double v)
 /* a standard normal (Box-Muller) from two draws */
 static double normal(uint64_t *s)
 {
-	double u1 = ((next(s) >> 11) + 1) * 0x1p-53, u2 = (next(s) >> 11) * 0x1p-53;
-	return sqrt(-2 * log(u1)) * cos(2 * 3.14159265358979323846 * u2);
+	double u1 = ((pkb_rng_next(s) >> 11) + 1) * 0x1p-53, u2 = pkb_rng_unit(pkb_rng_next(s));
+	return pkb_rng_box_muller(u1, u2);
 }
 
 /* ---- gen_host -------------------------------------------------------------------- */

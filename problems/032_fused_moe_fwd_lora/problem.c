@@ -107,22 +107,11 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* round(16 z) clamped to [-63, 63], z ~ N(0, 1) by Box-Muller: q/16 has at
  * most 6 significant bits, exact in bf16, fp16 and fp32 */
 static int sixteenths(uint64_t *s)
 {
-	double u1 = ((double)(next(s) >> 11) + 0.5) * 0x1p-53;
-	double u2 = (double)(next(s) >> 11) * 0x1p-53;
-	double q = 16 * sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+	double q = 16 * pkb_rng_normal(s);
 	q = q < -63 ? -63 : q > 63 ? 63 : q;
 	return (int)lround(q);
 }

@@ -110,15 +110,6 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 of a counter */
-static uint64_t mix64(uint64_t z)
-{
-	z += 0x9e3779b97f4a7c15ull;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* fp32 -> bf16 / fp16 bits, round to nearest even (finite inputs) */
 static uint16_t to_bf16(float f)
 {
@@ -165,9 +156,9 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		return -1;
 	uint64_t first = (uint64_t)(d->rank / g.n_tp) * n;
 	for (size_t k = 0; k < n; k++) {
-		uint64_t r = mix64(seed ^ mix64(first + k));
+		uint64_t r = pkb_rng_mix(seed ^ pkb_rng_mix(first + k));
 		double u1 = ((double)(r >> 40) + 0.5) * 0x1p-24, u2 = (double)(r & 0xffffffu) * 0x1p-24;
-		float v = (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+		float v = (float)pkb_rng_box_muller(u1, u2);
 		if (d->dtype == PKB_FP32)
 			((float *)buf)[k] = v;
 		else

@@ -35,25 +35,14 @@
 #include <math.h>
 #include <string.h>
 #include "pkb_problem.h"
-
-#define INTER 128
+#include "../049_moe_ep_balanced/moe_ep_host.h"
+/* defines: INTER, group_size, unit_roundoff, gen_host, cost */
 
 /* this problem's width: E experts, top_k of them a token */
 static void moe_width(int world, int *experts, int *top_k)
 {
 	*experts = 2 * world;
 	*top_k = 2;
-}
-
-/* the original's EP group: the world if E >= W, else groups of E ranks */
-static int group_size(int world, int experts)
-{
-	return experts >= world ? world : experts;
-}
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_FP32 ? 0x1p-24 : t == PKB_FP16 ? 0x1p-11 : 0x1p-8;
 }
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
@@ -98,79 +87,6 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	double terms = 6 + (double)(d->n + INTER) * 0x1p-24 / u;
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(d->m, d->n));
 	return 0;
-}
-
-/* splitmix64 */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* round(16 z) clamped to [-63, 63], z ~ N(0, 1) by Box-Muller: q/16 has at
- * most 6 significant bits, exact in bf16, fp16 and fp32 */
-static int sixteenths(uint64_t *s)
-{
-	double u1 = ((double)(next(s) >> 11) + 0.5) * 0x1p-53;
-	double u2 = (double)(next(s) >> 11) * 0x1p-53;
-	double q = 16 * sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
-	q = q < -63 ? -63 : q > 63 ? 63 : q;
-	return (int)lround(q);
-}
-
-/* hidden_states, gate_weight, gate_bias: sixteenths, per rank and trial */
-static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
-{
-	int e, k;
-	moe_width(d->world, &e, &k);
-	size_t n = index == 0 ? (size_t)(d->m * d->n) : index == 1 ? (size_t)e * d->n
-		 : index == 2 ? (size_t)e : 0;
-	if (n == 0 || bytes != n * pkb_dtype_size(d->dtype))
-		return -1;
-	uint64_t s = seed;
-	for (size_t i = 0; i < n; i++) {
-		float v = (float)sixteenths(&s) / 16;
-		uint32_t b;
-		memcpy(&b, &v, sizeof b);
-		if (d->dtype == PKB_FP32)
-			((float *)buf)[i] = v;
-		else if (d->dtype == PKB_BF16)   /* exact: the low 16 bits are 0 */
-			((uint16_t *)buf)[i] = (uint16_t)(b >> 16);
-		else                             /* exact: 2^-4 <= |v| < 4, or 0 */
-			((uint16_t *)buf)[i] = (uint16_t)(((b >> 16) & 0x8000u) |
-				(v == 0 ? 0 : (((b >> 23) & 0xffu) - 112) << 10 | (b & 0x7fffffu) >> 13));
-	}
-	return 0;
-}
-
-/*
- * Tokens: each of the M tokens goes to top_k experts; an expert is on
- * another rank of the G-rank group with probability (G-1)/G (routing
- * about uniform), and a token need cross once per distinct remote rank
- * (both of its experts may sit on one rank when E/G >= 2): out and back,
- * N*e bytes each way. Weights: the other G-1 ranks' MLPs, (3*128*N + 256
- * + N) e. The bound takes the smaller. FLOPs: 6*128*N per routed token
- * row (three GEMMs), top_k*M rows, and the router's 2*N*E per token. HBM:
- * the default.
- */
-static void cost(const struct pkb_dims *d, struct pkb_cost *c)
-{
-	int e, k;
-	moe_width(d->world, &e, &k);
-	double g = group_size(d->world, e), el = e >= d->world ? (double)e / d->world : 1;
-	double es = pkb_dtype_size(d->dtype), m = (double)d->m, n = (double)d->n;
-	/* distinct ranks among a token's k experts, of e: both on one rank
-	 * with probability (el - 1)/(e - 1) when k = 2 */
-	double ranks = k == 2 && e > 1 ? 2 - (el - 1) / (e - 1) : k;
-	double tokens = 2 * m * ranks * (g - 1) / g * n * es;
-	double weights = (g - 1) * (3.0 * INTER * n + 2 * INTER + n) * es;
-	c->net_bytes = tokens < weights ? tokens : weights;
-	c->flops = k * m * 6.0 * INTER * n + 2.0 * m * n * e;
-	c->flop_kind = PKB_FLOPS_TENSOR;
-	c->note = tokens < weights ? "routed tokens out and back, once per remote rank"
-				   : "the group's expert weights gathered, tokens stay";
 }
 
 const struct pkb_problem pkb_problem_050 = {

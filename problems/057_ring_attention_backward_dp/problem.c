@@ -107,27 +107,20 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t mix64(uint64_t z)
-{
-	z += 0x9e3779b97f4a7c15ull;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
+/* splitmix64 one gamma ahead of pkb_rng_next (the mix of the advanced state):
+ * the stream these inputs were drawn from since the problem was written */
 static uint64_t next(uint64_t *st)
 {
-	*st += 0x9e3779b97f4a7c15ull;
-	return mix64(*st);
+	*st += PKB_RNG_GAMMA;
+	return pkb_rng_mix(*st);
 }
 
 /* N(0, 1) by Box-Muller; u1 in (0, 1) */
 static double normal(uint64_t *st)
 {
-	double u1 = ((double)(next(st) >> 11) + 0.5) * 0x1p-53;
-	double u2 = (double)(next(st) >> 11) * 0x1p-53;
-	return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+	double u1 = pkb_rng_open(next(st));
+	double u2 = pkb_rng_unit(next(st));
+	return pkb_rng_box_muller(u1, u2);
 }
 
 /* fp32 -> bf16 / fp16 bits, round to nearest even (finite inputs), and back */
@@ -193,7 +186,7 @@ static void store(pkb_dtype t, void *buf, size_t i, float v)
  * rounded to T and fp32 */
 static int draw(const struct pkb_dims *d, int index, float *v, size_t n)
 {
-	uint64_t st = mix64(d->common_seed ^ mix64(((uint64_t)index << 32) | (uint64_t)d->rank));
+	uint64_t st = pkb_rng_mix(d->common_seed ^ pkb_rng_mix(((uint64_t)index << 32) | (uint64_t)d->rank));
 	for (size_t i = 0; i < n; i++)
 		v[i] = round_to(d->dtype, (float)normal(&st));
 	return 0;

@@ -73,23 +73,6 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* N(0, 1) by Box-Muller */
-static double gauss(uint64_t *s)
-{
-	double u1 = ((double)(next(s) >> 11) + 0.5) * 0x1p-53;
-	double u2 = (double)(next(s) >> 11) * 0x1p-53;
-	return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
 static void normalize(double *x, int64_t n)
 {
 	double s = 0;
@@ -120,7 +103,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	uint64_t sc = 0x58c1u ^ ((uint64_t)(uint32_t)d->trial << 20);
 	for (int k = 0; k < CLUSTERS; k++) {
 		for (int64_t j = 0; j < dm; j++)
-			c[k * dm + j] = gauss(&sc);
+			c[k * dm + j] = pkb_rng_normal(&sc);
 		normalize(c + k * dm, dm);
 	}
 	/* the cluster of row i: the same stream for both inputs of a rank
@@ -130,9 +113,9 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	uint64_t sn = seed;
 	double *x = c + CLUSTERS * dm;
 	for (int64_t i = 0; i < b; i++) {
-		int k = (int)(next(&sk) % CLUSTERS);
+		int k = (int)(pkb_rng_next(&sk) % CLUSTERS);
 		for (int64_t j = 0; j < dm; j++)
-			x[j] = c[k * dm + j] + SPREAD * gauss(&sn) / sqrt((double)dm);
+			x[j] = c[k * dm + j] + SPREAD * pkb_rng_normal(&sn) / sqrt((double)dm);
 		normalize(x, dm);
 		for (int64_t j = 0; j < dm; j++)
 			dtype_store(d->dtype, buf, i * dm + j, x[j]);

@@ -77,20 +77,11 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t mix(uint64_t z)
-{
-	z += 0x9e3779b97f4a7c15ull;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* two independent N(0, 1) from a counter (Box-Muller) */
 static void normal_pair(uint64_t seed, uint64_t ctr, double *g0, double *g1)
 {
-	uint64_t a = mix(seed ^ mix(2 * ctr)), b = mix(seed ^ mix(2 * ctr + 1));
-	double u1 = ((double)(a >> 11) + 0.5) * 0x1p-53, u2 = ((double)(b >> 11) + 0.5) * 0x1p-53;
+	uint64_t a = pkb_rng_mix(seed ^ pkb_rng_mix(2 * ctr)), b = pkb_rng_mix(seed ^ pkb_rng_mix(2 * ctr + 1));
+	double u1 = pkb_rng_open(a), u2 = pkb_rng_open(b);
 	double rad = sqrt(-2 * log(u1));
 	*g0 = rad * cos(6.283185307179586 * u2);
 	*g1 = rad * sin(6.283185307179586 * u2);

@@ -50,15 +50,6 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t mix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* P = I + U(-0.01, 0.01): a covariance near the original's identity that a
  * candidate cannot skip */
 static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
@@ -71,7 +62,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	for (int64_t b = 0; b < BLOCKS; b++)
 		for (int64_t i = 0; i < BLOCK; i++)
 			for (int64_t j = 0; j < BLOCK; j++) {
-				double u = (double)(mix(&s) >> 11) * 0x1p-53;
+				double u = pkb_rng_unit(pkb_rng_next(&s));
 				p[(b * BLOCK + i) * BLOCK + j] = (i == j) + 0.02 * u - 0.01;
 			}
 	return 0;

@@ -92,20 +92,6 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 
 /* ---- the graph ---------------------------------------------------------------- */
 
-/* splitmix64 */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static double unit(uint64_t *s)
-{
-	return (double)(next(s) >> 11) * (1.0 / 9007199254740992.0);
-}
-
 /*
  * The graph every rank agrees on, from d->common_seed: colptr (nn+1), the
  * true neighbour lists col (16 nn) and owner (nn). Edge e's destination is
@@ -128,12 +114,12 @@ static int graph(const struct pkb_dims *d, int64_t *colptr, int64_t *col, int64_
 	for (int64_t v = 0; v < nn; v++)
 		perm[v] = v;
 	for (int64_t v = nn - 1; v > 0; v--) {
-		int64_t k = (int64_t)(next(&s) % (uint64_t)(v + 1)), t = perm[v];
+		int64_t k = (int64_t)(pkb_rng_next(&s) % (uint64_t)(v + 1)), t = perm[v];
 		perm[v] = perm[k];
 		perm[k] = t;
 	}
 	for (int64_t e = 0; e < ne; e++) {
-		double u = unit(&s);
+		double u = pkb_rng_unit(pkb_rng_next(&s));
 		int64_t x = (int64_t)(u * u * u * (double)nn);
 		deg[perm[x < nn ? x : nn - 1]]++;
 	}
@@ -145,12 +131,12 @@ static int graph(const struct pkb_dims *d, int64_t *colptr, int64_t *col, int64_
 		run += c;
 	}
 	for (int64_t e = 0; e < ne; e++) {
-		int64_t u = (int64_t)(next(&s) % (uint64_t)nn);
+		int64_t u = (int64_t)(pkb_rng_next(&s) % (uint64_t)nn);
 		if (col)
 			col[e] = u;
 	}
 	for (int64_t v = 0; v < nn; v++) {
-		int64_t r = (int64_t)(next(&s) % (uint64_t)d->world);
+		int64_t r = (int64_t)(pkb_rng_next(&s) % (uint64_t)d->world);
 		if (owner)
 			owner[v] = r;
 	}
@@ -174,7 +160,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		for (int64_t v = 0; v < nn; v++)
 			p[v] = v;
 		for (int64_t i = 0; i < ns; i++) {
-			int64_t k = i + (int64_t)(next(&s) % (uint64_t)(nn - i)), t = p[i];
+			int64_t k = i + (int64_t)(pkb_rng_next(&s) % (uint64_t)(nn - i)), t = p[i];
 			p[i] = p[k];
 			p[k] = t;
 			out[i] = p[i];
@@ -193,7 +179,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		for (int64_t v = 0; rc == 0 && v < nn; v++)
 			if (owner[v] != d->rank)
 				for (int64_t e = colptr[v]; e < colptr[v + 1]; e++)
-					out[e] = (int64_t)(next(&s) % (uint64_t)nn);
+					out[e] = (int64_t)(pkb_rng_next(&s) % (uint64_t)nn);
 		free(colptr);
 		free(owner);
 		return rc;

@@ -68,15 +68,6 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /*
  * seed_inverse_ids: uniform in [0, seed_size), as the original's randint,
  * per rank, except that an id whose seed is already named MAX_DEGREE
@@ -97,7 +88,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	for (int64_t i = 0; i < total; i++) {
 		int64_t v;
 		do
-			v = (int64_t)(next(&s) % (uint64_t)ns);
+			v = (int64_t)(pkb_rng_next(&s) % (uint64_t)ns);
 		while (deg[v] >= MAX_DEGREE);
 		deg[v]++;
 		((int64_t *)buf)[i] = v;

@@ -66,22 +66,13 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* rank s's ids at attempt a: uniform in [0, num_nodes), the original's
  * randint; a stream of d->common_seed, so every rank can draw every
  * rank's */
 static uint64_t stream(const struct pkb_dims *d, int a, int s)
 {
 	uint64_t x = d->common_seed ^ ((uint64_t)(uint32_t)a << 32) ^ (uint64_t)(uint32_t)s;
-	next(&x);
+	pkb_rng_next(&x);
 	return x;
 }
 
@@ -110,7 +101,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 			for (int64_t o = 0; o < w; o++)
 				count[o] = 0;
 			for (int64_t i = 0; i < nnz; i++)
-				count[(int64_t)(next(&st) % (uint64_t)nodes) % w]++;
+				count[(int64_t)(pkb_rng_next(&st) % (uint64_t)nodes) % w]++;
 			for (int64_t o = 0; o < w; o++)
 				fits &= count[o] <= cap;
 		}
@@ -120,7 +111,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	free(count);
 	uint64_t st = stream(d, a, d->rank);
 	for (int64_t i = 0; i < nnz; i++)
-		((int64_t *)buf)[i] = (int64_t)(next(&st) % (uint64_t)nodes);
+		((int64_t *)buf)[i] = (int64_t)(pkb_rng_next(&st) % (uint64_t)nodes);
 	return 0;
 }
 

@@ -70,19 +70,10 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static double gauss(uint64_t *s)
 {
-	double u1 = ((double)(next(s) >> 11) + 1) * 0x1p-53, u2 = (double)(next(s) >> 11) * 0x1p-53;
-	return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+	double u1 = ((double)(pkb_rng_next(s) >> 11) + 1) * 0x1p-53, u2 = pkb_rng_unit(pkb_rng_next(s));
+	return pkb_rng_box_muller(u1, u2);
 }
 
 /* v rounded to nearest even with `bits` significant bits (v normal, > 0

@@ -76,29 +76,13 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static double gauss(uint64_t *s)
-{
-	double u1 = ((double)(next(s) >> 11) + 0.5) * 0x1p-53;
-	double u2 = (double)(next(s) >> 11) * 0x1p-53;
-	return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
 /* One randn row, L2-normalised and rounded to a multiple of 1/512 (the
  * original normalises, then rounds to T). */
 static void feature_row(uint64_t *s, double *x, int64_t f)
 {
 	double n = 0;
 	for (int64_t j = 0; j < f; j++) {
-		x[j] = gauss(s);
+		x[j] = pkb_rng_normal(s);
 		n += x[j] * x[j];
 	}
 	n = QSCALE / sqrt(n);
@@ -119,7 +103,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		if (bytes != (size_t)t * sizeof(int64_t))
 			return -1;
 		for (int64_t j = 0; j < t; j++)
-			((int64_t *)buf)[j] = (int64_t)(next(&s) % 1000);
+			((int64_t *)buf)[j] = (int64_t)(pkb_rng_next(&s) % 1000);
 		return 0;
 	}
 	int64_t rows = index == 0 ? q : t;

@@ -84,24 +84,10 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static double uniform(uint64_t *s)
-{
-	return ((double)(next(s) >> 11) + 0.5) * 0x1p-53;
-}
-
 static double gauss(uint64_t *s)
 {
-	double u1 = uniform(s), u2 = uniform(s);
-	return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+	double u1 = pkb_rng_open(pkb_rng_next(s)), u2 = pkb_rng_open(pkb_rng_next(s));
+	return pkb_rng_box_muller(u1, u2);
 }
 
 /*
@@ -121,8 +107,8 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	int64_t c = (int64_t)(bytes / per);
 	uint64_t s = seed;
 	for (int64_t o = 0; o < c; o++) {
-		int phase = (int)(next(&s) & 1);
-		double sigma = 0.25 + 0.5 * uniform(&s);
+		int phase = (int)(pkb_rng_next(&s) & 1);
+		double sigma = 0.25 + 0.5 * pkb_rng_open(pkb_rng_next(&s));
 		for (int y = 0; y < SIDE; y++)
 			for (int x = 0; x < SIDE; x++) {
 				double v = sigma * gauss(&s) + ((y + x + phase) % 5 == 0 ? 3 : -1);

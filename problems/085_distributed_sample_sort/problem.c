@@ -58,15 +58,6 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* fp32 -> bf16 / fp16 bits, round to nearest even; integers |v| < 65520,
  * so no fp16 subnormal or overflow */
 static uint16_t to_bf16(float f)
@@ -102,7 +93,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	int64_t k = n > 50 ? n : 50, shift = (int64_t)d->rank * (n > 1 ? n : 1);
 	uint64_t s = seed;
 	for (int64_t i = 0; i < l; i++) {
-		int64_t u = (int64_t)(next(&s) % (uint64_t)(2 * k)) - k;
+		int64_t u = (int64_t)(pkb_rng_next(&s) % (uint64_t)(2 * k)) - k;
 		float v = (float)(u - shift);   /* exact: |v| < 2^24 */
 		if (d->dtype == PKB_FP32)
 			((float *)buf)[i] = v;
