@@ -111,24 +111,16 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 
 /* ---- the scene ---------------------------------------------------------------- */
 
-/* splitmix64 */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
+/* uniform in (0, 1), both of Box-Muller's draws too */
 static double unit(uint64_t *s)
 {
-	return ((double)(next(s) >> 11) + 0.5) * 0x1p-53;
+	return pkb_rng_open(pkb_rng_next(s));
 }
 
 static double gauss(uint64_t *s)
 {
 	double u1 = unit(s), u2 = unit(s);
-	return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+	return pkb_rng_box_muller(u1, u2);
 }
 
 /* v rounded to bf16, as the input holds it */
@@ -151,7 +143,7 @@ struct cam {
 static void camera(const struct pkb_dims *d, int c, struct cam *o)
 {
 	uint64_t s = d->common_seed ^ (0x61c0ffee00000000ull + (uint64_t)c * 0x9e37ull);
-	next(&s);
+	pkb_rng_next(&s);
 	double yaw = 0.2 * (unit(&s) - 0.5), pitch = 0.2 * (unit(&s) - 0.5);
 	double roll = 0.6 * (unit(&s) - 0.5);
 	double cy_ = cos(yaw), sy = sin(yaw), cp = cos(pitch), sp = sin(pitch);
@@ -313,7 +305,7 @@ static int gaussians(const struct pkb_dims *d, double *means, double *quats, dou
 	for (int c = 0; c < world; c++)
 		camera(d, c, &cams[c]);
 	uint64_t s = d->common_seed ^ (0x6105eed000000000ull + (uint64_t)d->rank * 0x9e3779b1ull);
-	next(&s);
+	pkb_rng_next(&s);
 	/* the kinds in exact shares, shuffled: a redraw keeps its kind, so
 	 * the core share stays 60% whatever the cameras reject */
 	unsigned char *kinds = malloc((size_t)n);
@@ -323,7 +315,7 @@ static int gaussians(const struct pkb_dims *d, double *means, double *quats, dou
 	for (int64_t g = 0; g < n; g++)
 		kinds[g] = g < core ? 0 : g < core + behind ? 1 : 2;
 	for (int64_t g = n - 1; g > 0; g--) {
-		int64_t k = (int64_t)(next(&s) % (uint64_t)(g + 1));
+		int64_t k = (int64_t)(pkb_rng_next(&s) % (uint64_t)(g + 1));
 		unsigned char t = kinds[g];
 		kinds[g] = kinds[k];
 		kinds[k] = t;

@@ -100,15 +100,6 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* T(bf16(i) / scale): the original's bf16 arange, divided by a power of two */
 static void store_bf16_ratio(pkb_dtype t, void *buf, int64_t at, int64_t i, double scale)
 {
@@ -125,12 +116,12 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		for (int64_t g = 0; g < CH; g++)
 			for (int64_t t = 0; t < FILT; t++)
 				store_bf16_ratio(d->dtype, buf, g * FILT + t,
-						 g * FILT + (int64_t)(next(&s) % FILT), FILT);
+						 g * FILT + (int64_t)(pkb_rng_next(&s) % FILT), FILT);
 		return 0;
 	}
 	if (index == 4 && bytes == (size_t)CH * e) {
 		for (int64_t c = 0; c < CH; c++)
-			store_bf16_ratio(d->dtype, buf, c, (int64_t)(next(&s) % CH), CH);
+			store_bf16_ratio(d->dtype, buf, c, (int64_t)(pkb_rng_next(&s) % CH), CH);
 		return 0;
 	}
 	return -1;
