@@ -48,13 +48,23 @@ struct pkb_dist {
  * a different order (W for a sum over ranks). The whole output must also have
  * ||c - r||_2 <= l2 * ||r||_2 (a broad loss of precision fails even where each
  * element is inside its bound). Zero fields take the dtype's defaults;
- * exact = 1 asks for bit equality (integers, pure data movement). */
+ * exact = 1 asks for bit equality (integers, pure data movement).
+ *
+ * scale_axis = PKB_SCALE_AXIS(k): amax(ref) is taken per index of dimension
+ * k (each channel its own scale) instead of over the whole output, for
+ * outputs whose slices differ in scale by orders of magnitude (072's
+ * per-channel filters): with one amax an error confined to the small
+ * slices would hide under the large ones' slack. pkb_io_output fills
+ * scale_len and scale_stride from the shape. */
 struct pkb_tol {
 	double rtol;
 	double atol;
 	double terms;
 	double l2;
 	int exact;
+	int scale_axis;          /* 0: one amax; k + 1: per index of dimension k */
+	int64_t scale_len;       /* filled in: shape[k] */
+	int64_t scale_stride;    /* filled in: elements between indices of k */
 };
 
 struct pkb_tensor_desc {
@@ -166,6 +176,8 @@ int pkb_io_fail(struct pkb_io *io, const char *fmt, ...)
 #define PKB_TOL_EXACT        ((struct pkb_tol){ .exact = 1 })
 /* a sum of `k` rounded terms, in any order (a reduction over k ranks) */
 #define PKB_TOL_SUM(k)       ((struct pkb_tol){ .terms = (k) })
+/* struct pkb_tol's scale_axis for dimension k */
+#define PKB_SCALE_AXIS(k)    ((k) + 1)
 
 /* ---- host random numbers, for gen_host ------------------------------------ */
 /* splitmix64 (Steele, Lea and Flood 2014): the one generator behind every

@@ -127,6 +127,18 @@ struct pkb_tensor_desc *pkb_io_output(struct pkb_io *io, const char *name, pkb_d
 {
 	struct pkb_tensor_desc *d = add(io, io->out, &io->n_out, name, t, ndim, shape);
 	d->tol = tol;
+	d->tol.scale_len = d->tol.scale_stride = 0;
+	if (tol.scale_axis) {
+		int k = tol.scale_axis - 1;
+		if (k < 0 || k >= ndim) {
+			pkb_io_fail(io, "output '%s': scale axis %d, but %d dimensions", name, k, ndim);
+			return d;
+		}
+		d->tol.scale_len = shape[k];
+		d->tol.scale_stride = 1;
+		for (int j = k + 1; j < ndim; j++)
+			d->tol.scale_stride *= shape[j];
+	}
 	return d;
 }
 

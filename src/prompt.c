@@ -245,12 +245,18 @@ static void tolerance_text(const struct pkb_io *io, struct sbuf *b)
 		struct pkb_tol t = compare_tol_resolve(io->out[i].dtype, io->out[i].tol);
 		if (t.exact)
 			sb_printf(b, "- %s: bit-exact\n", io->out[i].name);
-		else
+		else {
+			/* per index of a dimension: each slice its own scale */
+			char per[80] = "";
+			if (t.scale_axis)
+				snprintf(per, sizeof per, " (max over the elements that share its "
+					 "index of dimension %d)", t.scale_axis - 1);
 			sb_printf(b,
-				  "- %s: |out - ref| <= %g + %g*|ref| + %g * %g * max|ref| per "
+				  "- %s: |out - ref| <= %g + %g*|ref| + %g * %g * max|ref|%s per "
 				  "element, and ||out - ref||_2 <= %g * ||ref||_2\n",
 				  io->out[i].name, t.atol, t.rtol, t.terms,
-				  dtype_unit_roundoff(io->out[i].dtype), t.l2);
+				  dtype_unit_roundoff(io->out[i].dtype), per, t.l2);
+		}
 	}
 }
 

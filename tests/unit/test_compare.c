@@ -6,6 +6,7 @@
 #include "t.h"
 #include "compare.h"
 #include "dtype.h"
+#include "pkb_problem.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -286,6 +287,44 @@ int main(void)
 		dtype_store(PKB_BF16, st, 2, 1.0);
 		dtype_store(PKB_FP16, st, 3, -5.960464477539063e-08);
 		CHECK(st[0] == 0x7bff && st[1] == 0x7c00 && st[2] == 0x3f80 && st[3] == 0x8001);
+	}
+	/* a per-dimension scale (scale_axis): a (4, 2) fp32 output whose
+	 * column 0 is ~1000 and column 1 ~1; terms 2^20 makes the slack
+	 * 2^20 * 2^-24 * amax = amax / 16. An error of 0.5 in the small
+	 * column hides under one amax (slack 62.5) but not under its column's
+	 * own (slack 0.0625); one in the large column is judged alike (l2 set
+	 * loose: the element bound is under test) */
+	{
+		struct pkb_io io;
+		memset(&io, 0, sizeof io);
+		struct pkb_tol one = { .terms = 1 << 20, .l2 = 1 }, tl = one;
+		tl.scale_axis = PKB_SCALE_AXIS(1);
+		struct pkb_tensor_desc *o = pkb_io_output(&io, "y", PKB_FP32, tl, PKB_SHAPE(4, 2));
+		CHECK(o->tol.scale_len == 2 && o->tol.scale_stride == 1 && !io.err[0]);
+		float ry[8] = { 1000, 1, 900, 1, 800, 1, 700, 1 }, cy[8];
+		memcpy(cy, ry, sizeof cy);
+		cy[3] += 0.5f;
+		CHECK(compare_buffers(PKB_FP32, ry, cy, 8, one, &res));
+		CHECK(!compare_buffers(PKB_FP32, ry, cy, 8, o->tol, &res) && res.worst == 3);
+		CHECK(res.amax_ref == 1000);
+		cy[3] = 1;
+		cy[2] += 50;   /* inside column 0's own slack of 62.5 */
+		CHECK(compare_buffers(PKB_FP32, ry, cy, 8, o->tol, &res));
+		/* dimension 0 of (4, 2): stride 2, four groups */
+		tl.scale_axis = PKB_SCALE_AXIS(0);
+		o = pkb_io_output(&io, "z", PKB_FP32, tl, PKB_SHAPE(4, 2));
+		CHECK(o->tol.scale_len == 4 && o->tol.scale_stride == 2);
+		/* complex64: an element's two reals share its group */
+		tl.scale_axis = PKB_SCALE_AXIS(1);
+		o = pkb_io_output(&io, "c", PKB_C64, tl, PKB_SHAPE(1, 2));
+		float rc[4] = { 1000, 1000, 1, 1 }, cc[4] = { 1000, 1000, 1, 1.5f };
+		CHECK(!compare_buffers(PKB_C64, rc, cc, 2, o->tol, &res) && res.worst == 3);
+		CHECK(compare_buffers(PKB_C64, rc, cc, 2, one, &res));
+		/* an axis the shape lacks is the problem's error */
+		tl.scale_axis = PKB_SCALE_AXIS(2);
+		pkb_io_output(&io, "w", PKB_FP32, tl, PKB_SHAPE(4, 2));
+		CHECKF(strstr(io.err, "output 'w': scale axis 2, but 2 dimensions") != NULL, "%s",
+		       io.err);
 	}
 	return t_done("test_compare");
 }
