@@ -5,10 +5,17 @@
  * handles, NCCL's collectives and its first point-to-point connection (made
  * lazily, after the filter), cuBLAS's lazy load of cuBLASLt, and dlopen of
  * a real solution object. The last line is "N ok, N failed". `make
- * sandbox-probe` builds it; run it on a GPU machine (the multi-GPU paths --
- * peer IPC, NCCL across ranks -- are covered by the GPU suite, which runs
- * every rank sandboxed).
- *   build/tests/sandbox_probe [SOLUTION.so]
+ * sandbox-probe` builds it; run it on a GPU machine.
+ *
+ * With -n W it runs W ranks, one process per GPU (forked before CUDA
+ * starts, as pkb's ranks are), over one NCCL communicator: every rank
+ * enters its sandbox after init, then all-reduces, all-gathers and sends to
+ * and receives from every peer (NCCL makes those connections lazily, inside
+ * the sandbox). Each rank lists its open sockets -- family, type, address,
+ * state, from /proc/self/fd and /proc/net -- right after NCCL's init and
+ * again after the lazy connections: the measured list of what NCCL opens,
+ * which the seccomp filter's socket rule rests on (issue 30).
+ *   build/tests/sandbox_probe [-n W] [SOLUTION.so]
  */
 extern "C" {
 #include "sandbox.h"
@@ -18,17 +25,110 @@ extern "C" {
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <nccl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int n_ok, n_bad;
+static char tag[32];   /* "[rank R] " with several ranks */
 
 static void check(const char *what, int ok, const char *why)
 {
-	printf("%s %s%s%s\n", ok ? "ok" : "FAIL", what, ok ? "" : ": ", ok ? "" : why);
+	printf("%s%s %s%s%s\n", tag, ok ? "ok" : "FAIL", what, ok ? "" : ": ", ok ? "" : why);
 	ok ? n_ok++ : n_bad++;
+}
+
+/* the line of /proc/net/FILE whose inode column is `inode`, or NULL:
+ * unix lines keep the inode in column 7, tcp/udp/raw in column 10 */
+static int net_line(const char *file, unsigned long inode, char *line, size_t n)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/net/%s", file);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	int col = strcmp(file, "unix") ? 10 : 7, found = 0;
+	fgets(line, (int)n, f);   /* the header */
+	while (!found && fgets(line, (int)n, f)) {
+		char copy[512];
+		snprintf(copy, sizeof copy, "%s", line);
+		char *save = NULL, *t = strtok_r(copy, " \t\n", &save);
+		for (int c = 1; t && c < col; c++)
+			t = strtok_r(NULL, " \t\n", &save);
+		found = t && strtoul(t, NULL, 10) == inode;
+	}
+	fclose(f);
+	return found;
+}
+
+/* "a.b.c.d:port" from /proc/net/tcp's little-endian hex "0100007F:1F90" */
+static void ipv4(const char *hex, char *out, size_t n)
+{
+	unsigned a = 0, port = 0;
+	sscanf(hex, "%x:%x", &a, &port);
+	snprintf(out, n, "%u.%u.%u.%u:%u", a & 255, (a >> 8) & 255, (a >> 16) & 255, a >> 24, port);
+}
+
+/* every open socket of this process, one line each, then a count */
+static void list_sockets(const char *when)
+{
+	static const char *const tcp_state[] = { "?", "ESTABLISHED", "SYN_SENT", "SYN_RECV",
+		"FIN_WAIT1", "FIN_WAIT2", "TIME_WAIT", "CLOSE", "CLOSE_WAIT", "LAST_ACK", "LISTEN",
+		"CLOSING" };
+	DIR *d = opendir("/proc/self/fd");
+	int count = 0;
+	for (struct dirent *e; d && (e = readdir(d));) {
+		char p[300], target[128], line[512];
+		snprintf(p, sizeof p, "/proc/self/fd/%s", e->d_name);
+		ssize_t l = readlink(p, target, sizeof target - 1);
+		unsigned long inode;
+		if (l <= 0 || (target[l] = 0, sscanf(target, "socket:[%lu]", &inode) != 1))
+			continue;
+		count++;
+		if (net_line("unix", inode, line, sizeof line)) {
+			/* Num RefCount Protocol Flags Type St Inode [Path] */
+			unsigned type = 0, st = 0;
+			char path[256] = "";
+			sscanf(line, "%*s %*s %*s %*s %x %x %*s %255s", &type, &st, path);
+			/* an abstract name is padded with '@' (its NULs) to a fixed length */
+			for (size_t k = strlen(path); k > 1 && path[k - 1] == '@' && path[k - 2] == '@'; k--)
+				path[k - 1] = 0;
+			printf("%ssocket %s: fd %s unix %s%s%s\n", tag, when, e->d_name,
+			       type == 1 ? "stream" : type == 2 ? "dgram" : type == 5 ? "seqpacket" : "?",
+			       path[0] ? " " : " (unnamed)", path);
+			continue;
+		}
+		const char *fam[] = { "tcp", "tcp6", "udp", "udp6", "raw", "netlink" };
+		int hit = -1;
+		for (int k = 0; k < 6 && hit < 0; k++)
+			if (net_line(fam[k], inode, line, sizeof line))
+				hit = k;
+		if (hit >= 0 && hit <= 3) {
+			char loc[80], rem[80], a[64] = "", b[64] = "";
+			unsigned st = 0;
+			sscanf(line, "%*s %79s %79s %x", loc, rem, &st);
+			if (hit == 0 || hit == 2) {
+				ipv4(loc, a, sizeof a);
+				ipv4(rem, b, sizeof b);
+			} else {
+				snprintf(a, sizeof a, "%s", loc);
+				snprintf(b, sizeof b, "%s", rem);
+			}
+			printf("%ssocket %s: fd %s %s %s -> %s %s\n", tag, when, e->d_name, fam[hit], a, b,
+			       hit <= 1 && st < 12 ? tcp_state[st] : "");
+		} else {
+			printf("%ssocket %s: fd %s %s (inode %lu)\n", tag, when, e->d_name,
+			       hit >= 0 ? fam[hit] : "of another family", inode);
+		}
+	}
+	if (d)
+		closedir(d);
+	printf("%ssockets %s: %d\n", tag, when, count);
 }
 #define CU(what, call) do { cudaError_t e_ = (call); check(what, e_ == cudaSuccess, cudaGetErrorString(e_)); } while (0)
 #define NC(what, call) do { ncclResult_t r_ = (call); check(what, r_ == ncclSuccess, ncclGetErrorString(r_)); } while (0)
@@ -40,23 +140,32 @@ __global__ void fill(float *x, int n, float v)
 		x[i] = v;
 }
 
-int main(int argc, char **argv)
+/* one rank: rank 0 makes the unique id and writes it to the others' pipes
+ * (id_w[1..W-1]); the others read it from id_r */
+static int probe(int rank, int world, const int *id_w, int id_r, const char *so, int have_so)
 {
-	const char *so = argc > 1 ? argv[1] : "/nonexistent/solution.so";
 	/* before the sandbox, as in the rank: the context and the communicator */
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	CU("cudaSetDevice", cudaSetDevice(0));
+	CU("cudaSetDevice", cudaSetDevice(rank));
 	CU("cudaFree(0)", cudaFree(0));
 	if (n_bad) {
-		printf("no GPU: nothing to probe\n");
+		printf("%sno GPU %d: nothing to probe\n", tag, rank);
 		return 2;
 	}
 	cudaStream_t s;
 	CU("cudaStreamCreate", cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	ncclUniqueId id;
 	ncclComm_t comm;
-	NC("ncclGetUniqueId", ncclGetUniqueId(&id));
-	NC("ncclCommInitRank (1 rank)", ncclCommInitRank(&comm, 1, id, 0));
+	if (rank == 0) {
+		NC("ncclGetUniqueId", ncclGetUniqueId(&id));
+		for (int r = 1; r < world; r++)
+			check("unique id to a peer", write(id_w[r], &id, sizeof id) == sizeof id, "short");
+	} else {
+		check("unique id from rank 0", read(id_r, &id, sizeof id) == sizeof id, "short");
+	}
+	char what[64];
+	snprintf(what, sizeof what, "ncclCommInitRank (%d of %d)", rank, world);
+	NC(what, ncclCommInitRank(&comm, world, id, rank));
+	list_sockets("after init");
 
 	struct wire_job job;
 	wire_job_init(&job);
@@ -104,13 +213,21 @@ int main(int argc, char **argv)
 
 	__nv_bfloat16 *bx;
 	CU("cudaMalloc bf16", cudaMalloc(&bx, 2 * (1 << 20) * sizeof *bx));
+	const size_t part = (1 << 20) / world;
 	NC("ncclAllReduce", ncclAllReduce(bx, bx, 1 << 20, ncclBfloat16, ncclSum, comm, s));
-	NC("ncclGroupStart", ncclGroupStart());
-	NC("ncclSend (first p2p connection)", ncclSend(bx, 1 << 20, ncclBfloat16, 0, comm, s));
-	NC("ncclRecv", ncclRecv(bx + (1 << 20), 1 << 20, ncclBfloat16, 0, comm, s));
-	NC("ncclGroupEnd", ncclGroupEnd());
-	NC("ncclAllGather", ncclAllGather(bx, bx + (1 << 20), 1 << 20, ncclBfloat16, comm, s));
+	/* a first point-to-point connection to every peer, and to itself */
+	for (int d = 0; d < world; d++) {
+		int to = (rank + d) % world, from = (rank - d + world) % world;
+		NC("ncclGroupStart", ncclGroupStart());
+		NC("ncclSend (a first p2p connection)", ncclSend(bx, 1 << 20, ncclBfloat16, to, comm, s));
+		NC("ncclRecv", ncclRecv(bx + (1 << 20), 1 << 20, ncclBfloat16, from, comm, s));
+		NC("ncclGroupEnd", ncclGroupEnd());
+	}
+	NC("ncclAllGather", ncclAllGather(bx, bx + (1 << 20), part, ncclBfloat16, comm, s));
+	NC("ncclReduceScatter", ncclReduceScatter(bx, bx + (1 << 20), part, ncclBfloat16, ncclSum,
+						  comm, s));
 	CU("NCCL's work done", cudaStreamSynchronize(s));
+	list_sockets("after the lazy connections");
 
 	cublasHandle_t hb;
 	cublasStatus_t bs = cublasCreate(&hb);
@@ -124,7 +241,7 @@ int main(int argc, char **argv)
 	      "cublasGemmEx failed");
 	CU("cuBLAS's work done", cudaStreamSynchronize(s));
 
-	if (argc > 1) {
+	if (have_so) {
 		void *dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
 		check("dlopen of the solution", dl != NULL, dl ? "" : dlerror());
 		check("its pkb_run", dl && dlsym(dl, "pkb_run"), "no pkb_run");
@@ -139,6 +256,49 @@ int main(int argc, char **argv)
 		fclose(f);
 	cublasDestroy(hb);
 	ncclCommDestroy(comm);
-	printf("%d ok, %d failed\n", n_ok, n_bad);
+	printf("%s%d ok, %d failed\n", tag, n_ok, n_bad);
 	return n_bad != 0;
+}
+
+int main(int argc, char **argv)
+{
+	int world = 1, c;
+	while ((c = getopt(argc, argv, "n:")) != -1) {
+		if (c != 'n' || (world = atoi(optarg)) < 1 || world > 64) {
+			fprintf(stderr, "usage: sandbox_probe [-n W] [SOLUTION.so]\n");
+			return 2;
+		}
+	}
+	const char *so = optind < argc ? argv[optind] : "/nonexistent/solution.so";
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (world == 1)
+		return probe(0, 1, NULL, -1, so, optind < argc);
+	/* one process per GPU, forked before CUDA starts; the id goes from
+	 * rank 0 down a pipe to each of the others */
+	int pr[64][2];
+	for (int r = 1; r < world; r++)
+		if (pipe(pr[r]) < 0)
+			return perror("pipe"), 2;
+	pid_t pid[64];
+	for (int r = 0; r < world; r++) {
+		if ((pid[r] = fork()) == 0) {
+			snprintf(tag, sizeof tag, "[rank %d] ", r);
+			int w[64];
+			for (int k = 1; k < world; k++)
+				w[k] = pr[k][1];
+			_exit(probe(r, world, w, r ? pr[r][0] : -1, so, optind < argc));
+		}
+	}
+	int bad = 0;
+	for (int r = 0; r < world; r++) {
+		int st = 0;
+		waitpid(pid[r], &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+			bad++;
+			printf("rank %d: %s %d\n", r, WIFSIGNALED(st) ? "killed by signal" : "exit status",
+			       WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		}
+	}
+	printf("%d of %d ranks passed every check\n", world - bad, world);
+	return bad != 0;
 }
