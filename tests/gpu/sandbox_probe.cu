@@ -283,6 +283,8 @@ int main(int argc, char **argv)
 	for (int r = 0; r < world; r++) {
 		if ((pid[r] = fork()) == 0) {
 			snprintf(tag, sizeof tag, "[rank %d] ", r);
+			/* a rank whose peer died waits in NCCL forever: SIGALRM ends it */
+			alarm(180);
 			int w[64];
 			for (int k = 1; k < world; k++)
 				w[k] = pr[k][1];
