@@ -38,7 +38,20 @@ rec 2026-01-03_suite_c_part.jsonl 003_broadcast 2 reference pass runtime_error
 echo '{"problem":"003_broadcast","world":2,"seconds":,}' >> "$R/2026-01-03_suite_c.jsonl"
 # a file without "suite" in its name is not read
 rec 2026-01-04_aa.jsonl 001_allreduce 2 reference pass timeout
+# 075 at W = 2: every case but bad_truncated_history, whose pkb-worlds
+# line (3 .. 8) keeps it off W = 2; at W = 4 that file's record is missing
+all_pass 2026-01-01_suite_a.jsonl 075_fla_gated_deltanet_cp 2
+all_pass 2026-01-01_suite_a.jsonl 075_fla_gated_deltanet_cp 4
+grep -v '"world":2,.*bad_truncated_history' "$R/2026-01-01_suite_a.jsonl" > "$R/x" && mv "$R/x" "$R/2026-01-01_suite_a.jsonl"
+grep -v '"world":4,.*bad_truncated_history' "$R/2026-01-01_suite_a.jsonl" > "$R/x4"
+cp "$R/2026-01-01_suite_a.jsonl" "$R/keep"
 export PKB_RESULTS=$R
+expect_exit 0 "$PKB" list
+expect_grep '^075 .* 2,3,4,5,6,7,8 +2,4 ' "$TMP/out"
+mv "$R/x4" "$R/2026-01-01_suite_a.jsonl"
+expect_exit 0 "$PKB" list
+expect_grep '^075 .* 2,3,4,5,6,7,8 +2 ' "$TMP/out"
+mv "$R/keep" "$R/2026-01-01_suite_a.jsonl"
 expect_exit 0 "$PKB" list
 expect_grep '^id .* gpu-validated ' "$TMP/out"
 expect_grep '^001 .* any>=2 +2,8 ' "$TMP/out"

@@ -12,10 +12,10 @@
  * / fp32 at W = 3 .. 8, L2 49-68 / 390-534 / 3e5-4e5 limits.
  * At W = 2 it is RIGHT: rank 0's chunk is the whole history, and rank 1
  * gets exactly the state it needs (simulated 0.25-0.41 bounds, a passing
- * order of the same sums). It must be run at W >= 3 only: it needs a
- * per-file world list, which the harness does not have yet.
+ * order of the same sums). So it runs at W >= 3 only (pkb-worlds).
  * pkb-mutant-of: ok_symm_state_pass.cu
  * pkb-expect: mismatch
+ * pkb-worlds: 3 4 5 6 7 8
  */
 
 /* pkb-replace */
