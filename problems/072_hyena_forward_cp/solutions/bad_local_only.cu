@@ -4,8 +4,8 @@
  * rank i takes this rank's sample at the same local offset, so each
  * channel is convolved with this rank's two chunks repeated W times
  * instead of the global sequence. The pushes and the meetings stay.
- * Simulated (numpy, this mutant's reads): 318x (W = 4) and 467x (W = 8)
- * the element bound at bf16, 4e3x at fp32 (W = 2).
+ * Simulated (numpy, this mutant's reads, each channel at its own
+ * scale): 1063-3748x the element bound at bf16, 2e4-8e4x at fp32.
  * pkb-expect: mismatch
  * pkb-mutant-of: ok_symm_direct.cu
  */

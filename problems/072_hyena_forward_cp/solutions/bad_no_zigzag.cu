@@ -5,8 +5,8 @@
  * samples read and the results pushed alike: the cheapest reading of a
  * context-parallel layout, and what the original computes with
  * with_zigzag_splitting = False. Each rank's second chunk is convolved
- * with the wrong history. Simulated: 122-235x the element bound at bf16,
- * 4e3-6e3x at fp32.
+ * with the wrong history. Simulated (each channel at its own scale):
+ * 835-1434x the element bound at bf16, 2e4-4e4x at fp32.
  * pkb-expect: mismatch
  * pkb-mutant-of: ok_symm_direct.cu
  */
