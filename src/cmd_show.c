@@ -97,11 +97,14 @@ int cmd_show(int argc, char **argv)
 		const struct pkb_tensor_desc *arr = k ? io.out : io.in;
 		int cnt = k ? io.n_out : io.n_in;
 		for (int i = 0; i < cnt; i++) {
-			char shape[128], dist[64];
+			char shape[128], dist[64], tol[48];
 			tensor_desc_shape_str(&arr[i], shape, sizeof shape);
+			snprintf(tol, sizeof tol, arr[i].tol.exact ? "exact"
+				 : arr[i].tol.scale_axis ? "tolerance, its scale per index of dim %d"
+				 : "tolerance", arr[i].tol.scale_axis - 1);
 			printf("%-8s  %-20s %-10s %-24s %s\n", k ? "output" : "input", arr[i].name,
 			       dtype_name(arr[i].dtype), shape,
-			       k ? (arr[i].tol.exact ? "exact" : "tolerance") : dist_name(&arr[i].dist, dist, sizeof dist));
+			       k ? tol : dist_name(&arr[i].dist, dist, sizeof dist));
 			json_t *sh = json_array();
 			for (int d = 0; d < arr[i].ndim; d++)
 				json_array_append_new(sh, json_integer(arr[i].shape[d]));
