@@ -12,8 +12,10 @@
  * (c, t) holds, in the dtype T, positions [c*L, (c+1)*L) of its CP group's
  * sequence:
  *     q, k, v, g (1, L, H, D), beta (1, L, H)   N(0, 1), every rank its own
- *     a_log (H,), dt_bias (H*D,)   bf16 whatever T, U(-0.1, 0.1), the same
- *                                  on every rank (the original's linspace)
+ *     a_log (H,)      bf16 whatever T, U(-0.1, 0.1), the same on every
+ *                     rank (the original's linspace)
+ *     dt_bias (H*D,)  bf16 whatever T, U(-10, -2), the same on every rank
+ *                     (a deliberate deviation: see "Memory" below)
  * The original all-gathers q, k, v, g, beta over the CP group and runs, in
  * fp32, per head h and position p of the gathered sequence:
  *     dec_p  = exp(-5 * sigmoid(exp(a_log_h) * (g_p + dt_bias_h)))  (D,)
@@ -33,14 +35,27 @@
  * elements; q is not needed) or the fp32 state S at the chunk boundary
  * (H*D*D*4 bytes) passed rank to rank, whichever is smaller.
  *
- * Memory of the recurrence. At the original's inputs the decay is strong
- * (exp(-5 sigmoid(N(0, 1))), ~e^-2.5 a step): host simulation (numpy, 3
- * seeds) shows an output depends on the history beyond its chunk only
- * through its last ~8 tokens at fp32 resolution and ~2 in bf16 (a
- * truncated history of 2 tokens needs <= 1.6 terms in bf16, of 8 tokens
- * <= 2.9 in fp32, of 16 none: bit-identical). The comparison cannot tell
- * such a candidate from a correct one; the README requires the whole
- * recurrence. Keeping the original's distributions keeps that gap.
+ * Memory of the recurrence: a deliberate deviation from the original's
+ * inputs. Its dt_bias, linspace(-0.1, 0.1), makes the decay strong
+ * (exp(-5 sigmoid(N(0, 1))), ~e^-2.5 a token): host simulation showed an
+ * output depending on the history beyond its chunk only through its last
+ * ~2 tokens in bf16 and ~8 in fp32, so a candidate that skipped the
+ * context-parallel exchange (all but a few tokens of it) passed. Here
+ * dt_bias is U(-10, -2) per key channel, a spread of time scales (as
+ * Mamba-style dt_bias inits have): dec = exp(-5 sigmoid(g + dt_bias))
+ * (exp(a_log) ~ 1) runs from ~0.5 a token (dt_bias -2) to ~0.9998
+ * (dt_bias -10); median ~0.987, 47% of the channels above 0.99. The
+ * formula is the original's; only this input changes. Host simulation
+ * (numpy, W = 2 to 8, 2 seeds): leaving out the earliest CP chunk's
+ * contribution moves the last CP rank's outputs by >= 37 terms of
+ * u*amax in bf16 (W = 7: 384 tokens later; allowed 1 or 2), 301 in fp16,
+ * 2.5e6 in fp32; a history of the last 32 tokens (bad_truncated_history)
+ * >= 118 bf16, 950 fp16, 7.8e6 fp32 at every W; of 64 tokens (the
+ * previous chunk; the whole history at cp = 2) >= 112 in bf16 at cp >= 3.
+ * The decay after the delta update needs >= 20 in bf16 (208 at the
+ * original's inputs: the slow channels hide it, the fast ones show it).
+ * The state stays bounded (the delta rule with unit k: |S| <= ~2.4,
+ * columns' norms <= ~5.3 over 448 tokens; outputs' amax 0.11-0.2).
  */
 #include "pkb_problem.h"
 
@@ -70,11 +85,12 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	pkb_io_input(io, "v", d->dtype, PKB_NORMAL(0, 1), PKB_SHAPE(1, L, H, D));
 	pkb_io_input(io, "g", d->dtype, PKB_NORMAL(0, 1), PKB_SHAPE(1, L, H, D));
 	pkb_io_input(io, "beta", d->dtype, PKB_NORMAL(0, 1), PKB_SHAPE(1, L, H));
-	/* bf16 whatever T, as the original pins them; its linspace(-0.1,
-	 * 0.1) drawn from U(-0.1, 0.1), the same on every rank */
+	/* bf16 whatever T, as the original pins them, the same on every rank:
+	 * a_log the original's linspace(-0.1, 0.1) drawn from U(-0.1, 0.1);
+	 * dt_bias U(-10, -2) instead of it (long memory: see the top) */
 	pkb_io_input(io, "a_log", PKB_BF16, PKB_UNIFORM(-0.1, 0.1), PKB_SHAPE(H))
 		->same_on_all_ranks = 1;
-	pkb_io_input(io, "dt_bias", PKB_BF16, PKB_UNIFORM(-0.1, 0.1), PKB_SHAPE(H * D))
+	pkb_io_input(io, "dt_bias", PKB_BF16, PKB_UNIFORM(-10, -2), PKB_SHAPE(H * D))
 		->same_on_all_ranks = 1;
 	/* the original's cp_group and tp_group, by their sizes (layout above) */
 	pkb_io_param(io, "cp_size", cp);
@@ -85,23 +101,31 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * two rounded values (a candidate may add the fp32 o's and round once)
 	 * is tp terms; o itself is an fp32 recurrence whose dot products over
 	 * D = 128 a candidate sums in any order (and expf, sigmoid, the norms
-	 * to an ulp or so), errors that the recurrence contracts (decay < 1,
-	 * I - b k k^T has eigenvalues 1 and 1 - b): 64 terms of 2^-24 in T's
-	 * units. Host simulation (numpy, W = 2, 3, 4, 8, 3 seeds each, bf16,
-	 * fp16, fp32) against the original's order (matmul dots, separate
-	 * mul and add): dots summed linearly, a fused update, float64
-	 * throughout, a fast-math decay (+-7 ulp) and norms (+-2 ulp), fp32
-	 * TP sums rounded once: <= 0.46 terms in bf16 and fp16, <= 9.4 in fp32
-	 * (l2 <= 0.74 u, <= 4.4 u in fp32; limits 2.8 u at tp = 1, 3.5 u, 16 u).
-	 * The reference kernel's order (4 keys a lane, 32-lane butterfly) and
-	 * ok_symm_pull's (16-key fmaf chains, 8-lane butterfly, fused update)
-	 * emulated in fp32: <= 3.9 terms apart, l2 <= 2.2 u.
-	 * Wrong results need >= 21 terms in bf16, 170 in fp16, 1.4e6 in fp32
-	 * (l2 >= 5.5 u): local data only (zero state at the chunk start) 21+
-	 * in bf16 (rank 0 of each CP group is right), the decay after the
-	 * delta update instead of before 208+, no TP sum (W >= 4) 240+.
+	 * to an ulp or two): 128 terms of 2^-24 in T's units (about 0 in bf16
+	 * and fp16). The errors grow with the memory: with decays near 1 only
+	 * the delta rule (I - b k k^T) contracts them, and an ulp of a decay
+	 * near 1 adds up over hundreds of tokens. Host simulation (numpy, W =
+	 * 2 to 8, 1-2 seeds each, bf16, fp16, fp32, dt_bias U(-10, -2))
+	 * against the original's order (matmul dots, separate mul and add):
+	 * dots summed linearly, a fused update, float64 throughout, fp32 TP
+	 * sums rounded once, the reference kernel's order (4 keys a lane,
+	 * 32-lane butterfly) and ok_symm_pull's (16-key fmaf chains, 8-lane
+	 * butterfly, fused update): <= 0.58 terms in bf16 and fp16 (allowed
+	 * 1 at tp = 1, 2 at tp = 2), <= 10.8 in fp32; l2 <= 0.74 u, <= 8.6 u
+	 * in fp32.
+	 * Adding a decay off by +-2 ulp (expf; __expf's 2 + 1.17|x| ulp the
+	 * same) and norms off by +-2 ulp (rsqrtf) to linear dots: <= 15.6
+	 * terms and l2 <= 12.2 u in fp32 (W = 7, 448 tokens). The 64 terms
+	 * that the original's fast-forgetting inputs needed give an l2 limit
+	 * (2u sqrt(terms + 1)) of 16.1 u, too thin a margin for that; 128
+	 * give 22.7 u (1.9x) and 129 terms (8x). A decay off by +-7 ulp everywhere (a poor fast exp) needs 50
+	 * terms, l2 35 u: outside. Wrong results stay far off: >= 20 terms in
+	 * bf16, 167 in fp16, 1.4e6 in fp32: the decay after the delta update
+	 * 20+ in bf16, local data only (zero state at the chunk start, no TP
+	 * sum) 178+, no TP sum (W >= 4) 184+, a history of 32 tokens 118+, the
+	 * earliest CP chunk left out 37+ (on the last CP rank).
 	 */
-	double terms = tp + 64 * 0x1p-24 / unit_roundoff(d->dtype);
+	double terms = tp + 128 * 0x1p-24 / unit_roundoff(d->dtype);
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(1, L, H, D));
 	return 0;
 }
