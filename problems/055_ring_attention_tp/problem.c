@@ -29,11 +29,10 @@
  * B*S > 2048 tokens a rank (1024 at cp = 1).
  */
 #include <math.h>
-#include <string.h>
 #include "pkb_problem.h"
 #include "../055_ring_attention_tp/ring_host.h"
 /* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, unit_roundoff, next, normal,
- * round_to, store */
+ * round_to (and dtype.h) */
 
 #define TP 2
 #define HIDDEN (HEADS * HEAD_DIM)
@@ -99,7 +98,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	uint64_t st = pkb_rng_mix(d->common_seed ^ pkb_rng_mix(((uint64_t)index << 32) | (uint64_t)(index ? tp : c)));
 	for (size_t i = 0; i < n; i++) {
 		float v = round_to(d->dtype, (float)normal(&st));
-		store(d->dtype, buf, i, index ? round_to(d->dtype, v * 0.02f) : v);
+		dtype_store(d->dtype, buf, i, index ? round_to(d->dtype, v * 0.02f) : v);
 	}
 	return 0;
 }

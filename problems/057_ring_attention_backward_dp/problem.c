@@ -32,11 +32,10 @@
  */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 #include "pkb_problem.h"
 #include "../055_ring_attention_tp/ring_host.h"
 /* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, unit_roundoff, next, normal,
- * round_to, store */
+ * round_to (and dtype.h) */
 
 #define DP 2
 
@@ -117,7 +116,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 			return -1;
 		draw(d, index, v, n);
 		for (size_t i = 0; i < n; i++)
-			store(d->dtype, buf, i, v[i]);
+			dtype_store(d->dtype, buf, i, v[i]);
 		free(v);
 		return 0;
 	}
@@ -153,7 +152,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 					double o = 0;
 					for (int64_t j = 0; j < g.s; j++)
 						o += p[j] * v[(b * g.s + j) * ts + h * HEAD_DIM + c];
-					store(d->dtype, buf, (size_t)((b * g.s + i) * ts + h * HEAD_DIM + c),
+					dtype_store(d->dtype, buf, ((b * g.s + i) * ts + h * HEAD_DIM + c),
 					      (float)(o / l));
 				}
 			}
