@@ -24,8 +24,8 @@
  * latency problem.
  */
 #include <math.h>
-#include <string.h>
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_store (gen_host's rounding) */
 
 #define EXPERTS 8
 #define TOP_K 2
@@ -75,35 +75,6 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* fp32 -> bf16 / fp16 bits, round to nearest even (finite inputs) */
-static uint16_t to_bf16(float f)
-{
-	uint32_t b;
-	memcpy(&b, &f, sizeof b);
-	return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-}
-
-static uint16_t to_fp16(float f)
-{
-	uint32_t b;
-	memcpy(&b, &f, sizeof b);
-	uint32_t sign = (b >> 16) & 0x8000u, mag = b & 0x7fffffffu;
-	if (mag >= 0x477ff000u)   /* rounds to >= 65520: Inf */
-		return (uint16_t)(sign | 0x7c00u);
-	if (mag < 0x38800000u) {  /* below 2^-14: subnormal, in units of 2^-24 */
-		float a;
-		memcpy(&a, &mag, sizeof a);
-		float q = a * 0x1p24f;   /* exact: a power-of-two scale */
-		uint32_t n = (uint32_t)q;
-		float rem = q - (float)n;
-		if (rem > 0.5f || (rem == 0.5f && (n & 1u)))
-			n++;
-		return (uint16_t)(sign | n);
-	}
-	uint32_t r = mag + 0xfffu + ((mag >> 13) & 1u);
-	return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
-}
-
 /* gate_logits = T(z + b_e), z ~ N(0, 1) per element, b ~ N(0, 1) per
  * expert; seed differs per rank and trial */
 static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
@@ -117,12 +88,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		bias[e] = pkb_rng_normal(&s);
 	for (size_t i = 0; i < n; i++) {
 		float v = (float)(pkb_rng_normal(&s) + bias[i % EXPERTS]);
-		if (d->dtype == PKB_FP32)
-			((float *)buf)[i] = v;
-		else if (d->dtype == PKB_BF16)
-			((uint16_t *)buf)[i] = to_bf16(v);
-		else
-			((uint16_t *)buf)[i] = to_fp16(v);
+		dtype_store(d->dtype, buf, (int64_t)i, v);
 	}
 	return 0;
 }

@@ -41,20 +41,10 @@
 #include <string.h>
 #include "pkb_problem.h"
 
-#define EXPERTS 8
-#define TOPK 2
-
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-/* ceil(2M/W): the most rows a rank keeps (S[r][r]) */
-static int64_t keep_cap(const struct pkb_dims *d) { return (TOPK * d->m + d->world - 1) / d->world; }
-
-/* C: the most rows one rank sends another -- a capacity factor of 2, and
- * at most M per expert (a token hits an expert once) */
-static int64_t capacity(const struct pkb_dims *d)
-{
-	return min64(TOPK * d->m, min64(EXPERTS / d->world * d->m, 2 * keep_cap(d)));
-}
+#define ROUTING_SALT 0x29c0bull   /* routing_host.h's streams start here */
+#include "../028_moe_pre_all2all/routing_host.h"
+/* defines: EXPERTS, TOPK, min64, keep_cap, capacity, stream, split_matrix,
+ * expert_counts, routing_pairs */
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
@@ -101,122 +91,14 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 
 /* ---- the routing (as 028 draws it) ------------------------------------------ */
 
-/* a stream for (what, rank) of this trial: a function of the dims only,
- * not of the seed, so that every rank draws its peers' routing alike */
-static uint64_t stream(const struct pkb_dims *d, uint64_t what, int rank)
+/* This rank's two experts per token, ascending (pair[2t] < pair[2t+1]) */
+static uint8_t *sorted_pairs(const struct pkb_dims *d, const int64_t *cnt)
 {
-	uint64_t s = 0x29c0bull ^ ((uint64_t)(uint32_t)d->trial << 24) ^ ((uint64_t)d->world << 16);
-	s = pkb_rng_next(&s) ^ (uint64_t)d->m;
-	s = pkb_rng_next(&s) ^ (what << 8) ^ (uint64_t)(uint32_t)rank;
-	pkb_rng_next(&s);
-	return s;
-}
-
-/*
- * S (W x W, row-major): S[j][d] rows of rank j's tokens for rank d's
- * experts. The even split (2M/W, the remainder spread a row apart so that
- * rows and columns both sum to 2M), then 16 W^2 random exchanges: +t at
- * (a, b) and (c, e), -t at (a, e) and (c, b), which keep every row and
- * column sum, t drawn up to what keeps every entry in [0, C] and the
- * diagonal in [0, ceil(2M/W)].
- */
-static void split_matrix(const struct pkb_dims *d, int64_t *s)
-{
-	int w = d->world;
-	int64_t m2 = TOPK * d->m, q = m2 / w, rem = m2 % w, kc = keep_cap(d), cap = capacity(d);
-	for (int j = 0; j < w; j++)
-		for (int k = 0; k < w; k++)
-			s[j * w + k] = q + ((k - j + w) % w < rem);
-	uint64_t st = stream(d, 1, 0);
-	for (int i = 0; i < 16 * w * w; i++) {
-		int a = (int)(pkb_rng_next(&st) % w), c = (int)(pkb_rng_next(&st) % (w - 1));
-		int b = (int)(pkb_rng_next(&st) % w), e = (int)(pkb_rng_next(&st) % (w - 1));
-		c += c >= a;
-		e += e >= b;
-		int64_t up = min64((a == b ? kc : cap) - s[a * w + b], (c == e ? kc : cap) - s[c * w + e]);
-		int64_t t = min64(up, min64(s[a * w + e], s[c * w + b]));
-		if (t < 1)
-			continue;
-		t = 1 + (int64_t)(pkb_rng_next(&st) % (uint64_t)t);
-		s[a * w + b] += t;
-		s[c * w + e] += t;
-		s[a * w + e] -= t;
-		s[c * w + b] -= t;
-	}
-}
-
-/* Rank j's hits per expert: S[j][d] split at random over rank d's E_l
- * experts, each part in [0, M] (S[j][d] <= C <= E_l M). Sums to 2M. */
-static void expert_counts(const struct pkb_dims *d, const int64_t *s, int j, int64_t *cnt)
-{
-	int w = d->world, el = EXPERTS / w;
-	uint64_t st = stream(d, 2, j);
-	for (int r = 0; r < w; r++) {
-		int64_t left = s[j * w + r];
-		for (int l = 0; l < el; l++) {
-			int64_t rest = (int64_t)(el - 1 - l) * d->m;   /* what the others can hold */
-			int64_t lo = left > rest ? left - rest : 0, hi = min64(left, d->m);
-			int64_t v = l == el - 1 ? left : lo + (int64_t)(pkb_rng_next(&st) % (uint64_t)(hi - lo + 1));
-			cnt[r * el + l] = v;
-			left -= v;
-		}
-	}
-}
-
-/*
- * This rank's two experts per token, ascending (pair[2t] < pair[2t+1]),
- * given its counts per expert (each <= M, sum 2M). Lay the 2M expert ids
- * out in runs, in a random expert order, and give token i the ids at i
- * and i + M: distinct, since no run is longer than M. Then 4M random swaps
- * of ids between tokens that keep both tokens' experts distinct and a
- * random token order: the counts stay exact, the pairing is mixed.
- */
-static uint8_t *routing_pairs(const struct pkb_dims *d, const int64_t *cnt)
-{
-	int64_t m = d->m;
-	uint8_t *ex = malloc((size_t)(TOPK * m)), *pair = malloc((size_t)(TOPK * m));
-	if (!ex || !pair) {
-		free(ex);
-		free(pair);
+	uint64_t st;
+	uint8_t *pair = routing_pairs(d, cnt, &st);
+	if (!pair)
 		return NULL;
-	}
-	uint64_t st = stream(d, 3, d->rank);
-	int order[EXPERTS];
-	for (int e = 0; e < EXPERTS; e++)
-		order[e] = e;
-	for (int e = EXPERTS - 1; e > 0; e--) {
-		int k = (int)(pkb_rng_next(&st) % (uint64_t)(e + 1)), t = order[e];
-		order[e] = order[k];
-		order[k] = t;
-	}
-	int64_t p = 0;
-	for (int i = 0; i < EXPERTS; i++)
-		for (int64_t k = 0; k < cnt[order[i]]; k++)
-			ex[p++] = (uint8_t)order[i];
-	for (int64_t i = 0; i < m; i++) {
-		pair[2 * i] = ex[i];
-		pair[2 * i + 1] = ex[i + m];
-	}
-	free(ex);
-	for (int64_t n = 0; m > 1 && n < 4 * m; n++) {
-		uint64_t r = pkb_rng_next(&st), k = pkb_rng_next(&st);
-		int64_t u = (int64_t)(r % (uint64_t)m), v = (int64_t)(k % (uint64_t)m);
-		int ku = (int)(k >> 62) & 1, kv = (int)(k >> 63);
-		uint8_t x = pair[2 * u + ku], y = pair[2 * v + kv];
-		if (u == v || y == pair[2 * u + 1 - ku] || x == pair[2 * v + 1 - kv])
-			continue;
-		pair[2 * u + ku] = y;
-		pair[2 * v + kv] = x;
-	}
-	for (int64_t i = m - 1; i > 0; i--) {
-		int64_t k = (int64_t)(pkb_rng_next(&st) % (uint64_t)(i + 1));
-		uint8_t a = pair[2 * i], b = pair[2 * i + 1];
-		pair[2 * i] = pair[2 * k];
-		pair[2 * i + 1] = pair[2 * k + 1];
-		pair[2 * k] = a;
-		pair[2 * k + 1] = b;
-	}
-	for (int64_t t = 0; t < m; t++)
+	for (int64_t t = 0; t < d->m; t++)
 		if (pair[2 * t] > pair[2 * t + 1]) {
 			uint8_t a = pair[2 * t];
 			pair[2 * t] = pair[2 * t + 1];
@@ -335,7 +217,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		return 0;
 	}
 	expert_counts(d, s, r, cnt);
-	uint8_t *pair = routing_pairs(d, cnt);
+	uint8_t *pair = sorted_pairs(d, cnt);
 	if (!pair)
 		return -1;
 	if (index == 2) {          /* selected_experts, ascending */

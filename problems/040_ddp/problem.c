@@ -41,40 +41,8 @@
  */
 #include <stdio.h>
 #include "pkb_problem.h"
-
-#define LR 1e-3
-
-struct mlp {
-	int64_t n_total, chunk, d_in, hidden, d_out, p;
-};
-
-static int64_t clamp64(int64_t x, int64_t lo, int64_t hi)
-{
-	return x < lo ? lo : x > hi ? hi : x;
-}
-
-static struct mlp sizes(const struct pkb_dims *d)
-{
-	struct mlp s;
-	int64_t w = d->world, m = d->m > w ? d->m : w;
-	s.n_total = (m + w - 1) / w * w;
-	s.chunk = s.n_total / w;
-	s.d_in = clamp64(d->n, 16, 256);
-	s.hidden = clamp64(d->n / 2, 32, 512);
-	s.d_out = clamp64(d->n / 4, 8, 256);
-	s.p = s.hidden * s.d_in + s.hidden + s.d_out * s.hidden + s.d_out;
-	return s;
-}
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_BF16 ? 1.0 / 256 : t == PKB_FP16 ? 1.0 / 2048 : 1.0 / 16777216.0;
-}
-
-static int64_t max64(int64_t a, int64_t b)
-{
-	return a > b ? a : b;
-}
+#include "../040_ddp/mlp_host.h"
+/* defines: LR, struct mlp, clamp64, max64, mlp_sizes, unit_roundoff, adam_tols */
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
@@ -82,7 +50,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
 	if (d->m < 1 || d->n < 1)
 		return pkb_io_fail(io, "M and N must be >= 1");
-	struct mlp s = sizes(d);
+	struct mlp s = mlp_sizes(d);
 	pkb_dtype t = d->dtype;
 	const int64_t w1[] = { s.hidden, s.d_in }, b1[] = { s.hidden };
 	const int64_t w2[] = { s.d_out, s.hidden }, b2[] = { s.d_out };
@@ -109,43 +77,9 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	pkb_io_param(io, "eps", 1e-8);
 	pkb_io_input(io, "step", PKB_I64, PKB_HOSTGEN, 0, (int64_t[]){ 0 });
 
-	/*
-	 * The gradient. Each rank's partial is a GEMM (or a column sum) of at
-	 * most K = max(chunk, d_in, hidden, d_out) products accumulated in fp32
-	 * and rounded once to T; a correct kernel gets the same partial up to a
-	 * K-term fp32 reordering (K * 2^-24 / u terms: nothing in bf16/fp16,
-	 * the whole error in fp32) and, rarely, one ulp from the roundings of
-	 * the intermediates h and out. The sum over W ranks is PKB_TOL_SUM(W).
-	 * So g is good to terms_g = W + 2 + K * 2^-24 / u of u * amax(g).
-	 * m = T(T(b1 m) + 0.1 g) carries 0.1 of that (and amax(m) >= ~0.1
-	 * amax(g)): terms_g; v = T(T(b2 v) + 1e-3 g^2) moves by 2e-3 |g| dg:
-	 * 2 terms_g. Measured (host simulation of this reference against fp32
-	 * sums rounded once, exact GEMMs; W = 2, 4, 8; M = 64..4096; steps 1, 4,
-	 * 7): m within 0.4-2.0 u*amax in bf16 and fp16 (bound 4-10), 1.1-11.8
-	 * in fp32 (bound >= 260); v within 0.3-4.4 (bound 8-20), 1.6-23 in fp32.
-	 * A gradient from this rank alone, one rank missing, a sum instead of
-	 * the mean, or another rank's moments are wrong by O(1) relative.
-	 */
-	double u = unit_roundoff(t);
-	int64_t k = max64(max64(s.chunk, s.d_in), max64(s.hidden, s.d_out));
-	double terms_g = d->world + 2 + (double)k / 16777216.0 / u;
-	struct pkb_tol tm = { .terms = terms_g }, tv = { .terms = 2 * terms_g };
-
-	/*
-	 * The parameters: p' = T(p + upd), |upd| = lr * |m/bc1| / (sqrt(v/bc2)
-	 * + eps) ~ lr * 0.3..3. A candidate's g moves upd by at most
-	 * lr * dg / sqrt(999 * 0.01) (v >= 0.01 * b2) plus a few ulps of upd
-	 * from the six T roundings of the chain, and the final rounding of
-	 * p + upd may then land one ulp away: rtol = 2u (one ulp) plus
-	 * atol = 64 u lr (0.25 lr in bf16) for |p'| near 0. Measured beyond
-	 * rtol: <= 0.021 lr in bf16 (12x under), 0.0018 lr in fp16 (17x),
-	 * 5.7e-7 lr in fp32 (6.7x). The amax term is off: amax(p) ~ 4.5 would
-	 * excuse 0.018 in bf16, 18x the update. Parameters left un-updated are
-	 * off by lr*|R| and fail on thousands of elements (bf16, where the
-	 * update is below half an ulp of |p| >= 0.5 the small ones) to all of
-	 * them (fp32); so does the bias correction of step 1 at a later step.
-	 */
-	struct pkb_tol tp = { .atol = 64 * u * LR, .terms = 1e-9 };
+	/* the gradient is a sum over the W ranks: mlp_host.h's adam_tols */
+	struct pkb_tol tp, tm, tv;
+	adam_tols(d, s, &tp, &tm, &tv);
 	for (int i = 0; i < 4; i++)
 		pkb_io_output(io, pn[i], t, tp, nd[i], sh[i]);
 	for (int i = 0; i < 4; i++) {
@@ -182,7 +116,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
  */
 static void cost(const struct pkb_dims *d, struct pkb_cost *c)
 {
-	struct mlp s = sizes(d);
+	struct mlp s = mlp_sizes(d);
 	double w = d->world, e = (double)pkb_dtype_size(d->dtype), p = (double)s.p;
 	c->net_bytes = (3 + 2 * (w - 1) / w) * p * e;
 	c->flops = 2.0 * s.chunk * s.hidden * (2.0 * s.d_in + 3.0 * s.d_out);

@@ -8,45 +8,20 @@
 #define PKB_ZERO_HOST_H
 
 #include "pkb_problem.h"
-
-#define LR 1e-3
-
-struct mlp {
-	int64_t n_total, chunk, d_in, hidden, d_out, p;
-};
-
-static int64_t clamp64(int64_t x, int64_t lo, int64_t hi)
-{
-	return x < lo ? lo : x > hi ? hi : x;
-}
-
-static int64_t max64(int64_t a, int64_t b)
-{
-	return a > b ? a : b;
-}
+#include "../040_ddp/mlp_host.h"
+/* defines: LR, struct mlp, clamp64, max64, mlp_sizes, unit_roundoff, adam_tols */
 
 /* the original's _ddp_mlp_shapes_divisible_by_dp; hidden = 0: none found */
 static struct mlp sizes(const struct pkb_dims *d)
 {
-	struct mlp s;
-	int64_t w = d->world, m = d->m > w ? d->m : w;
-	s.n_total = (m + w - 1) / w * w;
-	s.chunk = s.n_total / w;
-	s.d_in = clamp64(d->n, 16, 256);
-	s.d_out = clamp64(d->n / 4, 8, 256);
-	s.hidden = clamp64(d->n / 2, 32, 512);
+	struct mlp s = mlp_sizes(d);
 	for (int i = 0; i < 1024; i++, s.hidden++) {
 		s.p = s.hidden * s.d_in + s.hidden + s.d_out * s.hidden + s.d_out;
-		if (s.p % w == 0)
+		if (s.p % d->world == 0)
 			return s;
 	}
 	s.hidden = 0;
 	return s;
-}
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_BF16 ? 1.0 / 256 : t == PKB_FP16 ? 1.0 / 2048 : 1.0 / 16777216.0;
 }
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
@@ -77,20 +52,17 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	pkb_io_input(io, "step", PKB_I64, PKB_HOSTGEN, 0, (int64_t[]){ 0 });
 
 	/*
-	 * As 040 (its comments carry the argument and the measurements, which
-	 * the host simulation repeated for the slices here, and for NCCL's
-	 * reduce-scatter order in 042). The gradient is a
-	 * sum over W ranks of partials that are fp32-accumulated GEMMs of at
-	 * most K terms: m_part to terms_g = W + 2 + K 2^-24 / u of u*amax,
-	 * v_part to twice that. The parameters: one ulp (rtol 2u) plus
-	 * atol = 64 u lr, no amax term; a slice left un-updated (a stale
-	 * gather) is off by lr * 0.3..3 and fails.
+	 * As 040 (mlp_host.h's adam_tols carries the argument and the
+	 * measurements, which the host simulation repeated for the slices here,
+	 * and for NCCL's reduce-scatter order in 042). The gradient is a sum
+	 * over W ranks of partials that are fp32-accumulated GEMMs of at most K
+	 * terms: m_part to terms_g = W + 2 + K 2^-24 / u of u*amax, v_part to
+	 * twice that. The parameters: one ulp (rtol 2u) plus atol = 64 u lr, no
+	 * amax term; a slice left un-updated (a stale gather) is off by
+	 * lr * 0.3..3 and fails.
 	 */
-	double u = unit_roundoff(t);
-	int64_t k = max64(max64(s.chunk, s.d_in), max64(s.hidden, s.d_out));
-	double terms_g = d->world + 2 + (double)k / 16777216.0 / u;
-	struct pkb_tol tp = { .atol = 64 * u * LR, .terms = 1e-9 };
-	struct pkb_tol tm = { .terms = terms_g }, tv = { .terms = 2 * terms_g };
+	struct pkb_tol tp, tm, tv;
+	adam_tols(d, s, &tp, &tm, &tv);
 	pkb_io_output(io, "W1", t, tp, PKB_SHAPE(s.hidden, s.d_in));
 	pkb_io_output(io, "b1", t, tp, PKB_SHAPE(s.hidden));
 	pkb_io_output(io, "W2", t, tp, PKB_SHAPE(s.d_out, s.hidden));

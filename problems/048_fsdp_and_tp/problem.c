@@ -25,8 +25,8 @@
  * n_tp Bf D e (at W = 4, bf16: 384 KiB + 512 KiB).
  */
 #include <math.h>
-#include <string.h>
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_store (gen_host's rounding) */
 
 struct dims48 {
 	int64_t n_tp, n_fsdp, d, d_ff, b, bf, dl, fl;
@@ -110,40 +110,6 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* fp32 -> bf16 / fp16 bits, round to nearest even (finite inputs) */
-static uint16_t to_bf16(float f)
-{
-	uint32_t x;
-	memcpy(&x, &f, sizeof x);
-	return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
-static uint16_t to_fp16(float f)
-{
-	uint32_t x, ax, sign, h, rem, half, sh;
-	memcpy(&x, &f, sizeof x);
-	sign = (x >> 16) & 0x8000u;
-	ax = x & 0x7fffffffu;
-	if (ax >= 0x477ff000u)           /* >= 65520: rounds to inf */
-		return (uint16_t)(sign | 0x7c00u);
-	if (ax < 0x38800000u) {          /* below 2^-14: a subnormal (or 0) */
-		if (ax < 0x33000000u)    /* <= 2^-25 rounds to 0 */
-			return (uint16_t)sign;
-		uint32_t mant = (ax & 0x7fffffu) | 0x800000u;
-		sh = 126 - (ax >> 23);   /* value * 2^24 = mant >> sh */
-		h = mant >> sh;
-		rem = mant & ((1u << sh) - 1);
-		half = 1u << (sh - 1);
-	} else {
-		h = ((((ax >> 23) - 112) << 10) | ((ax & 0x7fffffu) >> 13));
-		rem = ax & 0x1fffu;
-		half = 0x1000u;
-	}
-	if (rem > half || (rem == half && (h & 1u)))
-		h++;                     /* a carry moves into the exponent */
-	return (uint16_t)(sign | h);
-}
-
 /* x_local: element (i, j) of the global x (B, D) is N(0, 1) by Box-Muller
  * on the hash of (seed, i*D + j); seed is the same on every rank (the input
  * is same_on_all_ranks), so rank (f, tp) draws the rows of block f */
@@ -159,10 +125,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		uint64_t r = pkb_rng_mix(seed ^ pkb_rng_mix(first + k));
 		double u1 = ((double)(r >> 40) + 0.5) * 0x1p-24, u2 = (double)(r & 0xffffffu) * 0x1p-24;
 		float v = (float)pkb_rng_box_muller(u1, u2);
-		if (d->dtype == PKB_FP32)
-			((float *)buf)[k] = v;
-		else
-			((uint16_t *)buf)[k] = d->dtype == PKB_BF16 ? to_bf16(v) : to_fp16(v);
+		dtype_store(d->dtype, buf, (int64_t)k, v);
 	}
 	return 0;
 }

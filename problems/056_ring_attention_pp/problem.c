@@ -26,34 +26,17 @@
  * latency.
  */
 #include <math.h>
-#include <string.h>
 #include "pkb_problem.h"
+#include "../055_ring_attention_tp/ring_host.h"
+/* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, unit_roundoff, next, normal,
+ * round_to (and dtype.h) */
 
 #define PP 2
-#define HEADS 8
-#define HEAD_DIM 64
 #define HIDDEN (HEADS * HEAD_DIM)
-
-struct dims56 {
-	int64_t cp, b, t, s;
-};
-
-static void attn_dims(const struct pkb_dims *d, struct dims56 *g)
-{
-	g->cp = d->world / PP;
-	g->b = d->m / 64 > 1 ? d->m / 64 : 1;
-	g->t = d->n / 64 > 1 ? d->n / 64 : 1;
-	g->s = g->t / g->cp > 1 ? g->t / g->cp : 1;
-}
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_FP32 ? 0x1p-24 : t == PKB_FP16 ? 0x1p-11 : 0x1p-8;
-}
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
-	struct dims56 g;
+	struct ring_dims g;
 	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
 		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
 	if (d->m < 1 || d->n < 1)
@@ -97,85 +80,12 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 one gamma ahead of pkb_rng_next (the mix of the advanced state):
- * the stream these inputs were drawn from since the problem was written */
-static uint64_t next(uint64_t *st)
-{
-	*st += PKB_RNG_GAMMA;
-	return pkb_rng_mix(*st);
-}
-
-/* N(0, 1) by Box-Muller; u1 in (0, 1) */
-static double normal(uint64_t *st)
-{
-	double u1 = pkb_rng_open(next(st));
-	double u2 = pkb_rng_unit(next(st));
-	return pkb_rng_box_muller(u1, u2);
-}
-
-/* fp32 -> bf16 / fp16 bits, round to nearest even (finite inputs), and back */
-static uint16_t to_bf16(float f)
-{
-	uint32_t b;
-	memcpy(&b, &f, sizeof b);
-	return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-}
-
-static float from_bf16(uint16_t h)
-{
-	uint32_t b = (uint32_t)h << 16;
-	float f;
-	memcpy(&f, &b, sizeof f);
-	return f;
-}
-
-static uint16_t to_fp16(float f)
-{
-	uint32_t b;
-	memcpy(&b, &f, sizeof b);
-	uint32_t sign = (b >> 16) & 0x8000u, mag = b & 0x7fffffffu;
-	if (mag >= 0x477ff000u)   /* rounds to >= 65520: Inf */
-		return (uint16_t)(sign | 0x7c00u);
-	if (mag < 0x38800000u) {  /* below 2^-14: subnormal, in units of 2^-24 */
-		float a;
-		memcpy(&a, &mag, sizeof a);
-		float q = a * 0x1p24f;   /* exact: a power-of-two scale */
-		uint32_t n = (uint32_t)q;
-		float rem = q - (float)n;
-		if (rem > 0.5f || (rem == 0.5f && (n & 1u)))
-			n++;
-		return (uint16_t)(sign | n);
-	}
-	uint32_t r = mag + 0xfffu + ((mag >> 13) & 1u);
-	return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
-}
-
-static float from_fp16(uint16_t h)
-{
-	uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-	float v = e ? (float)(m | 0x400u) * 0x1p-25f * (float)(1u << e) : (float)m * 0x1p-24f;
-	return (h & 0x8000u) ? -v : v;   /* finite values only: no Inf here */
-}
-
-static float round_to(pkb_dtype t, float v)
-{
-	return t == PKB_BF16 ? from_bf16(to_bf16(v)) : t == PKB_FP16 ? from_fp16(to_fp16(v)) : v;
-}
-
-static void store(pkb_dtype t, void *buf, size_t i, float v)
-{
-	if (t == PKB_FP32)
-		((float *)buf)[i] = v;
-	else
-		((uint16_t *)buf)[i] = t == PKB_BF16 ? to_bf16(v) : to_fp16(v);
-}
-
 /* hidden_states from (common_seed, cp_idx): the same on both stages;
  * w_qkv and w_o from (common_seed, pp_idx): the same on every rank of a
  * stage. Every key varies with --seed and the trial. */
 static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
 {
-	struct dims56 g;
+	struct ring_dims g;
 	attn_dims(d, &g);
 	(void)seed;
 	int p = d->rank / (int)g.cp, c = d->rank % (int)g.cp;
@@ -186,7 +96,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	uint64_t st = pkb_rng_mix(d->common_seed ^ pkb_rng_mix(((uint64_t)index << 32) | (uint64_t)(index ? p : c)));
 	for (size_t i = 0; i < n; i++) {
 		float v = round_to(d->dtype, (float)normal(&st));
-		store(d->dtype, buf, i, index ? round_to(d->dtype, v * 0.02f) : v);
+		dtype_store(d->dtype, buf, i, index ? round_to(d->dtype, v * 0.02f) : v);
 	}
 	return 0;
 }
@@ -203,7 +113,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
  */
 static void cost(const struct pkb_dims *d, struct pkb_cost *c)
 {
-	struct dims56 g;
+	struct ring_dims g;
 	attn_dims(d, &g);
 	double bs = (double)g.b * g.s, y = bs * HIDDEN, tg = (double)g.cp * g.s;
 	double ring = g.cp > 1 ? 2 * y : 0, wts = 4.0 * HIDDEN * HIDDEN;

@@ -28,10 +28,9 @@
  * latency.
  */
 #include <math.h>
-#include <string.h>
 #include "pkb_problem.h"
 #include "../082_vocab_parallel_log_prob_topk/logprob_host.h"
-/* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, round_to, store, gen_host */
+/* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, round_to, gen_host (and dtype.h) */
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {

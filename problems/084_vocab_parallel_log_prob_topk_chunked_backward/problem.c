@@ -36,10 +36,9 @@
  * entries: (W-1)/W * NT * (top_k*e/W + 12) bytes, a few hundred: latency.
  */
 #include <math.h>
-#include <string.h>
 #include "pkb_problem.h"
 #include "../082_vocab_parallel_log_prob_topk/logprob_host.h"
-/* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, round_to, store, gen_host */
+/* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, round_to, gen_host (and dtype.h) */
 
 /* chunk_size = min(roundup(max(W, s // 4), W), s) */
 static int64_t chunk_of(const struct pkb_dims *d)

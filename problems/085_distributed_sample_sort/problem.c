@@ -25,8 +25,8 @@
  * neighbours' by half. Rounding to bf16 (spacing 2..128 above 256) keeps the
  * original's many duplicates.
  */
-#include <string.h>
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_store (gen_host's rounding) */
 
 static int64_t shard_len(const struct pkb_dims *d)
 {
@@ -58,26 +58,6 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* fp32 -> bf16 / fp16 bits, round to nearest even; integers |v| < 65520,
- * so no fp16 subnormal or overflow */
-static uint16_t to_bf16(float f)
-{
-	uint32_t b;
-	memcpy(&b, &f, sizeof b);
-	return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-}
-
-static uint16_t to_fp16(float f)
-{
-	uint32_t b;
-	memcpy(&b, &f, sizeof b);
-	uint32_t sign = (b >> 16) & 0x8000u, mag = b & 0x7fffffffu;
-	if (mag < 0x38800000u)   /* |v| < 2^-14: only 0 here */
-		return (uint16_t)sign;
-	uint32_t r = mag + 0xfffu + ((mag >> 13) & 1u);
-	return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
-}
-
 /* local_shard: L values T(u - r*max(1, n)), u uniform in [-K, K); the
  * values past n are drawn too, and must be ignored. local_n: n. */
 static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
@@ -95,12 +75,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	for (int64_t i = 0; i < l; i++) {
 		int64_t u = (int64_t)(pkb_rng_next(&s) % (uint64_t)(2 * k)) - k;
 		float v = (float)(u - shift);   /* exact: |v| < 2^24 */
-		if (d->dtype == PKB_FP32)
-			((float *)buf)[i] = v;
-		else if (d->dtype == PKB_BF16)
-			((uint16_t *)buf)[i] = to_bf16(v);
-		else
-			((uint16_t *)buf)[i] = to_fp16(v);
+		dtype_store(d->dtype, buf, i, v);
 	}
 	return 0;
 }

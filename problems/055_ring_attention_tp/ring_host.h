@@ -1,0 +1,59 @@
+/*
+ * ring_host.h -- the host side that 055, 056 and 057 share: the attention
+ * shapes (8 heads of 64; cp = W/2, the other axis -- 055's tp, 056's pp,
+ * 057's dp -- being 2; B, T, S from M, N), the unit roundoff, the input
+ * stream (splitmix64 one gamma ahead, Box-Muller) and the rounding to T.
+ * Included by the three problem.c files (one translation unit each).
+ */
+#ifndef PKB_RING_HOST_H
+#define PKB_RING_HOST_H
+
+#include <math.h>
+#include "pkb_problem.h"
+#include "dtype.h"   /* defines: float_to_bf16, bf16_to_float, float_to_fp16,
+		       fp16_to_float, dtype_store */
+
+#define HEADS 8
+#define HEAD_DIM 64
+
+struct ring_dims {
+	int64_t cp, b, t, s;
+};
+
+static void attn_dims(const struct pkb_dims *d, struct ring_dims *g)
+{
+	g->cp = d->world / 2;
+	g->b = d->m / 64 > 1 ? d->m / 64 : 1;
+	g->t = d->n / 64 > 1 ? d->n / 64 : 1;
+	g->s = g->t / g->cp > 1 ? g->t / g->cp : 1;
+}
+
+static double unit_roundoff(pkb_dtype t)
+{
+	return t == PKB_FP32 ? 0x1p-24 : t == PKB_FP16 ? 0x1p-11 : 0x1p-8;
+}
+
+/* splitmix64 one gamma ahead of pkb_rng_next (the mix of the advanced state):
+ * the stream these inputs were drawn from since the problem was written */
+static uint64_t next(uint64_t *st)
+{
+	*st += PKB_RNG_GAMMA;
+	return pkb_rng_mix(*st);
+}
+
+/* N(0, 1) by Box-Muller; u1 in (0, 1) */
+static double normal(uint64_t *st)
+{
+	double u1 = pkb_rng_open(next(st));
+	double u2 = pkb_rng_unit(next(st));
+	return pkb_rng_box_muller(u1, u2);
+}
+
+/* v rounded to T and back (fp32: v) */
+static float round_to(pkb_dtype t, float v)
+{
+	return t == PKB_BF16 ? bf16_to_float(float_to_bf16(v))
+	     : t == PKB_FP16 ? fp16_to_float(float_to_fp16(v)) : v;
+}
+
+#endif
