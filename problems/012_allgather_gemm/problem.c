@@ -15,13 +15,9 @@
  * FLOPs per rank (1.07 GFLOP at M = N = 1024).
  */
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define K_DIM 512
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_FP32 ? 0x1p-24 : t == PKB_FP16 ? 0x1p-11 : 0x1p-8;
-}
 
 /*
  * C is one rounding of an fp32-accumulated dot product of length K: the
@@ -37,7 +33,7 @@ static double unit_roundoff(pkb_dtype t)
  */
 static struct pkb_tol gemm_tol(pkb_dtype t)
 {
-	return (struct pkb_tol){ .terms = 1.0 + K_DIM * 0x1p-24 / unit_roundoff(t) };
+	return (struct pkb_tol){ .terms = 1.0 + K_DIM * 0x1p-24 / dtype_unit_roundoff(t) };
 }
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)

@@ -14,13 +14,9 @@
  * GEMM: 2*M*K*N FLOPs per rank (1.07 GFLOP at M = N = 1024).
  */
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define K_DIM 512
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_FP32 ? 0x1p-24 : t == PKB_FP16 ? 0x1p-11 : 0x1p-8;
-}
 
 /*
  * C is a sum over W ranks of rounded GEMM outputs: PKB_TOL_SUM(W) lets the
@@ -41,7 +37,8 @@ static double unit_roundoff(pkb_dtype t)
  */
 static struct pkb_tol sum_tol(pkb_dtype t, int world)
 {
-	return (struct pkb_tol){ .terms = world + world * K_DIM * 0x1p-24 / unit_roundoff(t) };
+	return (struct pkb_tol){
+		.terms = world + world * K_DIM * 0x1p-24 / dtype_unit_roundoff(t) };
 }
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)

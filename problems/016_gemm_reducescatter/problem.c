@@ -17,13 +17,9 @@
  * per rank (268 MFLOP there).
  */
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define K_DIM 512
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_FP32 ? 0x1p-24 : t == PKB_FP16 ? 0x1p-11 : 0x1p-8;
-}
 
 /*
  * C_local is a sum over W ranks of rounded GEMM partials: PKB_TOL_SUM(W) lets
@@ -43,7 +39,7 @@ static double unit_roundoff(pkb_dtype t)
  */
 static struct pkb_tol sum_tol(pkb_dtype t, int world)
 {
-	return (struct pkb_tol){ .terms = world + K_DIM * 0x1p-24 / unit_roundoff(t) };
+	return (struct pkb_tol){ .terms = world + K_DIM * 0x1p-24 / dtype_unit_roundoff(t) };
 }
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)

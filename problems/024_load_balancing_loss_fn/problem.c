@@ -25,15 +25,10 @@
  */
 #include <math.h>
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_store (gen_host's rounding) */
+#include "dtype.h"   /* defines: dtype_store (gen_host's rounding), dtype_unit_roundoff */
 
 #define EXPERTS 8
 #define TOP_K 2
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_BF16 ? 0x1p-8 : t == PKB_FP16 ? 0x1p-11 : 0x1p-24;
-}
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
@@ -68,7 +63,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * trial. A candidate with exp2f, reciprocal and pairwise sums matched
 	 * the reference bit for bit on every trial.
 	 */
-	double u = unit_roundoff(d->dtype), u32 = 0x1p-24;
+	double u = dtype_unit_roundoff(d->dtype), u32 = 0x1p-24;
 	double tol = 2 * u + u32 * (16 + 4 * sqrt((double)d->m));
 	struct pkb_tol t = { .rtol = tol, .l2 = tol };
 	pkb_io_output(io, "overall_loss", PKB_FP32, t, 0, (int64_t[]){ 0 });

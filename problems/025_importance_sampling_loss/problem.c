@@ -23,6 +23,7 @@
  */
 #include <stdint.h>
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define VOCAB 32000
 #define IGNORE_INDEX (-100)
@@ -34,11 +35,6 @@ static double sqrt_pos(double x)
 	for (int i = 0; i < 64; i++)
 		r = 0.5 * (r + x / r);
 	return r;
-}
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_BF16 ? 0x1p-8 : t == PKB_FP16 ? 0x1p-11 : 0x1p-24;
 }
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
@@ -90,7 +86,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * - per_token_loss: a function of that token's CE and inputs, exact
 	 *   while CE is (clamped tokens: r0 * adv); the default bound.
 	 */
-	double u = unit_roundoff(d->dtype), w = d->world;
+	double u = dtype_unit_roundoff(d->dtype), w = d->world;
 	double r0 = d->dtype == PKB_FP16 ? 0 : 2.07e-9;
 	double tiny = d->dtype == PKB_BF16 ? 0x1p-133 : d->dtype == PKB_FP16 ? 0x1p-24 : 0x1p-149;
 	double wm = w * (double)m, ng = 0.75 * wm - 3 * sqrt_pos(0.1875 * wm);

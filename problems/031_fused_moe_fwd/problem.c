@@ -34,15 +34,11 @@
 #include <math.h>
 #include <string.h>
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define EXPERTS 8
 #define TOP_K 2
 #define INTER 128
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_FP32 ? 0x1p-24 : t == PKB_FP16 ? 0x1p-11 : 0x1p-8;
-}
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
@@ -83,7 +79,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * expert on this rank's MLP, >= 85, 708, 4.7e6 with the second expert
 	 * dropped.
 	 */
-	double u = unit_roundoff(d->dtype);
+	double u = dtype_unit_roundoff(d->dtype);
 	double terms = 6 + (double)(d->n + INTER) * 0x1p-24 / u;
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(d->m, d->n));
 	return 0;

@@ -42,16 +42,12 @@
 #include <math.h>
 #include <string.h>
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define EXPERTS 8
 #define TOP_K 2
 #define INTER 128
 #define LORA_R 8
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_FP32 ? 0x1p-24 : 0x1p-8;
-}
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
@@ -101,7 +97,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * >= 45, 3.4e6 with the second expert dropped (l2 >= 21u against 8u in
 	 * bf16).
 	 */
-	double u = unit_roundoff(d->dtype);
+	double u = dtype_unit_roundoff(d->dtype);
 	double terms = 15 + (double)(d->n + INTER + 2 * LORA_R) * 0x1p-24 / u;
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(d->m, d->n));
 	return 0;

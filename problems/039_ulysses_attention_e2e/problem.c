@@ -51,15 +51,11 @@
  * at W = 8 only, where a group is one head).
  */
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define HEADS 8
 #define HEAD_DIM 64
 #define HID (HEADS * HEAD_DIM)
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_FP32 ? 0x1p-24 : t == PKB_FP16 ? 0x1p-11 : 0x1p-8;
-}
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
@@ -80,7 +76,8 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 		     PKB_SHAPE(HID, HID));
 	pkb_io_param(io, "num_heads", HEADS);
 	pkb_io_param(io, "causal", 0);
-	struct pkb_tol tol = { .terms = 4.0 + (1088 + g) * 0x1p-24 / unit_roundoff(d->dtype) };
+	struct pkb_tol tol = {
+		.terms = 4.0 + (1088 + g) * 0x1p-24 / dtype_unit_roundoff(d->dtype) };
 	pkb_io_output(io, "out", d->dtype, tol, PKB_SHAPE(b, s, HID));
 	return 0;
 }

@@ -9,6 +9,7 @@
 #define PKB_MLP_HOST_H
 
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define LR 1e-3
 
@@ -40,11 +41,6 @@ static struct mlp mlp_sizes(const struct pkb_dims *d)
 	s.d_out = clamp64(d->n / 4, 8, 256);
 	s.p = s.hidden * s.d_in + s.hidden + s.d_out * s.hidden + s.d_out;
 	return s;
-}
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_BF16 ? 1.0 / 256 : t == PKB_FP16 ? 1.0 / 2048 : 1.0 / 16777216.0;
 }
 
 /*
@@ -83,7 +79,7 @@ static double unit_roundoff(pkb_dtype t)
 static void adam_tols(const struct pkb_dims *d, struct mlp s, struct pkb_tol *tp,
 		      struct pkb_tol *tm, struct pkb_tol *tv)
 {
-	double u = unit_roundoff(d->dtype);
+	double u = dtype_unit_roundoff(d->dtype);
 	int64_t k = max64(max64(s.chunk, s.d_in), max64(s.hidden, s.d_out));
 	double terms_g = d->world + 2 + (double)k / 16777216.0 / u;
 	*tm = (struct pkb_tol){ .terms = terms_g };

@@ -9,7 +9,7 @@
 
 #include "pkb_problem.h"
 #include "../040_ddp/mlp_host.h"
-/* defines: LR, struct mlp, clamp64, max64, mlp_sizes, unit_roundoff, adam_tols */
+/* defines: LR, struct mlp, clamp64, max64, mlp_sizes, adam_tols */
 
 /* the original's _ddp_mlp_shapes_divisible_by_dp; hidden = 0: none found */
 static struct mlp sizes(const struct pkb_dims *d)

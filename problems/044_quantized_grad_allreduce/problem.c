@@ -13,6 +13,7 @@
  */
 #include <stdint.h>
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 static int64_t grad_len(const struct pkb_dims *d)
 {
@@ -25,11 +26,6 @@ static int64_t block_size(const struct pkb_dims *d)
 	int64_t b = d->n / 4;
 	b = b < 16 ? 16 : b;
 	return b > 128 ? 128 : b;
-}
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_BF16 ? 0x1p-8 : t == PKB_FP16 ? 0x1p-11 : 0x1p-24;
 }
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
@@ -53,7 +49,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * all-reduce of the raw gradients) or truncating toward zero fails
 	 * even though it is inside the default bf16 sum tolerance.
 	 */
-	double u = unit_roundoff(d->dtype);
+	double u = dtype_unit_roundoff(d->dtype);
 	pkb_io_output(io, "out", d->dtype,
 		      (struct pkb_tol){ .rtol = 2 * u, .atol = 0x1p-16,
 					.terms = d->world * 0x1p-24 / u, .l2 = 2 * u },

@@ -26,7 +26,7 @@
  */
 #include <math.h>
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_store (gen_host's rounding) */
+#include "dtype.h"   /* defines: dtype_store (gen_host's rounding), dtype_unit_roundoff */
 
 struct dims48 {
 	int64_t n_tp, n_fsdp, d, d_ff, b, bf, dl, fl;
@@ -67,11 +67,6 @@ static void mesh_dims(const struct pkb_dims *d, struct dims48 *o)
 	o->fl = o->d_ff / o->n_tp;
 }
 
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_FP32 ? 0x1p-24 : t == PKB_FP16 ? 0x1p-11 : 0x1p-8;
-}
-
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
 	struct dims48 g;
@@ -104,7 +99,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * the reversed order at n_tp = 3 0.47; skipping the TP all-reduce
 	 * needs >= 170, a W3 gathered as a flat concatenation >= 350.
 	 */
-	double u = unit_roundoff(d->dtype);
+	double u = dtype_unit_roundoff(d->dtype);
 	double terms = g.n_tp + 4 + g.n_tp * (double)(g.d + g.fl) * 0x1p-24 / u;
 	pkb_io_output(io, "y", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(g.bf, g.d));
 	return 0;

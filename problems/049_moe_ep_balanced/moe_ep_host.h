@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define INTER 128
 
@@ -19,11 +20,6 @@ static void moe_width(int world, int *experts, int *top_k);
 static int group_size(int world, int experts)
 {
 	return experts >= world ? world : experts;
-}
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_FP32 ? 0x1p-24 : t == PKB_FP16 ? 0x1p-11 : 0x1p-8;
 }
 
 

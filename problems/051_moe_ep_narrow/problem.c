@@ -41,7 +41,7 @@
 #include <string.h>
 #include "pkb_problem.h"
 #include "../049_moe_ep_balanced/moe_ep_host.h"
-/* defines: INTER, group_size, unit_roundoff, gen_host, cost */
+/* defines: INTER, group_size, gen_host, cost */
 
 /* this problem's width: E experts, top_k of them a token */
 static void moe_width(int world, int *experts, int *top_k)
@@ -98,7 +98,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * dropped 75+, experts on global ranks 0..E-1 (one world group, not
 	 * the sub-groups) 335+ on the ranks past the first group.
 	 */
-	double u = unit_roundoff(d->dtype);
+	double u = dtype_unit_roundoff(d->dtype);
 	double terms = 6 + (double)(d->n + INTER) * 0x1p-24 / u;
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(d->m, d->n));
 	return 0;

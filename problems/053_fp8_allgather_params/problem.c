@@ -19,6 +19,7 @@
  */
 #include <string.h>
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define HIST 16
 #define E4M3_MAX 448.0
@@ -27,11 +28,6 @@
 static int64_t shard_len(const struct pkb_dims *d)
 {
 	return d->m >= 64 ? 4096 : d->m * 64 < 64 ? 64 : d->m * 64;
-}
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_BF16 ? 0x1p-8 : t == PKB_FP16 ? 0x1p-11 : 0x1p-24;
 }
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
@@ -69,7 +65,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * they land within 1% at W = 2 on ~7% of draws, never five trials
 	 * running.
 	 */
-	double u = unit_roundoff(d->dtype);
+	double u = dtype_unit_roundoff(d->dtype);
 	struct pkb_tol tf = { .rtol = 0x1p-3 + 4 * u, .terms = 1.25 * 0x1p-9 / (E4M3_MAX * u),
 			      .l2 = 0x1p-7 };
 	pkb_io_output(io, "full", d->dtype, tf, PKB_SHAPE((int64_t)d->world * p));

@@ -28,6 +28,7 @@
  * elements (64 KiB at W = 4, bf16): at the default, latency.
  */
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define HEADS 8
 #define HEAD_DIM 64
@@ -42,11 +43,6 @@ static void attn_dims(const struct pkb_dims *d, struct dims54 *g)
 	g->b = d->m / 64 > 1 ? d->m / 64 : 1;
 	g->t = d->n / 64 > 1 ? d->n / 64 : 1;
 	g->s = g->t / d->world > 1 ? g->t / d->world : 1;
-}
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_FP32 ? 0x1p-24 : t == PKB_FP16 ? 0x1p-11 : 0x1p-8;
 }
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
@@ -83,7 +79,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * 183+ (right on rank 0 at one tile a block), partials added 378+ or
 	 * averaged 219+ instead of weighed by their lse.
 	 */
-	double u = unit_roundoff(d->dtype);
+	double u = dtype_unit_roundoff(d->dtype);
 	double terms = 2 + (double)(d->world * g.s + HEAD_DIM) * 0x1p-24 / u;
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms),
 		      PKB_SHAPE(g.b, g.s, HEADS, HEAD_DIM));

@@ -31,7 +31,7 @@
 #include <math.h>
 #include "pkb_problem.h"
 #include "../055_ring_attention_tp/ring_host.h"
-/* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, unit_roundoff, next, normal,
+/* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, next, normal,
  * round_to (and dtype.h) */
 
 #define TP 2
@@ -76,7 +76,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * rank's partial) 198+, local data only (no ring either) 198+ at
 	 * W = 2 and 785+ at W >= 4.
 	 */
-	double u = unit_roundoff(d->dtype);
+	double u = dtype_unit_roundoff(d->dtype);
 	double terms = 6 + (double)(HIDDEN + LOCAL + HEAD_DIM + g.cp * g.s) * 0x1p-24 / u;
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(g.b, g.s, HIDDEN));
 	return 0;

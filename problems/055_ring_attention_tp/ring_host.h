@@ -28,11 +28,6 @@ static void attn_dims(const struct pkb_dims *d, struct ring_dims *g)
 	g->s = g->t / g->cp > 1 ? g->t / g->cp : 1;
 }
 
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_FP32 ? 0x1p-24 : t == PKB_FP16 ? 0x1p-11 : 0x1p-8;
-}
-
 /* splitmix64 one gamma ahead of pkb_rng_next (the mix of the advanced state):
  * the stream these inputs were drawn from since the problem was written */
 static uint64_t next(uint64_t *st)

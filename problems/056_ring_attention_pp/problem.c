@@ -28,7 +28,7 @@
 #include <math.h>
 #include "pkb_problem.h"
 #include "../055_ring_attention_tp/ring_host.h"
-/* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, unit_roundoff, next, normal,
+/* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, next, normal,
  * round_to (and dtype.h) */
 
 #define PP 2
@@ -72,7 +72,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * >= 653 terms in bf16 (5200 fp16, 4e7 fp32): stage 1 on its own
 	 * hidden_states instead of y0 1220+ at every W, no ring 653+ at W >= 4.
 	 */
-	double u = unit_roundoff(d->dtype);
+	double u = dtype_unit_roundoff(d->dtype);
 	double terms = 4 + (double)(2 * HIDDEN + HEAD_DIM + g.cp * g.s) * 0x1p-24 / u;
 	int stage = d->rank / (int)g.cp;
 	pkb_io_output(io, "stage_output", d->dtype, PKB_TOL_SUM(stage ? 2 * terms : terms),

@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include "pkb_problem.h"
 #include "../055_ring_attention_tp/ring_host.h"
-/* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, unit_roundoff, next, normal,
+/* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, next, normal,
  * round_to (and dtype.h) */
 
 #define DP 2
@@ -82,7 +82,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * dK, dV left on the rank that holds the accumulator last (not
 	 * returned to their owner) 348+ at W >= 4.
 	 */
-	double u = unit_roundoff(d->dtype);
+	double u = dtype_unit_roundoff(d->dtype);
 	double terms = 4 + (double)(g.cp * g.s + HEAD_DIM) * 0x1p-24 / u;
 	pkb_io_output(io, "dq", d->dtype, PKB_TOL_SUM(terms), 4, x);
 	pkb_io_output(io, "dk", d->dtype, PKB_TOL_SUM(terms), 4, x);

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dtype.h"   /* defines: dtype_store (gen_host's rounding) */
+#include "dtype.h"   /* defines: dtype_store (gen_host's rounding), dtype_unit_roundoff */
 #include "pkb_problem.h"
 
 #define CLUSTERS 8
@@ -35,11 +35,6 @@ static int64_t batch_of(const struct pkb_dims *d)
 static int64_t dim_of(const struct pkb_dims *d)
 {
 	return d->n < 16 ? 16 : d->n;
-}
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_BF16 ? 0x1p-8 : t == PKB_FP16 ? 0x1p-11 : 0x1p-24;
 }
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
@@ -67,7 +62,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * loss (22% at W = 4, 11% at W = 8 in bf16, rtol 7.8%): a rank that
 	 * skips any peer, or all of them, fails. No amax term (0-dim).
 	 */
-	double u = unit_roundoff(d->dtype), r = (2.0 * d->world + 4) * u;
+	double u = dtype_unit_roundoff(d->dtype), r = (2.0 * d->world + 4) * u;
 	pkb_io_output(io, "loss", d->dtype,
 		      (struct pkb_tol){ .rtol = r, .terms = 1e-9, .l2 = r }, 0, (int64_t[]){ 0 });
 	return 0;

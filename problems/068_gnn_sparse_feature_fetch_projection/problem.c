@@ -36,6 +36,7 @@
  */
 #include <stdlib.h>
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 static int64_t table_rows(const struct pkb_dims *d)
 {
@@ -52,11 +53,6 @@ static int64_t queries(const struct pkb_dims *d)
 {
 	int64_t q = d->m / d->world;
 	return q < 20000 ? 20000 : q > 200000 ? 200000 : q;
-}
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_FP32 ? 0x1p-24 : t == PKB_FP16 ? 0x1p-11 : 0x1p-8;
 }
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
@@ -81,7 +77,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * transposed, moves elements by their own size.
 	 */
 	pkb_io_output(io, "out", d->dtype,
-		      (struct pkb_tol){ .terms = 1.0 + e * 0x1p-24 / unit_roundoff(d->dtype) },
+		      (struct pkb_tol){ .terms = 1.0 + e * 0x1p-24 / dtype_unit_roundoff(d->dtype) },
 		      PKB_SHAPE(q, e));
 	return 0;
 }

@@ -22,15 +22,11 @@
  * in T move 2 (W-1)/W * 3 * R * e, 72 KiB).
  */
 #include "pkb_problem.h"
+#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define VOCAB 512
 #define BATCH 8
 #define SEQ 1024
-
-static double unit_roundoff(pkb_dtype t)
-{
-	return t == PKB_BF16 ? 0x1p-8 : t == PKB_FP16 ? 0x1p-11 : 0x1p-24;
-}
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
@@ -65,7 +61,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * with no rescaling (14-20x), one shard missing from S (1.6x at W = 8,
 	 * and l2 2.0e-2).
 	 */
-	double u = unit_roundoff(d->dtype), u32 = 0x1p-24;
+	double u = dtype_unit_roundoff(d->dtype), u32 = 0x1p-24;
 	struct pkb_tol tol = { .rtol = 4 * u, .atol = 2 * d->world * u + 2 * k * u32 };
 	pkb_io_output(io, "loss", d->dtype, tol, PKB_SHAPE(BATCH, SEQ));
 	return 0;
