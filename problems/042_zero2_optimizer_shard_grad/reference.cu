@@ -47,61 +47,7 @@ struct hyper {
 	double b1d, b2d;
 };
 
-template <typename T> __device__ __forceinline__ float rt(float x)
-{
-	return pkb_to_float(pkb_from_float<T>(x));
-}
-
-/* every row of a (rows, cols) matrix := b, the C of addmm's beta = 1 */
-template <typename T>
-__global__ void fill_rows(T *c, const T *b, int64_t rows, int64_t cols)
-{
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < rows * cols;
-	     i += (int64_t)gridDim.x * THREADS)
-		c[i] = b[i % cols];
-}
-
-template <typename T>
-__global__ void relu(T *x, int64_t n)
-{
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * THREADS)
-		if (!(pkb_to_float(x[i]) > 0.0f))
-			x[i] = pkb_from_float<T>(0.0f);
-}
-
-/* mse_loss_backward with grad_output = 1: alpha * (out - y), each op in T */
-template <typename T>
-__global__ void mse_grad(T *o, const T *y, float alpha, int64_t n)
-{
-	float a = rt<T>(alpha);
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * THREADS)
-		o[i] = pkb_from_float<T>(a * rt<T>(pkb_to_float(o[i]) - pkb_to_float(y[i])));
-}
-
-/* relu's backward: the gradient where the activation is > 0, else 0 */
-template <typename T>
-__global__ void relu_mask(T *dh, const T *h, int64_t n)
-{
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * THREADS)
-		if (!(pkb_to_float(h[i]) > 0.0f))
-			dh[i] = pkb_from_float<T>(0.0f);
-}
-
-/* column sums of (rows, cols) in fp32, one rounding: a bias gradient */
-template <typename T>
-__global__ void colsum(const T *x, T *out, int64_t rows, int64_t cols)
-{
-	int64_t c = blockIdx.x * (int64_t)THREADS + threadIdx.x;
-	if (c >= cols)
-		return;
-	float acc = 0.0f;
-	for (int64_t r = 0; r < rows; r++)
-		acc += pkb_to_float(x[r * cols + c]);
-	out[c] = pkb_from_float<T>(acc);
-}
+#include "../040_ddp/mlp_kernels.cuh"   /* defines: rt, fill_rows, relu, mse_grad, relu_mask, colsum */
 
 /* Adam on this rank's slice: p in place in the flat buffer, m and v from
  * the inputs into the outputs */
