@@ -102,31 +102,23 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* splitmix64 */
-static uint64_t mix64(uint64_t z)
-{
-	z += 0x9e3779b97f4a7c15ull;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
+/* one gamma ahead of pkb_rng_next: the state is stepped, then hashed */
 static uint64_t next(uint64_t *st)
 {
-	*st += 0x9e3779b97f4a7c15ull;
-	return mix64(*st);
+	*st += PKB_RNG_GAMMA;
+	return pkb_rng_mix(*st);
 }
 
 static double uniform(uint64_t *st)
 {
-	return (double)(next(st) >> 11) * 0x1p-53;
+	return pkb_rng_unit(next(st));
 }
 
 /* N(0, 1) by Box-Muller; u1 in (0, 1) */
 static double normal(uint64_t *st)
 {
-	double u1 = ((double)(next(st) >> 11) + 0.5) * 0x1p-53;
-	return sqrt(-2 * log(u1)) * cos(6.283185307179586 * uniform(st));
+	double u1 = pkb_rng_open(next(st));
+	return pkb_rng_box_muller(u1, uniform(st));
 }
 
 /* fp32 -> bf16 / fp16 bits, round to nearest even (finite inputs), and back */
@@ -181,7 +173,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	}
 	if ((index != 5 && index != 6) || bytes != (size_t)hl * 2)
 		return -1;
-	uint64_t st = mix64(d->common_seed ^ mix64((uint64_t)index));
+	uint64_t st = pkb_rng_mix(d->common_seed ^ pkb_rng_mix((uint64_t)index));
 	/* a_log: the original's range; dt_bias: ours (see the top) */
 	double lo = index == 5 ? 0.0 : -8.0, width = index == 5 ? 0.2 : 2.0;
 	for (int64_t i = 0; i < h; i++) {
