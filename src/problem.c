@@ -47,6 +47,23 @@ int problem_world_ok(const struct pkb_problem *p, int world)
 	return world >= 1 && world < 64 && (p->worlds >> world) & 1;
 }
 
+uint64_t problem_solution_worlds(const char *text)
+{
+	const char *h = text ? strstr(text, "pkb-worlds:") : NULL;
+	if (!h)
+		return ~0ull;
+	uint64_t m = 0;
+	for (const char *s = h + 11; *s && *s != '\n';) {
+		char *end;
+		long w = strtol(s, &end, 10);
+		if (end == s)
+			break;
+		m |= w >= 1 && w <= 63 ? 1ull << w : 1ull;
+		s = end;
+	}
+	return m;
+}
+
 void problem_worlds_str(const struct pkb_problem *p, char *buf, size_t n)
 {
 	if ((p->worlds & PKB_WORLDS_ANY) == PKB_WORLDS_ANY) {

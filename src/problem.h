@@ -16,6 +16,11 @@ const struct pkb_problem *problem_find(const char *spec);
  * returns 0 or -1 with io->err set */
 int problem_describe(const struct pkb_problem *p, const struct pkb_dims *d, struct pkb_io *io);
 int problem_world_ok(const struct pkb_problem *p, int world);
+/* The world sizes a solution file's header line "pkb-worlds: 4 6 8" limits
+ * it to (a bad_ file whose shortcut exists only there), as bits 1..63 of
+ * the result; bit 0 marks an entry outside 1..63. Every bit when the text
+ * (the file's) has no such line; 0 when the line names none. */
+uint64_t problem_solution_worlds(const char *text);
 /* "2-63", "2,4,8" */
 void problem_worlds_str(const struct pkb_problem *p, char *buf, size_t n);
 /* folder: <root>/problems/NNN_name */

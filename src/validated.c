@@ -155,8 +155,8 @@ json_t *crosscheck_worlds(json_t *newest, const struct pkb_problem *p, char *buf
 	snprintf(name, sizeof name, "%03d_%s ", p->id, p->name);
 	size_t off = 0;
 	json_t *by_w = json_object();
-	const char *worst = NULL;   /* the first result that is not agree */
-	int worst_w = 64;
+	const char *worst = NULL;   /* the first result that is not agree, at worst_w */
+	int worst_w = 0;
 	buf[0] = 0;
 	for (int w = 1; w <= 63; w++) {
 		char key[192];
@@ -170,7 +170,7 @@ json_t *crosscheck_worlds(json_t *newest, const struct pkb_problem *p, char *buf
 		if (!strcmp(res, "agree")) {
 			if (off < len)
 				off += snprintf(buf + off, len - off, "%s%d", off ? "," : "", w);
-		} else if (w < worst_w) {
+		} else if (!worst) {
 			worst = res;
 			worst_w = w;
 		}
@@ -182,25 +182,12 @@ json_t *crosscheck_worlds(json_t *newest, const struct pkb_problem *p, char *buf
 	return by_w;
 }
 
-/* the world sizes a bad_ file's header line "pkb-worlds: 4 6 8" limits it
- * to (tools/test-gpu runs it only there), as bits; every W without one */
+/* the world sizes a bad_ file runs at (its pkb-worlds line: tools/test-gpu
+ * runs it only there) */
 static uint64_t file_worlds(const char *path)
 {
 	char *txt = read_file(path, NULL);
-	const char *h = txt ? strstr(txt, "pkb-worlds:") : NULL;
-	uint64_t m = ~0ull;
-	if (h) {
-		m = 0;
-		for (const char *s = h + 11; *s && *s != '\n';) {
-			char *end;
-			long w = strtol(s, &end, 10);
-			if (end == s)
-				break;
-			if (w >= 1 && w <= 63)
-				m |= 1ull << w;
-			s = end;
-		}
-	}
+	uint64_t m = problem_solution_worlds(txt);
 	free(txt);
 	return m;
 }

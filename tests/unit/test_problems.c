@@ -45,17 +45,12 @@ static void check_folder(const struct pkb_problem *p)
 		int o = outcome_parse(cat);
 		CHECKF(o > OUT_PASS && o < OUT_ENV_ERROR, "%s: no valid pkb-expect line", path);
 		/* pkb-worlds: world sizes the problem takes, or the file never runs */
-		char *w = text ? strstr(text, "pkb-worlds:") : NULL;
-		int nw = 0;
-		for (char *s = w ? w + 11 : NULL, *end; s && *s != '\n'; s = end) {
-			long x = strtol(s, &end, 10);
-			if (end == s)
-				break;
-			CHECKF(problem_world_ok(p, (int)x), "%s: pkb-worlds names W = %ld, which %03d refuses",
+		uint64_t w = problem_solution_worlds(text);
+		CHECKF(w != 0, "%s: a pkb-worlds line without world sizes", path);
+		for (int x = 0; x < 64 && w != ~0ull; x++)
+			CHECKF(!((w >> x) & 1) || problem_world_ok(p, x),
+			       "%s: pkb-worlds names W = %d, which %03d refuses (0: a size outside 1-63)",
 			       path, x, p->id);
-			nw++;
-		}
-		CHECKF(!w || nw > 0, "%s: a pkb-worlds line without world sizes", path);
 		free(text);
 		free(path);
 	}
