@@ -92,6 +92,7 @@ int compare_buffers_own(pkb_dtype t, const void *ref, const void *cand, int64_t 
 		len = tol.scale_len;
 		stride = tol.scale_stride;
 	}
+	/* amax per group, then, in place, its slack: atol + terms * u * amax */
 	double one = 0, *amax = len > 1 ? calloc((size_t)len, sizeof *amax) : &one;
 	if (!amax) {
 		amax = &one;   /* out of memory: one scale, the looser bound */
@@ -104,10 +105,12 @@ int compare_buffers_own(pkb_dtype t, const void *ref, const void *cand, int64_t 
 		if (isfinite(a) && a > amax[g])
 			amax[g] = a;
 	}
+	double u = dtype_unit_roundoff(t), *slack = amax;
 	r->amax_ref = 0;
-	for (int64_t g = 0; g < len; g++)
+	for (int64_t g = 0; g < len; g++) {
 		r->amax_ref = fmax(r->amax_ref, amax[g]);
-	double u = dtype_unit_roundoff(t);
+		slack[g] = tol.exact ? 0 : tol.atol + tol.terms * u * amax[g];
+	}
 
 	double worst_ratio = -1, d2 = 0, r2 = 0;
 	int64_t n_finite = 0;
@@ -124,8 +127,7 @@ int compare_buffers_own(pkb_dtype t, const void *ref, const void *cand, int64_t 
 			ratio = INFINITY;
 		} else {
 			err = fabs(cv - rv);
-			bound = tol.exact ? 0
-					  : tol.atol + tol.terms * u * amax[group_of(i, cplx, len, stride)] + tol.rtol * fabs(rv);
+			bound = tol.exact ? 0 : slack[group_of(i, cplx, len, stride)] + tol.rtol * fabs(rv);
 			d2 += err * err;
 			r2 += rv * rv;
 			n_finite++;
