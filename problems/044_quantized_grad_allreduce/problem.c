@@ -6,9 +6,10 @@
  * Rank r holds flat_grad g_r (n,), n = max(M*N, 64*W), in the harness
  * dtype, and the scalar block_size b = min(128, max(16, N/4)). g_r is cut
  * into contiguous blocks of b elements (the last one zero-padded); per
- * block, s = max(amax, 1e-8) / 127 in fp32, q = clamp(rint(g / s), +-127)
+ * block, s = max(amax, 1e-8) * fl32(1/127) in fp32 (torch divides a tensor
+ * by a Python scalar as a multiply by its fp32 reciprocal), q = clamp(rint(g / s), +-127)
  * (half to even, g/s an IEEE fp32 division) and rec = fp32(q) * s. Every
- * rank returns dtype((sum_j rec_j) / W) (n,), the sum and the division in
+ * rank returns dtype((sum_j rec_j) * fl32(1/W)) (n,), the sum and the scaling in
  * fp32.
  */
 #include <stdint.h>

@@ -6,8 +6,13 @@
  * all_reduce, div_ and .to(dtype).
  *
  * Per block of b (16..128) elements, the last one zero-padded (the pads
- * are 0, so they never raise the amax): s = max(amax, 1e-8) / 127,
+ * are 0, so they never raise the amax): s = max(amax, 1e-8) * fl32(1/127),
  * q = clamp(rint(x / s), -127, 127) (rint: half to even, as torch.round).
+ * The two divisions by a Python scalar in the original (amax / 127.0 and
+ * acc.div_(world_size)) are, on CUDA, multiplies by the scalar's fp32
+ * reciprocal (torch's div_true kernel for a CPU scalar): with bf16 inputs
+ * x / s lands on exact .5 ties, so one ulp of s flips a code. x / s itself
+ * is a tensor / tensor division, IEEE.
  */
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -41,7 +46,7 @@ quant_dequant(const T *x, float *rec, int64_t n, int bs, int64_t nblocks)
 				a = fmaxf(a, fabsf(pkb_to_float(x[base + i])));
 		for (int o = 16; o > 0; o >>= 1)
 			a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
-		float s = fmaxf(a, 1e-8f) / 127.0f;
+		float s = fmaxf(a, 1e-8f) * (1.0f / 127.0f);
 		for (int i = lane; i < bs; i += 32) {
 			if (base + i >= n)
 				continue;
@@ -52,11 +57,11 @@ quant_dequant(const T *x, float *rec, int64_t n, int bs, int64_t nblocks)
 }
 
 template <typename T>
-__global__ void mean_out(const float *acc, T *out, int64_t n, float w)
+__global__ void mean_out(const float *acc, T *out, int64_t n, float inv_w)
 {
 	int64_t stride = (int64_t)gridDim.x * blockDim.x;
 	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += stride)
-		out[i] = pkb_from_float<T>(acc[i] / w);
+		out[i] = pkb_from_float<T>(acc[i] * inv_w);
 }
 
 extern "C" int pkb_init(pkb_ctx *ctx)
@@ -91,7 +96,7 @@ static void launch_mean(pkb_ctx *ctx, const float *acc, int64_t n)
 {
 	unsigned grid = pkb_ref_blocks(n, THREADS, 132 * 8);
 	mean_out<T><<<grid, THREADS, 0, (cudaStream_t)ctx->stream>>>(
-		acc, (T *)ctx->out[0].data, n, (float)ctx->world);
+		acc, (T *)ctx->out[0].data, n, 1.0f / (float)ctx->world);
 }
 
 extern "C" int pkb_run(pkb_ctx *ctx)

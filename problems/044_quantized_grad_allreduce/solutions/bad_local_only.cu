@@ -16,7 +16,7 @@
 /* pkb-end */
 
 /* pkb-replace */
-		out[e] = pkb_from_float<T>(sum / (float)comm.world);
+		out[e] = pkb_from_float<T>(sum * (1.0f / (float)comm.world));
 /* pkb-with */
 		out[e] = pkb_from_float<T>(sum);
 /* pkb-end */

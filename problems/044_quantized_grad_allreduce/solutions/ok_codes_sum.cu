@@ -51,7 +51,7 @@ codes_sum(pkb_dev_comm comm, const T *x, T *out, int8_t *const *stage, int64_t n
 				a = fmaxf(a, fabsf(pkb_to_float(x[base + i])));
 		for (int o = 16; o > 0; o >>= 1)
 			a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
-		float s = fmaxf(a, 1e-8f) / 127.0f;
+		float s = fmaxf(a, 1e-8f) * (1.0f / 127.0f);   /* torch: amax * fl32(1/127) */
 		for (int i = lane; i < bs; i += 32) {
 			float v = base + i < n ? pkb_to_float(x[base + i]) : 0.f;
 			my_q[base + i] = (int8_t)fminf(fmaxf(rintf(v / s), -127.f), 127.f);
@@ -72,7 +72,7 @@ codes_sum(pkb_dev_comm comm, const T *x, T *out, int8_t *const *stage, int64_t n
 			const float *sc = (const float *)(q + scale_off(nb * bs));
 			sum += (float)q[e] * sc[g];
 		}
-		out[e] = pkb_from_float<T>(sum / (float)comm.world);
+		out[e] = pkb_from_float<T>(sum * (1.0f / (float)comm.world));
 	}
 
 	pkb_barrier_block(comm, blockIdx.x);   /* peers are done reading ours */
