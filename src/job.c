@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 void job_opts_init(struct job_opts *o)
@@ -26,7 +27,7 @@ void job_opts_init(struct job_opts *o)
 	memset(o, 0, sizeof *o);
 	o->m = o->n = 1024;
 	o->dtype = "bf16";
-	o->seed = 42;
+	o->seed = -1;
 	o->trials = 1;
 	o->atol = o->rtol = -1;
 	o->warmup = 500;
@@ -51,7 +52,8 @@ const struct opt job_opts_json[] = {
 	OPTS_END,
 };
 const struct opt job_opts_launch[] = {
-	{ OPT_SEED, "seed", "S", "input seed (default 42)" },
+	{ OPT_SEED, "seed", "S", "input seed, to reproduce an evaluation (default:\n"
+				  "drawn fresh each time and recorded in the JSON)" },
 	{ OPT_MEASURE_PERF, "measure-perf", NULL, "time the solution(s) (docs/TIMING.md)" },
 	{ OPT_WARMUP, "warmup", "N", "warmup calls per solution (default 500)" },
 	{ OPT_ITERS, "iters", "N", "timed calls per solution (default 100)" },
@@ -227,6 +229,20 @@ int job_check_shape(const struct job_opts *o)
 	return 0;
 }
 
+/* A fresh input seed for each evaluation: a fixed default let a candidate
+ * memoise outputs across runs (keyed by nothing at all) or rebuild its
+ * peers' inputs instead of communicating them. 62 bits from the OS; the
+ * JSON records it and --seed reproduces the run. */
+static int job_draw_seed(struct job_opts *o)
+{
+	uint64_t v;
+	if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+		return error("cannot draw an input seed from the OS (getrandom): pass --seed S");
+	o->seed = (long long)(v >> 2);
+	o->seed_drawn = 1;
+	return 0;
+}
+
 int job_resolve(struct job_opts *o, struct pkb_io *io)
 {
 	/* across nodes W counts every node's ranks: by default one a task */
@@ -249,6 +265,8 @@ int job_resolve(struct job_opts *o, struct pkb_io *io)
 		o->world = g >= 2 ? g : 2;
 	}
 	if (job_check_shape(o) < 0)
+		return -1;
+	if (o->seed < 0 && job_draw_seed(o) < 0)
 		return -1;
 	struct pkb_dims d = {
 		.world = o->world, .rank = 0, .m = o->m, .n = o->n,
@@ -286,6 +304,56 @@ enum pkb_outcome job_build(const struct job_opts *o, struct job_solution *s,
 	return OUT_PASS;
 }
 
+/* A record the ranks' own code sends, or -1 with `why`: a rank runs the
+ * candidate in its process, and the parent once filed whatever came last
+ * (a second timing record of the reference, written from the candidate's
+ * pkb_fini, made any speedup). */
+static int check_record(void *arg, int rank, json_t *rec, char *why, size_t n)
+{
+	struct job_records *R = arg;
+	const char *kind = json_string_value(json_object_get(rec, "kind"));
+	json_int_t from = json_integer_value(json_object_get(rec, "rank"));
+	char which[32] = "";
+	if (from != rank) {
+		snprintf(why, n, "rank %d sent a record in rank %lld's name: a record the harness's "
+			 "rank does not send", rank, (long long)from);
+		return -1;
+	}
+	if (!strcmp(kind, "trial")) {
+		json_int_t t = json_integer_value(json_object_get(rec, "trial"));
+		if (strcmp(R->mode, "eval") || t < R->trial0 || t >= (json_int_t)R->trial0 + R->trials) {
+			snprintf(why, n, "rank %d sent a record of trial %lld, which the job does not "
+				 "run", rank, (long long)t);
+			return -1;
+		}
+		snprintf(which, sizeof which, "%lld", (long long)t);
+	} else if (!strcmp(kind, "perf")) {
+		const char *sol = json_string_value(json_object_get(rec, "solution"));
+		int known = 0;
+		for (int i = 0; i < R->n_sol; i++)
+			known |= sol && !strcmp(sol, R->roles[i]);
+		if (!R->has_perf || !known) {
+			snprintf(why, n, "rank %d sent a timing record the job does not ask for", rank);
+			return -1;
+		}
+		snprintf(which, sizeof which, "%s", sol);
+	} else if (strcmp(R->mode, "run")) {
+		snprintf(why, n, "rank %d sent a '%s' record in an evaluation", rank, kind);
+		return -1;
+	}
+	char *key = xstrfmt("%d %s %s", rank, kind, which);
+	int dup = json_object_get(R->seen, key) != NULL;
+	if (!dup)
+		json_object_set_new(R->seen, key, json_true());
+	free(key);
+	if (dup) {
+		snprintf(why, n, "rank %d sent a second %s record%s%s: a record the harness's rank "
+			 "does not send", rank, kind, which[0] ? " of " : "", which);
+		return -1;
+	}
+	return 0;
+}
+
 static void collect(void *arg, int rank, json_t *rec)
 {
 	struct job_records *R = arg;
@@ -295,6 +363,24 @@ static void collect(void *arg, int rank, json_t *rec)
 		      : !strcmp(kind, "run") ? R->run : !strcmp(kind, "perf") ? R->perf : NULL;
 	if (dst)
 		json_array_append(dst, rec);
+}
+
+/* The announcements of each phase kind a rank makes for this job (rank.c:
+ * a load, an init and a pkb_fini per solution, two checked calls a trial
+ * in eval, one in run, four timing steps, the teardown): launch.c refuses
+ * more, so no rank outlives the sum of its phases' budgets. */
+static void job_phase_limits(const struct wire_job *j, int *max)
+{
+	int n = j->n_sol;
+	max[PH_START] = 1;
+	max[PH_CUDA_INIT] = 1;
+	max[PH_NCCL_INIT] = 1;
+	max[PH_LOAD] = n;
+	max[PH_INIT] = n;
+	max[PH_TRIAL] = strcmp(j->mode, "eval") ? 1 : 2 * (j->trials > 0 ? j->trials : 1);
+	max[PH_SAVE] = j->save_dir[0] ? 1 : -1;
+	max[PH_TIMING] = j->has_perf ? 4 : -1;
+	max[PH_FINI] = n + 1;
 }
 
 /* 0..15 extra warmup calls, unknown to the solutions: a candidate that counts
@@ -344,6 +430,7 @@ int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, 
 	wj.n = o->n;
 	bad |= snprintf(wj.dtype, sizeof wj.dtype, "%s", o->dtype) >= (int)sizeof wj.dtype;
 	wj.seed = (long long)o->seed;
+	wj.seed_drawn = o->seed_drawn;
 	wj.trials = o->trials;
 	wj.trial0 = o->trial0;
 	wj.device_timeout_ms = o->device_timeout_ms;
@@ -380,7 +467,17 @@ int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, 
 	lo.log_dir = dir;
 	lo.job = job;
 	lo.on_result = collect;
+	lo.check_result = check_record;
 	lo.arg = rec;
+	job_phase_limits(&wj, lo.phase_max);
+	snprintf(rec->mode, sizeof rec->mode, "%s", wj.mode);
+	rec->trial0 = wj.trial0;
+	rec->trials = wj.trials;
+	rec->has_perf = wj.has_perf;
+	rec->n_sol = wj.n_sol;
+	for (int i = 0; i < wj.n_sol; i++)
+		snprintf(rec->roles[i], sizeof rec->roles[i], "%s", wj.sol[i].role);
+	rec->seen = json_object();
 	if (o->launcher)
 		lo.nodes = &o->nodes;
 	lo.rendezvous_s = o->rendezvous_s;
@@ -392,6 +489,12 @@ int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, 
 	rec->perf = json_array();
 	job_progress(o, "launching %d ranks (logs in %s)", o->world, dir);
 	int r = launch_run(&lo, res);
+	json_decref(rec->seen);
+	rec->seen = NULL;
+	/* across nodes a drawn seed is node 0's (rdv_join adopts it) */
+	json_t *seed = json_object_get(job, "seed");
+	if (json_is_integer(seed))
+		o->seed = (long long)json_integer_value(seed);
 	json_decref(job);
 	*log_dir_out = dir;
 	return r;
@@ -474,6 +577,7 @@ int job_finish(const struct job_opts *o, json_t *rec, enum pkb_outcome out, cons
 	       const char *logs, int culprit, int print_pass, int trace_failed)
 {
 	json_object_set_new(rec, "outcome", json_string(outcome_name(out)));
+	json_object_set_new(rec, "seed", json_integer((json_int_t)o->seed));
 	json_object_set_new(rec, "exit_code", json_integer(outcome_exit_code(out)));
 	if (msg && *msg)
 		json_object_set_new(rec, "message", json_string(msg));

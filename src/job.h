@@ -17,7 +17,8 @@ struct job_opts {
 	int world;               /* 0: every GPU of this machine */
 	long long m, n;
 	const char *dtype;
-	long long seed;
+	long long seed;          /* < 0: drawn fresh for each evaluation (job_resolve) */
+	int seed_drawn;          /* 1: the seed was drawn, not given (--seed) */
 	int trials, trial0;
 	double atol, rtol;       /* < 0: the problem's own */
 	int measure_perf, warmup, iters;
@@ -74,6 +75,13 @@ enum pkb_outcome job_build(const struct job_opts *o, struct job_solution *s,
 /* collected MSG_RESULT records, one array per kind */
 struct job_records {
 	json_t *trial, *run, *perf;
+	/* what the job makes each rank send, checked by job_launch before a
+	 * record is taken: its own rank number, a trial of the job's, one
+	 * timing record per solution, each at most once */
+	char mode[16];
+	int trial0, trials, has_perf, n_sol;
+	char roles[2][16];
+	json_t *seen;             /* "rank kind which" of the records taken */
 };
 
 /* launch the ranks with the given solutions; fills res and rec */

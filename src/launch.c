@@ -63,6 +63,8 @@ struct rank_slot {
 	uint64_t deadline;     /* ns, monotonic */
 	uint64_t phase_t0;
 	int kind;              /* of the current phase, -1 unknown or none */
+	int seen[PH_KIND_COUNT];   /* announcements of each kind */
+	int last_order;        /* phase_order of the latest announcement */
 	double budget;
 	int closed;
 	char *coll;            /* this rank's pending collective contribution */
@@ -114,6 +116,48 @@ static void end_phase(struct launch *L, int r, uint64_t now)
 	s->kind = -1;
 }
 
+/* the order in which a rank goes through the kinds (rank.c): do_run saves
+ * before do_perf times */
+static const int phase_order[PH_KIND_COUNT] = {
+	[PH_START] = 0, [PH_CUDA_INIT] = 1, [PH_NCCL_INIT] = 2, [PH_LOAD] = 3, [PH_INIT] = 4,
+	[PH_TRIAL] = 5, [PH_SAVE] = 6, [PH_TIMING] = 7, [PH_FINI] = 8,
+};
+
+static int phases_limited(const struct launch_opts *o)
+{
+	for (int k = 0; k < PH_KIND_COUNT; k++)
+		if (o->phase_max[k])
+			return 1;
+	return 0;
+}
+
+/* 0, or -1 after failing rank r: an announcement the job does not make */
+static int phase_allowed(struct launch *L, int r, int k, const char *text)
+{
+	struct rank_slot *s = &L->slot[r];
+	if (!phases_limited(L->o))
+		return 0;
+	if (k < 0) {
+		fail_rank(L, r, OUT_FLAGGED, "rank %d announced a phase of no known kind ('%.60s'): "
+			  "a message the harness's rank does not send", r, text);
+		return -1;
+	}
+	int max = L->o->phase_max[k] < 0 ? 0 : L->o->phase_max[k];
+	if (L->o->phase_max[k] && ++s->seen[k] > max) {
+		fail_rank(L, r, OUT_FLAGGED, "rank %d announced phase kind '%s' %d times; the job "
+			  "has %d: a message the harness's rank does not send", r,
+			  phase_kind_name((enum phase_kind)k), s->seen[k], max);
+		return -1;
+	}
+	if (phase_order[k] < s->last_order) {
+		fail_rank(L, r, OUT_FLAGGED, "rank %d announced phase '%.60s' after a later kind: a "
+			  "message the harness's rank does not send", r, text);
+		return -1;
+	}
+	s->last_order = phase_order[k];
+	return 0;
+}
+
 static void set_phase(struct launch *L, int r, const char *text)
 {
 	struct rank_slot *s = &L->slot[r];
@@ -123,6 +167,8 @@ static void set_phase(struct launch *L, int r, const char *text)
 	size_t kl = bar ? (size_t)(bar - text) : strlen(text);
 	snprintf(kind, sizeof kind, "%.*s", (int)(kl < sizeof kind ? kl : sizeof kind - 1), text);
 	int k = phase_kind_parse(kind);
+	if (phase_allowed(L, r, k, text) < 0)
+		return;
 	uint64_t now = now_ns();
 	end_phase(L, r, now);
 	s->kind = k;
@@ -186,6 +232,11 @@ static void handle_msg(struct launch *L, int r, enum msg_type type, char *buf, s
 		char why[300];
 		if (wire_record_check(rec, why, sizeof why) < 0) {
 			fail_rank(L, r, OUT_INTERNAL, "rank %d sent a bad result: %s", r, why);
+			json_decref(rec);
+			break;
+		}
+		if (L->o->check_result && L->o->check_result(L->o->arg, r, rec, why, sizeof why) < 0) {
+			fail_rank(L, r, OUT_FLAGGED, "%s", why);
 			json_decref(rec);
 			break;
 		}
@@ -527,7 +578,10 @@ static int relay_frame(struct launch *L, enum msg_type t, char *buf, size_t len)
 			json_decref(rec);
 			return -1;
 		}
-		if (L->o->on_result)
+		/* node 0 took it (or failed the launch for it): the same check
+		 * keeps this agent's records the same as node 0's */
+		if ((!L->o->check_result ||
+		     L->o->check_result(L->o->arg, r, rec, err, sizeof err) == 0) && L->o->on_result)
 			L->o->on_result(L->o->arg, r, rec);
 		json_decref(rec);
 		return 0;

@@ -27,7 +27,20 @@ struct launch_opts {
 	double deadline_s[PH_KIND_COUNT];
 	double grace_s;            /* after a failure, time the others get */
 	void (*on_result)(void *arg, int rank, json_t *rec);
+	/* Before on_result, when set: 0 to take the record, -1 (with `why`) to
+	 * refuse it -- a record the job does not expect of that rank (a second
+	 * timing record, another rank's number): the rank fails as flagged. */
+	int (*check_result)(void *arg, int rank, json_t *rec, char *why, size_t n);
 	void *arg;
+	/* The most announcements of each phase kind the job makes on one rank
+	 * (job.c counts them from the job); 0: no limit, -1: none. With any limit set, a
+	 * rank's phases must also come in the rank's order (start, cuda_init,
+	 * nccl_init, load, init, trial, save, timing, fini) and be of a known
+	 * kind: a phase re-arms its deadline, so an announcement the rank's
+	 * own code does not make (a candidate writing frames to stay alive)
+	 * fails the rank as flagged, and no rank outlives the sum of its
+	 * phases' budgets. */
+	int phase_max[PH_KIND_COUNT];
 	/* one launch across nodes (docs/MULTINODE.md): this agent's place in
 	 * the launcher's world, or NULL (or a world of one node): every rank
 	 * here, as always. Node 0 becomes the parent of all ranks; the other

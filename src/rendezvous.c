@@ -202,11 +202,16 @@ void rdv_links_close(struct rdv_link *links, int lo, int hi)
 /* ---- hellos ------------------------------------------------------------------- */
 
 /* The job as the nodes must agree on it: each node's shared objects live in
- * its own cache (the file name is the content's hash: compare that), and
- * the warmup count carries a per-node random jitter (node 0's is used). */
+ * its own cache (the file name is the content's hash: compare that), the
+ * warmup count carries a per-node random jitter, and a seed no --seed gave
+ * is drawn by each node (node 0's are used). A seed given on one node and
+ * drawn on another still differs. */
 static json_t *job_key(json_t *job)
 {
 	json_t *k = json_deep_copy(job);
+	if (json_is_true(json_object_get(k, "seed_drawn")))
+		json_object_del(k, "seed");
+	json_object_del(k, "seed_drawn");
 	json_t *perf = json_object_get(k, "perf");
 	if (json_is_object(perf))
 		json_object_del(perf, "warmup");
@@ -616,6 +621,10 @@ int rdv_join(const struct rdv_env *e, int world, json_t *job, double timeout_s,
 		snprintf(err, n, "node 0 at %s:%d sent a malformed go", e->addr, e->port);
 		goto fail;
 	}
+	/* node 0's drawn seed: every rank generates the same instance */
+	json_t *seed = json_object_get(theirs, "seed");
+	if (json_is_true(json_object_get(job, "seed_drawn")) && json_is_integer(seed))
+		json_object_set(job, "seed", seed);
 	/* the warmup of node 0: every rank runs the same count of collectives */
 	json_t *wu = json_object_get(json_object_get(theirs, "perf"), "warmup");
 	json_t *perf = json_object_get(job, "perf");

@@ -23,6 +23,8 @@ json_t *wire_job_pack(const struct wire_job *j)
 			      "problem", j->problem, "m", (json_int_t)j->m, "n", (json_int_t)j->n,
 			      "dtype", j->dtype, "seed", (json_int_t)j->seed, "trials", j->trials,
 			      "trial0", j->trial0, "device_timeout_ms", j->device_timeout_ms);
+	if (j->seed_drawn)
+		json_object_set_new(o, "seed_drawn", json_true());
 	if (j->save_dir[0])
 		json_object_set_new(o, "save_dir", json_string(j->save_dir));
 	json_object_set_new(o, "sandbox", json_boolean(j->sandbox));
@@ -135,6 +137,7 @@ int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, si
 	json_t *sols = want(in, "job", "solutions", JSON_ARRAY, 1, &bad, err, n);
 	json_t *perf = want(in, "job", "perf", JSON_OBJECT, 0, &bad, err, n);
 	json_t *sandbox = want(in, "job", "sandbox", JSON_TRUE, 0, &bad, err, n);
+	json_t *drawn = want(in, "job", "seed_drawn", JSON_TRUE, 0, &bad, err, n);
 	if (bad)
 		return -1;
 	if (!fits_int(trials) || !fits_int(trial0) || !fits_int(dt) || trials < 0 || dt < 0) {
@@ -142,6 +145,7 @@ int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, si
 		return -1;
 	}
 	j->trials = (int)trials;
+	j->seed_drawn = json_is_true(drawn);
 	j->sandbox = !sandbox || json_is_true(sandbox);   /* absent: sandboxed */
 	j->trial0 = (int)trial0;
 	j->device_timeout_ms = (int)dt;

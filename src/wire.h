@@ -26,6 +26,8 @@ struct wire_job {
 	long long m, n;           /* base shape */
 	char dtype[16];
 	long long seed;
+	int seed_drawn;           /* drawn by this node, not given: across nodes
+				     node 0's is used (rendezvous.c) */
 	int trials, trial0;
 	int device_timeout_ms;    /* 0: the rank's default (5000) */
 	char save_dir[4096];      /* run --save; "" none */

@@ -43,4 +43,35 @@ expect_grep "^env NCCL_NVLS_ENABLE=0$" "$TMP/envlogs/rank_0.log"
 expect_grep "^env PKB_RANK=1$" "$TMP/envlogs/rank_1.log"
 expect_grep "^env PATH=" "$TMP/envlogs/rank_0.log"
 if grep -q "must-not-leak" "$TMP"/envlogs/rank_*.log; then not_ok "a credential reached a rank"; else ok; fi
+
+# issue 36: a fresh input seed for every evaluation (a fixed one let a
+# candidate serve outputs memoised in an earlier run), recorded in the JSON,
+# the one the ranks got; --seed reproduces
+PKB_FAKE_MODE=env expect_exit 0 "$PKB" eval 1 "$P" --gpus 2 -q --json "$TMP/s1.json" --log-dir "$TMP/s1" --keep-logs
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" eval 1 "$P" --gpus 2 -q --json "$TMP/s2.json"
+s1=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seed"])' "$TMP/s1.json")
+s2=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seed"])' "$TMP/s2.json")
+[ -n "$s1" ] && [ "$s1" != "$s2" ] && [ "$s1" != 42 ] && ok || not_ok "two evaluations drew seeds '$s1' and '$s2'"
+expect_grep "^job seed $s1\$" "$TMP/s1/rank_0.log"
+expect_grep "^job seed $s1\$" "$TMP/s1/rank_1.log"
+expect_exit 0 "$PKB" eval 1 "$P" --gpus 2 -q --seed 7 --json "$TMP/s3.json"
+expect_grep '"seed": 7,' "$TMP/s3.json"
+
+# issue 36: a rank's messages are checked against the job, not filed as they
+# come. A candidate re-announcing its phase to re-arm the deadline (here a
+# frame every 0.3 s against a 1 s trial deadline) ends flagged once it passes
+# the job's count of trial phases (2 a trial): it cannot outlive the sum of
+# its phases' budgets, where it once ran forever
+T0=$(date +%s)
+PKB_FAKE_MODE=rearm PKB_FAKE_RANK_ONLY=1 expect_exit 8 "$PKB" eval 1 "$P" --gpus 2 --trials 1 -q --deadline trial=1
+expect_grep "^flagged: rank 1 announced phase kind 'trial' 3 times; the job has 2: a message the harness.s rank does not send" "$TMP/out"
+[ $(( $(date +%s) - T0 )) -le 5 ] && ok || not_ok "rearm took $(( $(date +%s) - T0 )) s"
+# a second timing record of the reference (written from pkb_fini after the
+# real ones: the parent once kept the last, a speedup of 69x on GPUs)
+PKB_FAKE_MODE=forge PKB_FAKE_RANK_ONLY=0 expect_exit 8 "$PKB" eval 1 "$P" --gpus 2 -q --measure-perf --json "$TMP/forge.json"
+expect_grep "^flagged: rank 0 sent a second perf record of reference: a record the harness.s rank does not send" "$TMP/out"
+expect_grep '"outcome": "flagged"' "$TMP/forge.json"
+# a record in another rank's name
+PKB_FAKE_MODE=alias PKB_FAKE_RANK_ONLY=1 expect_exit 8 "$PKB" eval 1 "$P" --gpus 2 -q
+expect_grep "^flagged: rank 1 sent a record in rank 0.s name" "$TMP/out"
 done_testing

@@ -121,6 +121,13 @@ expect_grep '^env_error: node 1 counts 2 nodes and 2 ranks, node 0 counts 2 and 
 PORT=$(free_port)
 PKB_FAKE_MODE=ok two_nodes "RANK=0 WORLD_SIZE=2" "RANK=1 WORLD_SIZE=2" --launcher torch --gpus 4 --trials 2
 [ "$RC0.$RC1" = 0.0 ] && ok || not_ok "the same job twice: exits $RC0 $RC1"
+# each node draws a seed of its own (no --seed): node 0's is used by every
+# rank and recorded on both nodes
+PORT=$(free_port)
+env RANK=0 WORLD_SIZE=2 MASTER_PORT=$PORT PKB_FAKE_MODE=ok "$PKB" eval 1 "$P" -q --launcher torch --gpus 4 --json "$TMP/sd0.json" >"$TMP/o0" 2>"$TMP/e0" & p0=$!
+RANK=1 WORLD_SIZE=2 MASTER_PORT=$PORT PKB_FAKE_MODE=ok expect_exit 0 "$PKB" eval 1 "$P" -q --launcher torch --gpus 4 --json "$TMP/sd1.json"
+wait $p0
+expect_exit 0 python3 -c 'import json,sys; a, b = (json.load(open(f))["seed"] for f in sys.argv[1:]); assert a == b and a != 42, (a, b)' "$TMP/sd0.json" "$TMP/sd1.json"
 PORT=$(free_port)
 env RANK=0 WORLD_SIZE=2 MASTER_PORT=$PORT "$PKB" eval 1 "$P" -q --launcher torch --gpus 4 >"$TMP/o0" 2>"$TMP/e0" & p0=$!
 RANK=1 WORLD_SIZE=2 MASTER_PORT=$PORT expect_exit 9 "$PKB" eval 1 "$P" -q --launcher torch --gpus 4 --seed 7

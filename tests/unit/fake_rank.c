@@ -10,7 +10,13 @@
  *   early     exits 0 without saying done
  *   coll      an allgather of the rank number; checks what comes back
  *   slow      as ok, after 0.5 s in the first trial
- *   env       as ok, after writing its whole environment to stderr (its log)
+ *   env       as ok, after writing its whole environment and the job's
+ *             seed to stderr (its log)
+ *   rearm     as a candidate that stays alive past its deadline: in its
+ *             trial, a phase frame "trial|..." every 0.3 s, 12 times
+ *   forge     as ok, then a second timing record of the reference (the
+ *             candidate writing one from pkb_fini, after the real ones)
+ *   alias     a trial record in rank (rank + 1) % W's name
  *   load      as the real rank does (issue 30): the exit guard, the sandbox
  *             (unless the job says --no-sandbox), dlopen of every solution
  *             (constructors run), then the candidate's pkb_init, pkb_run per
@@ -173,7 +179,7 @@ int main(void)
 	json_decref(jj);
 	int rank = job.rank;
 	int world = job.world;
-	int trials = job.trials;
+	int trials = job.trials > 0 ? job.trials : 1;
 	const char *mode = getenv("PKB_FAKE_MODE") ? getenv("PKB_FAKE_MODE") : "ok";
 	const char *only = getenv("PKB_FAKE_RANK_ONLY");
 	char *own_mode = marker(&job, "pkb-fake-mode:");
@@ -188,8 +194,15 @@ int main(void)
 		finishing = 1;   /* its FAIL is sent: the guard has nothing to add */
 		return 1;
 	}
-	phase(PH_INIT, "pkb_init of the candidate");
-	phase(PH_TRIAL, "trial 0: candidate");
+	if (strcmp(mode, "load")) {   /* load_and_call announced them */
+		phase(PH_INIT, "pkb_init of the candidate");
+		phase(PH_TRIAL, "trial 0: candidate");
+	}
+	if (!strcmp(mode, "rearm"))
+		for (int k = 0; k < 12; k++) {
+			usleep(300000);
+			phase(PH_TRIAL, "trial 0: candidate (again)");
+		}
 	if (!strcmp(mode, "hang"))
 		for (;;)
 			pause();
@@ -197,9 +210,11 @@ int main(void)
 		raise(SIGSEGV);
 	if (!strcmp(mode, "slow"))
 		usleep(500000);
-	if (!strcmp(mode, "env"))
+	if (!strcmp(mode, "env")) {
 		for (char **e = environ; *e; e++)
 			fprintf(stderr, "env %s\n", *e);
+		fprintf(stderr, "job seed %lld\n", job.seed);
+	}
 	if (!strcmp(mode, "fail")) {
 		say(MSG_FAIL, "{\"category\":\"runtime_error\",\"message\":\"fake: an illegal memory access\"}");
 		return 1;
@@ -218,7 +233,15 @@ int main(void)
 				return 1;
 			}
 	}
-	for (int k = 0; k < (trials > 0 ? trials : 1); k++) {
+	if (!strcmp(job.mode, "run")) {   /* pkb run: one record of output statistics */
+		struct wire_run wr = { .rank = rank, .outputs = json_pack(
+			"[{s:s,s:f,s:f,s:i}]", "name", "out", "mean_abs", 0.8, "amax", 3.5,
+			"nonfinite", 0) };
+		send_record(wire_run_pack(&wr));
+		json_decref(wr.outputs);
+		trials = 0;
+	}
+	for (int k = 0; k < trials; k++) {
 		int ok = !(!strcmp(mode, "mismatch") && rank == 0);
 		json_t *out = json_pack("{s:s,s:b,s:i,s:i,s:f,s:f,s:b}", "name", "out", "ok", ok, "n",
 					100, "n_bad", ok ? 0 : 7, "l2_rel", 0.5, "l2_limit", 0.01,
@@ -232,7 +255,8 @@ int main(void)
 			json_object_set_new(out, "worst", json_pack("{s:i,s:[i,i],s:f,s:f,s:f}", "index",
 								    3, "coords", 0, 3, "ref", 1.5,
 								    "cand", 0.0, "bound", 0.01));
-		struct wire_trial wt = { .trial = k, .rank = rank, .ok = ok,
+		struct wire_trial wt = { .trial = job.trial0 + k, .ok = ok,
+					 .rank = !strcmp(mode, "alias") ? (rank + 1) % world : rank,
 					 .outputs = json_pack("[o]", out) };
 		send_record(wire_trial_pack(&wt));
 		json_decref(wt.outputs);
@@ -272,6 +296,17 @@ int main(void)
 			free(times);
 			free(starts);
 		}
+	}
+	if (job.has_perf && !strcmp(mode, "forge")) {   /* from the candidate's pkb_fini */
+		double tm[1] = { 1000.0 }, s0[1] = { 0 };
+		struct wire_perf wp = { .rank = rank, .n = 1, .times_ms = tm, .start_ms = s0,
+					.host_ms = 1000.0, .span_ms = 1000.0, .groups = 64, .block = 10,
+					.recheck_ok = 1, .recheck = json_array() };
+		snprintf(wp.solution, sizeof wp.solution, "reference");
+		snprintf(wp.mode, sizeof wp.mode, "%s", job.perf.mode);
+		snprintf(wp.device, sizeof wp.device, "NVIDIA H200");
+		send_record(wire_perf_pack(&wp));
+		json_decref(wp.recheck);
 	}
 	phase(PH_FINI, "tearing down");
 	say(MSG_DONE, NULL);
