@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "build.h"
+#include "sandbox.h"   /* defines: sandbox_landlock, sandbox_landlock_abi */
 #include "util.h"   /* defines: xstrfmt, read_file, now_ns, pkb_root */
 
 #include <errno.h>
@@ -16,6 +17,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+extern char **environ;
 
 void build_opts_init(struct build_opts *o)
 {
@@ -277,6 +280,132 @@ static char *mutant_source(const char *src, const char *text, char **err)
 	return out;
 }
 
+/* ---- the compiler's sandbox (issue 36) -------------------------------------------
+ * nvcc reads what a source names: `#include "/home/u/.ssh/id_rsa"` or an
+ * assembler `.incbin` of a key file puts a secret into the object or, through
+ * an error, into the log that reaches the candidate's author. So nvcc runs
+ * with an environment of its own (PATH, locale, a private TMPDIR: no key of
+ * the user's), under Landlock: it reads only the source's folder, pkb's
+ * headers, the problems (a reference's shared headers), the CUDA toolkit and
+ * the system's compiler folders; it writes only the compile cache and its
+ * private temporary folder. The log kept is its head. */
+
+struct confine {
+	const char *ro[16], *rw[4];
+};
+
+static int confine_child(void *arg, char *why, size_t n)
+{
+	const struct confine *c = arg;
+	return sandbox_landlock(c->ro, c->rw, why, n) < 0 ? -1 : 0;
+}
+
+/* the folder holding `path` (realpath), or NULL */
+static char *folder_of(const char *path)
+{
+	char *real = realpath(path, NULL);
+	if (!real)
+		return NULL;
+	char *sl = strrchr(real, '/');
+	if (sl && sl != real)
+		*sl = 0;
+	return real;
+}
+
+/* the environment nvcc gets: PATH and the locale from ours, TMPDIR its own */
+static char **compile_env(const char *tmpdir)
+{
+	static const char *keep[] = { "PATH=", "LANG=", "LC_", "TZ=", "LD_LIBRARY_PATH=" };
+	size_t n = 0;
+	for (char **e = environ; *e; e++)
+		n++;
+	char **env = xcalloc(n + 2, sizeof *env);
+	size_t k = 0;
+	for (char **e = environ; *e; e++)
+		for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+			if (!strncmp(*e, keep[i], strlen(keep[i]))) {
+				env[k++] = xstrdup(*e);
+				break;
+			}
+	env[k++] = xstrfmt("TMPDIR=%s", tmpdir);
+	env[k] = NULL;
+	return env;
+}
+
+static void env_free(char **env)
+{
+	for (char **e = env; e && *e; e++)
+		free(*e);
+	free(env);
+}
+
+/* run nvcc's argv for `src` into the cache `dir`, confined; its status as
+ * run_logged's */
+static int compile_confined(char *const *argv, const char *log, const char *src,
+			    const char *dir, const struct build_opts *o)
+{
+	static int warned;
+	char why[300];
+	char *tmpdir = xstrfmt("%s/tmp.XXXXXX", dir);
+	if (!mkdtemp(tmpdir)) {
+		free(tmpdir);
+		return -1;
+	}
+	char *srcdir = folder_of(src), *inc = xstrfmt("%s/include", pkb_root());
+	char *problems = xstrfmt("%s/problems", pkb_root());
+	char *nvcc = argv[0][0] == '/' ? realpath(argv[0], NULL) : NULL;
+	char *cuda = nvcc ? folder_of(nvcc) : NULL;   /* CUDA/bin */
+	char *cuda_root = cuda ? folder_of(cuda) : NULL;
+	struct confine c = { .ro = { 0 }, .rw = { dir, tmpdir, "/dev/null", NULL } };
+	int k = 0;
+	c.ro[k++] = srcdir ? srcdir : "/nonexistent";
+	c.ro[k++] = inc;
+	if (o->reference)
+		c.ro[k++] = problems;   /* references include shared problem headers */
+	if (cuda_root)
+		c.ro[k++] = cuda_root;
+	static const char *sys[] = { "/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache",
+				     "/etc/alternatives", NULL };
+	for (int i = 0; sys[i]; i++)
+		c.ro[k++] = sys[i];
+	c.ro[k] = NULL;
+	struct run_child child = { .envp = compile_env(tmpdir), .setup = confine_child, .arg = &c };
+	if (sandbox_landlock_abi(why, sizeof why) < 1) {
+		child.setup = NULL;
+		if (!warned++)
+			warning("%s: nvcc runs unconfined (it reads any file a source names)", why);
+	}
+	int rc = run_logged_child(argv, log, o->timeout_s, &child);
+	env_free((char **)child.envp);
+	rm_rf(tmpdir);
+	free(tmpdir);
+	free(srcdir);
+	free(inc);
+	free(problems);
+	free(nvcc);
+	free(cuda);
+	free(cuda_root);
+	return rc;
+}
+
+/* At most 40 lines or 4000 bytes of a compiler log, and what was cut */
+char *build_log_head(const char *log)
+{
+	size_t len = strlen(log), cut = 0;
+	int lines = 0;
+	while (cut < len && cut < 4000 && lines < 40)
+		if (log[cut++] == '\n')
+			lines++;
+	if (cut >= len)
+		return xstrdup(log);
+	int more = 0;
+	for (size_t i = cut; i < len; i++)
+		more += log[i] == '\n';
+	return xstrfmt("%.*s... (%zu more bytes, %d more lines of the compiler's output cut)\n",
+		       (int)cut, log, len - cut, more);
+}
+
+
 int build_solution(const char *src, const struct build_opts *o, struct build_result *r)
 {
 	memset(r, 0, sizeof *r);
@@ -402,14 +531,14 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	if (o->reference)
 		argv[a++] = "-lnccl";
 	argv[a] = NULL;
-	int rc = run_logged(argv, log, o->timeout_s);
+	int rc = compile_confined(argv, log, src, dir, o);
 	if (rc == 0 && rename(tmp, r->so_path) == 0) {
 		r->ok = 1;
 	} else {
 		r->timed_out = rc == -2;
 		char *out = read_file(log, NULL);
 		r->log = rc == -2 ? xstrfmt("compiler passed its %.0f s deadline", o->timeout_s)
-		       : out ? xstrdup(out) : xstrfmt("nvcc failed (status %d)", rc);
+		       : out ? build_log_head(out) : xstrfmt("nvcc failed (status %d)", rc);
 		free(out);
 		unlink(tmp);
 	}

@@ -31,4 +31,8 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 void build_result_free(struct build_result *r);
 const char *build_nvcc_version(void);
 
+/* the head of a compiler log as the results keep it: at most 40 lines or
+ * 4000 bytes, then a line saying how much was cut */
+char *build_log_head(const char *log);
+
 #endif

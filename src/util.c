@@ -261,8 +261,23 @@ int run_logged(char *const *argv, const char *log, double timeout_s)
 	return run_redirected(argv, NULL, log, log, timeout_s);
 }
 
+static int run_child(char *const *argv, const char *in, const char *out, const char *err,
+		     double timeout_s, const struct run_child *child);
+
+int run_logged_child(char *const *argv, const char *log, double timeout_s,
+		     const struct run_child *child)
+{
+	return run_child(argv, NULL, log, log, timeout_s, child);
+}
+
 int run_redirected(char *const *argv, const char *in, const char *out, const char *err,
 		   double timeout_s)
+{
+	return run_child(argv, in, out, err, timeout_s, NULL);
+}
+
+static int run_child(char *const *argv, const char *in, const char *out, const char *err,
+		     double timeout_s, const struct run_child *child)
 {
 	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	int efd = strcmp(out, err) ? open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : fd;
@@ -291,7 +306,15 @@ int run_redirected(char *const *argv, const char *in, const char *out, const cha
 			dup2(ifd, 0);
 		dup2(fd, 1);
 		dup2(efd, 2);
-		execvp(argv[0], argv);
+		char why[400];
+		if (child && child->setup && child->setup(child->arg, why, sizeof why)) {
+			fprintf(stderr, "%s\n", why);
+			_exit(126);
+		}
+		if (child && child->envp)
+			execvpe(argv[0], argv, child->envp);
+		else
+			execvp(argv[0], argv);
 		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}

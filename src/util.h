@@ -70,6 +70,17 @@ int parse_num_in(const char *s, double lo, double hi, double *out);
 int run_logged(char *const *argv, const char *log, double timeout_s);
 /* the same with stdin from the file `in` (NULL: inherited), stdout into
  * `out` and stderr into `err` (the same path: one file) */
+/* The child of a run_* call, between fork and exec: its environment (NULL:
+ * inherited) and a confinement hook (NULL: none), called in the child;
+ * when it returns non-zero, the child writes `why` to its stderr and ends
+ * with status 126 before running anything. */
+struct run_child {
+	char *const *envp;
+	int (*setup)(void *arg, char *why, size_t n);
+	void *arg;
+};
+int run_logged_child(char *const *argv, const char *log, double timeout_s,
+		     const struct run_child *child);
 int run_redirected(char *const *argv, const char *in, const char *out, const char *err,
 		   double timeout_s);
 const char *pkb_self_exe(void);

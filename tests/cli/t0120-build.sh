@@ -136,4 +136,45 @@ expect_grep "mutant: line 4: outside a pkb-replace block" "$TMP/out"
 # the tag counts in the header comment only
 printf '/* a file */\n// pkb-mutant-of: ok_none.cu\n#include "ok_base.cu"\n' > "$TMP/m/prose.cu"
 expect_exit 0 "$PKB" build "$TMP/m/prose.cu"
+# issue 36: nvcc reads only the source's folder, pkb's headers, the CUDA
+# toolkit and the system's compiler folders (Landlock), so a source cannot
+# pull a file of the user's into its object or its log: an #include by
+# absolute or relative path, or an assembler .incbin
+mkdir -p "$TMP/home" "$TMP/cand"
+echo "PKB_TEST_SECRET_f00d" > "$TMP/home/secret.txt"
+landlock=$(python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True); print(l.syscall(444, None, 0, 1))')
+if [ "${landlock:-0}" -ge 1 ]; then
+	{ echo "#include \"$TMP/home/secret.txt\""; cat "$S/ok_oneshot_pull.cu"; } > "$TMP/cand/inc_abs.cu"
+	{ echo '#include "../home/secret.txt"'; cat "$S/ok_oneshot_pull.cu"; } > "$TMP/cand/inc_rel.cu"
+	{ cat "$S/ok_oneshot_pull.cu"; printf '__asm__(".section .rodata\\n.incbin \\"%s\\"\\n.text\\n");\n' "$TMP/home/secret.txt"; } > "$TMP/cand/incbin.cu"
+	for f in inc_abs inc_rel incbin; do
+		expect_exit 4 "$PKB" build "$TMP/cand/$f.cu"
+		expect_grep "^compile_error: .*$f.cu" "$TMP/out"
+		expect_grep "secret.txt(: Permission denied| *$)|file not found: .*secret.txt" "$TMP/out"
+		if grep -q PKB_TEST_SECRET "$TMP/out" "$TMP/err"; then not_ok "$f: the secret reached the log"; else ok; fi
+	done
+	# the same file beside the source is the candidate's own: it compiles
+	cp "$TMP/home/secret.txt" "$TMP/cand/mine.txt"
+	{ cat "$S/ok_oneshot_pull.cu"; printf '__asm__(".section .rodata\\n.incbin \\"%s\\"\\n.text\\n");\n' "$TMP/cand/mine.txt"; } > "$TMP/cand/incbin_own.cu"
+	expect_exit 0 "$PKB" build "$TMP/cand/incbin_own.cu"
+else
+	echo "t0120: SKIP the compile sandbox's file tests: Landlock is not available on this kernel" >&2
+fi
+# nvcc's environment is its own: no key of the user's reaches it (a stand-in
+# nvcc prints what it gets and fails), and the log kept is its head
+mkdir -p "$TMP/fakecuda/bin"
+cat > "$TMP/fakecuda/bin/nvcc" <<'SH'
+#!/bin/sh
+[ "$1" = --version ] && { echo "fake nvcc"; exit 0; }
+env
+i=0; while [ $i -lt 300 ]; do echo "error line $i"; i=$((i + 1)); done
+exit 1
+SH
+chmod +x "$TMP/fakecuda/bin/nvcc"
+OPENAI_API_KEY=sk-must-not-leak GITHUB_TOKEN=ghp-must-not-leak CUDA_HOME=$TMP/fakecuda \
+	expect_exit 4 "$PKB" build "$S/ok_oneshot_pull.cu"
+if grep -q "must-not-leak" "$TMP/out" "$TMP/err"; then not_ok "a key reached nvcc"; else ok; fi
+expect_grep "^TMPDIR=" "$TMP/out"
+expect_grep "more lines of the compiler's output cut" "$TMP/out"
+if grep -q "error line 299" "$TMP/out"; then not_ok "the whole log was kept"; else ok; fi
 done_testing
