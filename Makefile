@@ -36,7 +36,7 @@ PROB_OBJ  := $(patsubst problems/%/problem.c,$(BUILD)/problems/%.o,$(PROB_SRC))
 HOST_OBJ  := $(patsubst src/%.c,$(BUILD)/%.o,$(HOST_SRC))
 CU_OBJ    := $(BUILD)/kernels.o $(BUILD)/calibrate.o
 
-.PHONY: all run test test-gpu unit sanitize cli nvcc-check fuzz deps clean bench sandbox-probe FORCE
+.PHONY: all run test test-gpu unit sanitize cli nvcc-check fuzz deps clean bench sandbox-probe judge-probe FORCE
 all: $(BUILD)/pkb
 
 $(BUILD)/%.o: src/%.c $(wildcard src/*.h include/*.h) | $(BUILD)
@@ -166,6 +166,14 @@ $(BUILD)/tests/sandbox_probe: tests/gpu/sandbox_probe.cu src/sandbox.c src/wire.
 	@$(NVCC) $(NVFLAGS) $(addprefix -isystem ,$(DEPS_INC)) -c $< -o $@.o
 	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $@.o src/sandbox.c src/wire.c src/util.c src/proto.c \
 		$(LDLIBS)
+
+# the judge split's timing question (tests/gpu/judge_probe.cu): can a judge
+# process time a candidate process's kernels on one GPU? Run on a GPU machine
+judge-probe: $(BUILD)/tests/judge_probe
+$(BUILD)/tests/judge_probe: tests/gpu/judge_probe.cu
+	@mkdir -p $(dir $@)
+	@echo "  NVCC    $<"
+	@$(NVCC) $(NVFLAGS) -o $@ $< -lcuda
 
 fuzz: $(FUZZ_TARGETS)
 	@tools/run-fuzz $(if $(FUZZ_S),$(FUZZ_S)s,$(FUZZ_RUNS)) $(FUZZ_TARGETS)
