@@ -22,6 +22,11 @@ const char *const sum_outcome_names[OC_COUNT] = {
 	"timeout", "flagged", "other",
 };
 
+const int sum_outcome_rank[OC_COUNT] = {
+	[OC_PASS] = 8, [OC_FLAGGED] = 7, [OC_MISMATCH] = 6, [OC_RUNTIME] = 5, [OC_TIMEOUT] = 5,
+	[OC_LOAD] = 4, [OC_COMPILE] = 3, [OC_OTHER] = 2, [OC_NO_CODE] = 1,
+};
+
 const char sum_definitions[] =
 "pass@k     per problem 1 - C(n-c,k)/C(n,k) (Chen et al. 2021, unbiased; n samples,\n"
 "           c correct), mean over the problems with n >= k\n"
@@ -218,8 +223,12 @@ static void compute(struct sum_set *s, struct sum_run *r)
 			struct sum_cand *c = &p->c[j];
 			it[j] = (struct score_item){ c->outcome == OC_PASS, c->speedup };
 			all[na++] = it[j];
-			if (it[j].correct && (p->c[p->best].outcome != OC_PASS ||
-			    (isfinite(c->speedup) && !(c->speedup <= p->c[p->best].speedup))))
+			/* the fastest correct one; while none is, the first of
+			 * those that got furthest */
+			const struct sum_cand *b = &p->c[p->best];
+			if (it[j].correct ? b->outcome != OC_PASS ||
+			    (isfinite(c->speedup) && !(c->speedup <= b->speedup)) :
+			    sum_outcome_rank[c->outcome] > sum_outcome_rank[b->outcome])
 				p->best = j;
 			if (it[j].correct && isfinite(c->sol)) {
 				sol += c->sol;

@@ -16,6 +16,12 @@
 enum { OC_PASS, OC_NO_CODE, OC_COMPILE, OC_LOAD, OC_MISMATCH, OC_RUNTIME, OC_TIMEOUT,
        OC_FLAGGED, OC_OTHER, OC_COUNT };
 extern const char *const sum_outcome_names[OC_COUNT];
+/* How far a candidate got, higher further: pass > flagged (right, but its
+ * time not trusted) > mismatch (ran, wrong) > runtime_error = timeout
+ * (loaded, did not finish) > load_refused (compiled, refused by the loader)
+ * > compile_error > other (the harness failed: unknown) > no_code. A
+ * problem with no correct candidate shows its furthest (docs/SWEEP.md). */
+extern const int sum_outcome_rank[OC_COUNT];
 
 #define SUM_MAX_P 16
 #define SUM_MAX_K 8
@@ -31,7 +37,8 @@ struct sum_problem {
 	const char *category;
 	struct sum_cand *c;
 	int n, correct;
-	int best;           /* index of the fastest correct candidate, else the first; -1 none */
+	int best;           /* index of the fastest correct candidate, else the first of
+			     * the furthest (sum_outcome_rank); -1 none */
 };
 
 struct sum_run {

@@ -29,6 +29,9 @@ mkdir -p "$TMP/gpt" "$TMP/claude"
 {
 	rec 1 s0 pass 2.0 250; rec 1 s1 pass 0.8 250; rec 1 s2 timeout
 	rec 9 s0 compile_error; rec 9 s1 pass 1.25 100; rec 30 s0 no_code; rec 30 s1 flagged
+	# none correct: the best is the furthest (s2's mismatch), not the first
+	rec 12 s0 compile_error; rec 12 s1 timeout; rec 12 s2 mismatch; rec 12 s3 load_refused
+	rec 12 s4 mismatch
 } > "$TMP/gpt/results.jsonl"
 {
 	rec 1 s0 pass 1.5 250; rec 1 s1 mismatch; rec 9 s0 runtime_error; rec 9 s1 pass 3.0 100
@@ -109,6 +112,11 @@ assert abs(g["geomean_speedup"] - 2 ** (1 / 3)) < 1e-9 and "1.260" in cells
 assert abs(c["fast_p"]["1"] - 0.5) < 1e-12
 assert "candidates/1/s0.cu" in dom and "logs/1/s0.log" in dom
 assert "pass@k" in dom and "Chen et al." in dom
+# with none correct the best is the furthest, the first of equals
+best = {p["id"]: p["best"] for p in g["problems"]}
+assert best[12] == 2 and best[30] == 1, best
+assert re.search(r'<td>012</td>.*?<td class="bad">mismatch</td>', dom)
+assert re.search(r'<td>030</td>.*?<td class="bad">flagged</td>', dom)
 PY
 expect_exit 2 "$PKB" report "$TMP/gpt"
 done_testing
