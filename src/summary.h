@@ -10,6 +10,7 @@
 #include "score.h"
 
 #include <jansson.h>
+#include <stdint.h>
 
 /* outcomes in the order the tables show them; "other" is env_error and
  * internal_error (the harness's fault, not the candidate's) */
@@ -39,10 +40,21 @@ struct sum_problem {
 	int n, correct;
 	int best;           /* index of the fastest correct candidate, else the first of
 			     * the furthest (sum_outcome_rank); -1 none */
+	const char *name;   /* the problem's, "?" when this checkout lacks it */
+};
+
+/* what a run is, for the page's header: from DIR/run.json (pkb generate,
+ * pkb agent) and the records kept; "-" where neither says. Several values
+ * among the records are joined with ", " (sorted); dates as a range. */
+struct sum_meta {
+	char *model, *provider, *mode, *temperature;   /* run.json */
+	char *samples, *world, *gpu, *driver, *cuda, *nccl, *pkb, *date;
 };
 
 struct sum_run {
 	char *dir, *name;
+	char *label;                 /* the model, else the folder; made unique on the page */
+	struct sum_meta meta;
 	struct sum_problem *p;
 	int np;
 	int records, left_out;
@@ -70,6 +82,16 @@ struct sum_set {
 int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, int nk);
 json_t *sum_json(const struct sum_set *s);
 void sum_free(struct sum_set *s);
+/* Percentile bootstrap over the problems of run r: B resamples of its
+ * problems with replacement (splitmix64 seeded with seed and the run's
+ * name, so a run's bands do not depend on the other runs), each giving
+ * pass@k for k = 1..s->nk (mean over the drawn problems with n >= k) and
+ * fast_p at each of p[np] (mean over the drawn problems). lo[m], hi[m]:
+ * the 2.5th and 97.5th percentiles (linear between order statistics) of
+ * metric m: pass@1..nk first, then the np fast_p; NaN when no resample
+ * gives a value. est[m]: the metric over all the problems (score's). */
+void sum_bootstrap(const struct sum_set *s, const struct sum_run *r, const double *p, int np,
+		   int B, uint64_t seed, double *est, double *lo, double *hi);
 /* x as the tables print it: "-" for NaN, 58.3% (pct) or 1.145 */
 const char *sum_fmt(double x, int pct, char *buf, int n);
 /* the definitions printed under every table (text; the page uses them too) */
