@@ -56,6 +56,8 @@ for f in "$G/candidates/1/s0.cu" "$G/logs/1/s0.log" "$C/candidates/1/s0.cu" "$C/
 done
 expect_exit 0 "$PKB" report "$G" "$C" -o "$PUB/report.html"
 expect_exit 0 "$PKB" score "$G" "$C" --json "$TMP/s.json"
+expect_exit 0 "$PKB" score "$G" "$C"
+cp "$TMP/out" "$TMP/score.txt"
 # the same runs named otherwise, from another folder: the same page
 (cd "$PUB" && "$PKB" report runs/gpt/ ./runs/claude -o report2.html) && ok || not_ok "report from $PUB"
 cmp -s "$PUB/report.html" "$PUB/report2.html" && ok || not_ok "the page depends on how the runs were named"
@@ -80,7 +82,7 @@ for l in want:
     assert os.path.exists(os.path.join(base, urllib.parse.unquote(l))), l
 PY
 # ---- the numbers are score's --------------------------------------------------
-python3 - "$PUB/report.html" "$TMP/s.json" <<'PY' && ok || not_ok "numbers"
+python3 - "$PUB/report.html" "$TMP/s.json" "$TMP/score.txt" <<'PY' && ok || not_ok "numbers"
 import json, re, sys
 dom, s = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
 pct = lambda x: "-" if x is None else "%.1f%%" % (100 * x)
@@ -90,6 +92,15 @@ def table(id):
     return [[re.sub(r"<[^>]*>", "", c) for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row)]
             for row in re.findall(r"<tr>(.*?)</tr>", t, re.S)]
 summ = {row[0]: row[1:] for row in table("summary")}
+# score's table as it prints it, row by row, is the page's
+printed = 0
+for line in open(sys.argv[3]):
+    row = re.split(r"\s{2,}", line.strip())
+    name = row[0].replace(">", "&gt;")
+    if name in summ and len(row) == 3:
+        assert summ[name] == row[1:], (name, summ[name], row)
+        printed += 1
+assert printed == 16, printed   # candidates, problems, pass@1-5, fast_p x5, 4 means
 g, c = s["runs"]
 for i, r in enumerate(s["runs"]):
     for k, v in r["pass_at_k"].items():
@@ -168,6 +179,19 @@ diff <(sed 's/<span class="band">[^<]*<\/span>//g; s/points="[^"]*"//g; s/seed [
 expect_exit 0 "$PKB" report "$G" --resamples 0 -o "$TMP/nob.html"
 ! grep -q 'class="band"' "$TMP/nob.html" && grep -q 'No bands' "$TMP/nob.html" && ok ||
 	not_ok "--resamples 0 still draws bands"
+# two runs of one model are told apart by folder; an agent run says so
+cp -r "$G" "$PUB/runs/gpt2"
+sed -i 's/"k": 5,/"mode": "agent", "k": 1,/' "$PUB/runs/gpt2/run.json"
+expect_exit 0 "$PKB" report "$G" "$PUB/runs/gpt2" -o "$PUB/two.html"
+expect_exit 0 python3 - "$PUB/two.html" <<'PY'
+import re, sys
+rows = re.findall(r"<tr><td>(.*?)</tr>", re.search(r'<table id="runs">(.*?)</table>',
+                  open(sys.argv[1]).read(), re.S).group(1))
+cells = [[re.sub(r"<[^>]*>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", "<td>" + r)]
+         for r in rows]
+assert [c[0] for c in cells] == ["gpt-5 (gpt)", "gpt-5 (gpt2)"], cells
+assert [c[4] for c in cells] == ["one-shot", "agent"], cells
+PY
 expect_exit 2 "$PKB" report "$G" --resamples x -o "$TMP/x.html"
 expect_exit 2 "$PKB" report "$G"
 expect_exit 1 "$PKB" report "$G" -o "$TMP/no/such/dir/r.html"
