@@ -1069,6 +1069,8 @@ int cmd_report(int argc, char **argv)
 	struct sum_set s;
 	if (sum_load(&s, argv + optind, argc - optind, p, np, nk) < 0)
 		return PKB_EXIT_INPUT;
+	s.resamples = (int)B;
+	s.seed = (uint64_t)seed;
 	struct page pg = { .s = &s, .dir = xstrdup(rbuf), .B = (int)B,
 			   .seed = (unsigned long long)seed };
 	double pmax = s.p[s.np - 1] > 1 ? s.p[s.np - 1] : 1;

@@ -425,6 +425,8 @@ int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, in
 	if (np > SUM_MAX_P || nk > SUM_MAX_K)
 		return error("at most %d thresholds and k up to %d", SUM_MAX_P, SUM_MAX_K);
 	memcpy(s->p, p, np * sizeof(*p));
+	s->resamples = 1000;
+	s->seed = 1;
 	s->np = np;
 	s->nk = nk;
 	s->nr = n;
@@ -611,6 +613,27 @@ static json_t *jnum(double x)
 	return isfinite(x) ? json_real(x) : json_null();
 }
 
+/* the 95% bands of pass@k and fast_p at the thresholds, as the page's */
+static json_t *bands_json(const struct sum_set *s, const struct sum_run *r)
+{
+	int nm = s->nk + s->np;
+	double est[SUM_MAX_K + SUM_MAX_P], lo[SUM_MAX_K + SUM_MAX_P], hi[SUM_MAX_K + SUM_MAX_P];
+	sum_bootstrap(s, r, s->p, s->np, s->resamples, s->seed, est, lo, hi);
+	json_t *pk = json_object(), *fp = json_object();
+	for (int m = 0; m < nm; m++) {
+		char name[32];
+		if (m < s->nk)
+			snprintf(name, sizeof(name), "%d", m + 1);
+		else
+			snprintf(name, sizeof(name), "%g", s->p[m - s->nk]);
+		json_object_set_new(m < s->nk ? pk : fp, name, json_pack("[o, o]", jnum(lo[m]),
+									  jnum(hi[m])));
+	}
+	return json_pack("{s:s, s:f, s:i, s:I, s:o, s:o}", "method",
+			 "percentile bootstrap over problems", "level", 0.95, "resamples",
+			 s->resamples, "seed", (json_int_t)s->seed, "pass_at_k", pk, "fast_p", fp);
+}
+
 json_t *sum_json(const struct sum_set *s)
 {
 	json_t *runs = json_array();
@@ -664,6 +687,8 @@ json_t *sum_json(const struct sum_set *s)
 		const struct sum_meta *m = &r->meta;
 		json_t *run = json_array_get(runs, json_array_size(runs) - 1);
 		json_object_set_new(run, "label", json_string(r->label));
+		if (s->resamples > 0)
+			json_object_set_new(run, "ci", bands_json(s, r));
 		json_object_set_new(run, "meta", json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, "
 			"s:s, s:s, s:s, s:s}", "model", m->model, "provider", m->provider, "mode",
 			m->mode, "temperature", m->temperature, "samples", m->samples, "world", m->world,

@@ -75,6 +75,8 @@ struct sum_set {
 	double p[SUM_MAX_P];
 	int np, nk;
 	char *fingerprint;           /* the records kept: this hardware and timing */
+	int resamples;               /* sum_json's bands (sum_bootstrap): 1000 and seed 1 unless */
+	uint64_t seed;               /* set after sum_load; 0 resamples: none */
 };
 
 /* read the runs (directories with results.jsonl, or the .jsonl files);

@@ -165,6 +165,13 @@ import itertools
 means = sorted(sum(x) / 4 for x in itertools.product([2 / 3, 1 / 2, 0, 0], repeat=4))
 assert lo == 0 and 100 * means[int(0.95 * 256)] - 0.05 <= hi <= 100 * means[int(0.999 * 256)] + 0.05, (lo, hi)
 assert lo <= 100 * g["pass_at_k"]["1"] <= hi
+# score --json carries the same bands
+for r in s["runs"]:
+    row = by[r["label"]]
+    ci = r["ci"]
+    assert ci["resamples"] == 1000 and ci["seed"] == 1 and ci["level"] == 0.95, ci
+    for cell, (l, h) in zip(row[4:7], (ci["pass_at_k"]["1"], ci["fast_p"]["0"], ci["fast_p"]["1"])):
+        assert band(cell) == tuple("%.1f" % (100 * x) for x in (l, h)), (cell, l, h)
 assert "1000 resamples, seed 1" in dom and "percentile bootstrap over problems" in dom
 assert "pass@k" in dom and "Chen et al." in dom and "pass &gt; flagged &gt; mismatch" in dom
 PY
