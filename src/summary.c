@@ -22,6 +22,11 @@ const char *const sum_outcome_names[OC_COUNT] = {
 	"timeout", "flagged", "other",
 };
 
+const int sum_outcome_rank[OC_COUNT] = {
+	[OC_PASS] = 8, [OC_FLAGGED] = 7, [OC_MISMATCH] = 6, [OC_RUNTIME] = 5, [OC_TIMEOUT] = 5,
+	[OC_LOAD] = 4, [OC_COMPILE] = 3, [OC_OTHER] = 2, [OC_NO_CODE] = 1,
+};
+
 const char sum_definitions[] =
 "pass@k     per problem 1 - C(n-c,k)/C(n,k) (Chen et al. 2021, unbiased; n samples,\n"
 "           c correct), mean over the problems with n >= k\n"
@@ -152,6 +157,7 @@ static struct sum_problem *problem_slot(struct sum_run *r, int id)
 		if (problem_at(i)->id == id)
 			pp = problem_at(i);
 	p->category = pp && pp->category ? pp->category : "unknown";
+	p->name = pp && pp->name ? pp->name : "?";
 	return p;
 }
 
@@ -218,8 +224,12 @@ static void compute(struct sum_set *s, struct sum_run *r)
 			struct sum_cand *c = &p->c[j];
 			it[j] = (struct score_item){ c->outcome == OC_PASS, c->speedup };
 			all[na++] = it[j];
-			if (it[j].correct && (p->c[p->best].outcome != OC_PASS ||
-			    (isfinite(c->speedup) && !(c->speedup <= p->c[p->best].speedup))))
+			/* the fastest correct one; while none is, the first of
+			 * those that got furthest */
+			const struct sum_cand *b = &p->c[p->best];
+			if (it[j].correct ? b->outcome != OC_PASS ||
+			    (isfinite(c->speedup) && !(c->speedup <= b->speedup)) :
+			    sum_outcome_rank[c->outcome] > sum_outcome_rank[b->outcome])
 				p->best = j;
 			if (it[j].correct && isfinite(c->sol)) {
 				sol += c->sol;
@@ -264,12 +274,159 @@ static void compute(struct sum_set *s, struct sum_run *r)
 	free(all);
 }
 
+/* ---- what a run is: the page's header ------------------------------------ */
+
+/* sets[field] gets the value v (a set: object keys) */
+static void meta_note(json_t *sets, const char *field, const char *v)
+{
+	if (!v || !*v)
+		return;
+	json_t *set = json_object_get(sets, field);
+	if (!set) {
+		set = json_object();
+		json_object_set_new(sets, field, set);
+	}
+	json_object_set_new(set, v, json_true());
+}
+
+/* the parts of a kept record that say where and when it ran */
+static void meta_record(json_t *sets, json_t *rec)
+{
+	json_t *in = json_object_get(rec, "instance"), *res = json_object_get(rec, "result");
+	json_t *hw = json_object_get(in, "hardware");
+	if (json_is_integer(json_object_get(in, "world"))) {
+		char w[24];
+		snprintf(w, sizeof w, "%lld", (long long)json_integer_value(json_object_get(in, "world")));
+		meta_note(sets, "world", w);
+	}
+	meta_note(sets, "gpu", json_string_value(json_object_get(hw, "gpu")));
+	meta_note(sets, "driver", json_string_value(json_object_get(hw, "driver")));
+	meta_note(sets, "cuda", json_string_value(json_object_get(hw, "cuda_runtime")));
+	meta_note(sets, "nccl", json_string_value(json_object_get(hw, "nccl")));
+	const char *v = json_string_value(json_object_get(in, "pkb_version"));
+	meta_note(sets, "pkb", v ? v : json_string_value(json_object_get(res, "pkb_version")));
+	const char *d = json_string_value(json_object_get(res, "date"));
+	if (d && strlen(d) >= 10) {
+		char day[11];
+		memcpy(day, d, 10);
+		day[10] = 0;
+		meta_note(sets, "date", day);
+	}
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* sets[field] sorted and joined with ", " (dates: first to last); else
+ * the fallback, else "-" */
+static char *meta_join(json_t *sets, const char *field, const char *fallback)
+{
+	json_t *set = json_object_get(sets, field);
+	size_t n = json_object_size(set);
+	if (!n)
+		return xstrdup(fallback && *fallback ? fallback : "-");
+	const char **v = xcalloc(n, sizeof(*v));
+	const char *k;
+	json_t *t;
+	size_t i = 0;
+	json_object_foreach(set, k, t)
+		v[i++] = k;
+	qsort(v, n, sizeof(*v), cmp_str);
+	char *out;
+	if (!strcmp(field, "date")) {
+		out = n == 1 ? xstrdup(v[0]) : xstrfmt("%s to %s", v[0], v[n - 1]);
+	} else {
+		out = xstrdup(v[0]);
+		for (i = 1; i < n; i++) {
+			char *o = xstrfmt("%s, %s", out, v[i]);
+			free(out);
+			out = o;
+		}
+	}
+	free(v);
+	return out;
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+static void meta_finish(struct sum_run *r, json_t *sets)
+{
+	struct sum_meta *m = &r->meta;
+	char *path = xstrfmt("%s/run.json", r->dir);
+	json_t *rj = json_load_file(path, 0, NULL), *args = json_object_get(rj, "args");
+	free(path);
+	m->model = xstrdup(jstr(args, "model") ? jstr(args, "model") : "-");
+	m->provider = xstrdup(jstr(args, "provider") ? jstr(args, "provider") : "-");
+	m->mode = xstrdup(jstr(args, "mode") ? jstr(args, "mode") : args ? "one-shot" : "-");
+	json_t *t = json_object_get(args, "temperature");
+	m->temperature = json_is_number(t) ? xstrfmt("%g", json_number_value(t)) : xstrdup("-");
+	int lo = 0, hi = 0;
+	for (int i = 0; i < r->np; i++) {
+		lo = !i || r->p[i].n < lo ? r->p[i].n : lo;
+		hi = r->p[i].n > hi ? r->p[i].n : hi;
+	}
+	json_t *k = json_object_get(args, "k");
+	m->samples = r->np ? (lo == hi ? xstrfmt("%d", lo) : xstrfmt("%d-%d", lo, hi)) :
+		json_is_integer(k) ? xstrfmt("%lld", (long long)json_integer_value(k)) : xstrdup("-");
+	json_t *w = json_object_get(args, "world");
+	char ws[24] = "";
+	if (json_is_integer(w))
+		snprintf(ws, sizeof ws, "%lld", (long long)json_integer_value(w));
+	m->world = meta_join(sets, "world", ws);
+	m->gpu = meta_join(sets, "gpu", NULL);
+	m->driver = meta_join(sets, "driver", NULL);
+	m->cuda = meta_join(sets, "cuda", NULL);
+	m->nccl = meta_join(sets, "nccl", NULL);
+	m->pkb = meta_join(sets, "pkb", jstr(rj, "pkb_version"));
+	const char *up = jstr(rj, "updated");
+	char day[11] = "";
+	if (up && strlen(up) >= 10)
+		snprintf(day, sizeof day, "%.10s", up);
+	m->date = meta_join(sets, "date", day);
+	r->label = xstrdup(strcmp(m->model, "-") ? m->model : r->name);
+	json_decref(rj);
+}
+
+/* two runs of one model: each label gets its folder too */
+static void unique_labels(struct sum_set *s)
+{
+	int *dup = xcalloc(s->nr + 1, sizeof(*dup));
+	for (int i = 0; i < s->nr; i++)
+		for (int j = 0; j < s->nr; j++)
+			if (i != j && !strcmp(s->r[i].label, s->r[j].label))
+				dup[i] = 1;
+	for (int i = 0; i < s->nr; i++)
+		if (dup[i] && strcmp(s->r[i].label, s->r[i].name)) {
+			char *l = xstrfmt("%s (%s)", s->r[i].label, s->r[i].name);
+			free(s->r[i].label);
+			s->r[i].label = l;
+		}
+	free(dup);
+}
+
+static void meta_free(struct sum_meta *m)
+{
+	char **f[] = { &m->model, &m->provider, &m->mode, &m->temperature, &m->samples, &m->world,
+		       &m->gpu, &m->driver, &m->cuda, &m->nccl, &m->pkb, &m->date };
+	for (size_t i = 0; i < ARRAY_SIZE(f); i++)
+		free(*f[i]);
+}
+
+/* ---- loading ---------------------------------------------------------------- */
+
 int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, int nk)
 {
 	memset(s, 0, sizeof(*s));
 	if (np > SUM_MAX_P || nk > SUM_MAX_K)
 		return error("at most %d thresholds and k up to %d", SUM_MAX_P, SUM_MAX_K);
 	memcpy(s->p, p, np * sizeof(*p));
+	s->resamples = 1000;
+	s->seed = 1;
 	s->np = np;
 	s->nk = nk;
 	s->nr = n;
@@ -323,7 +480,7 @@ int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, in
 		r->left_reasons = json_object();
 		r->oc_by_cat = json_object();
 		r->fast_by_cat = json_object();
-		json_t *seen = json_object();
+		json_t *seen = json_object(), *sets = json_object();
 		size_t j;
 		json_t *rec;
 		json_array_foreach(recs[i], j, rec) {
@@ -344,22 +501,137 @@ int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, in
 			} else {
 				json_object_set_new(seen, key, json_true());
 				add_record(r, rec);
+				meta_record(sets, rec);
 			}
 			fp_free(parts);
 		}
 		json_decref(seen);
 		json_decref(recs[i]);
 		compute(s, r);
+		meta_finish(r, sets);
+		json_decref(sets);
 	}
+	unique_labels(s);
 	free(recs);
 	fp_free(keep);
 	return 0;
+}
+
+/* ---- bootstrap ------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* the q-quantile of the m sorted values v, linear between order
+ * statistics at (m - 1) q (numpy's default) */
+static double quantile(const double *v, int m, double q)
+{
+	double h = (m - 1) * q;
+	int a = (int)floor(h), b = a + 1 < m ? a + 1 : a;
+	return v[a] + (h - a) * (v[b] - v[a]);
+}
+
+/* the 2.5th and 97.5th percentiles of the finite values of v[n] (which
+ * are moved to its front and sorted); NaN when none is */
+static void interval(double *v, int n, double *lo, double *hi)
+{
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (isfinite(v[i]))
+			v[m++] = v[i];
+	qsort(v, m, sizeof(*v), cmp_double);
+	*lo = m ? quantile(v, m, 0.025) : NAN;
+	*hi = m ? quantile(v, m, 0.975) : NAN;
+}
+
+void sum_bootstrap(const struct sum_set *s, const struct sum_run *r, const double *p, int np,
+		   int B, uint64_t seed, double *est, double *lo, double *hi)
+{
+	int nm = s->nk + np, P = r->np;
+	/* each problem's metrics once: pass@k (NaN when n < k), fast_p */
+	double *per = xcalloc((size_t)P * nm + 1, sizeof(*per));
+	for (int i = 0; i < P; i++) {
+		const struct sum_problem *pr = &r->p[i];
+		struct score_item *it = xcalloc(pr->n + 1, sizeof(*it));
+		for (int j = 0; j < pr->n; j++)
+			it[j] = (struct score_item){ pr->c[j].outcome == OC_PASS, pr->c[j].speedup };
+		for (int k = 1; k <= s->nk; k++)
+			per[i * nm + k - 1] = pr->n >= k ? score_pass_at_k(pr->n, pr->correct, k) : NAN;
+		for (int q = 0; q < np; q++)
+			per[i * nm + s->nk + q] = score_fast_p(it, pr->n, p[q]);
+		free(it);
+	}
+	/* the estimates: as compute() */
+	for (int m = 0; m < nm; m++) {
+		double t = 0;
+		int c = 0;
+		for (int i = 0; i < P; i++)
+			if (isfinite(per[i * nm + m])) {
+				t += per[i * nm + m];
+				c++;
+			}
+		est[m] = c ? t / (m < s->nk ? c : P) : NAN;
+	}
+	/* the stream: the seed mixed with the run's name (FNV-1a) */
+	uint64_t st = 14695981039346656037ull;
+	for (const unsigned char *c = (const unsigned char *)r->name; *c; c++)
+		st = (st ^ *c) * 1099511628211ull;
+	st = mix64(seed ^ mix64(st));
+	double *rep = xcalloc((size_t)nm * B + 1, sizeof(*rep));
+	double *sum = xcalloc(nm + 1, sizeof(*sum));
+	int *cnt = xcalloc(nm + 1, sizeof(*cnt));
+	for (int b = 0; b < B && P; b++) {
+		memset(sum, 0, nm * sizeof(*sum));
+		memset(cnt, 0, nm * sizeof(*cnt));
+		for (int d = 0; d < P; d++) {
+			st += 0x9e3779b97f4a7c15ull;
+			/* a draw in [0, P): the top bits of a 64-bit draw times P */
+			int i = (int)(((unsigned __int128)mix64(st) * (unsigned)P) >> 64);
+			for (int m = 0; m < nm; m++)
+				if (isfinite(per[i * nm + m])) {
+					sum[m] += per[i * nm + m];
+					cnt[m]++;
+				}
+		}
+		for (int m = 0; m < nm; m++)
+			rep[(size_t)m * B + b] = cnt[m] ? sum[m] / (m < s->nk ? cnt[m] : P) : NAN;
+	}
+	for (int m = 0; m < nm; m++)
+		interval(rep + (size_t)m * B, P ? B : 0, &lo[m], &hi[m]);
+	free(per);
+	free(rep);
+	free(sum);
+	free(cnt);
 }
 
 /* NaN is not JSON: null */
 static json_t *jnum(double x)
 {
 	return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* the 95% bands of pass@k and fast_p at the thresholds, as the page's */
+static json_t *bands_json(const struct sum_set *s, const struct sum_run *r)
+{
+	int nm = s->nk + s->np;
+	double est[SUM_MAX_K + SUM_MAX_P], lo[SUM_MAX_K + SUM_MAX_P], hi[SUM_MAX_K + SUM_MAX_P];
+	sum_bootstrap(s, r, s->p, s->np, s->resamples, s->seed, est, lo, hi);
+	json_t *pk = json_object(), *fp = json_object();
+	for (int m = 0; m < nm; m++) {
+		char name[32];
+		if (m < s->nk)
+			snprintf(name, sizeof(name), "%d", m + 1);
+		else
+			snprintf(name, sizeof(name), "%g", s->p[m - s->nk]);
+		json_object_set_new(m < s->nk ? pk : fp, name, json_pack("[o, o]", jnum(lo[m]),
+									  jnum(hi[m])));
+	}
+	return json_pack("{s:s, s:f, s:i, s:I, s:o, s:o}", "method",
+			 "percentile bootstrap over problems", "level", 0.95, "resamples",
+			 s->resamples, "seed", (json_int_t)s->seed, "pass_at_k", pk, "fast_p", fp);
 }
 
 json_t *sum_json(const struct sum_set *s)
@@ -412,6 +684,16 @@ json_t *sum_json(const struct sum_set *s)
 			"geomean_speedup_clamped", jnum(r->geo_clamped), "geomean_n", r->geo_n,
 			"mean_sol", jnum(r->mean_sol), "mean_roofline_fraction", jnum(r->mean_fraction),
 			"sol_n", r->sol_n, "outcomes", oc, "categories", cats, "problems", probs));
+		const struct sum_meta *m = &r->meta;
+		json_t *run = json_array_get(runs, json_array_size(runs) - 1);
+		json_object_set_new(run, "label", json_string(r->label));
+		if (s->resamples > 0)
+			json_object_set_new(run, "ci", bands_json(s, r));
+		json_object_set_new(run, "meta", json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, "
+			"s:s, s:s, s:s, s:s}", "model", m->model, "provider", m->provider, "mode",
+			m->mode, "temperature", m->temperature, "samples", m->samples, "world", m->world,
+			"gpu", m->gpu, "driver", m->driver, "cuda_runtime", m->cuda, "nccl", m->nccl,
+			"pkb_version", m->pkb, "date", m->date));
 	}
 	return json_pack("{s:s, s:o, s:s}", "fingerprint", s->fingerprint, "runs", runs,
 			 "definitions", sum_definitions);
@@ -432,6 +714,8 @@ void sum_free(struct sum_set *s)
 		free(r->p);
 		free(r->dir);
 		free(r->name);
+		free(r->label);
+		meta_free(&r->meta);
 		json_decref(r->left_reasons);
 		json_decref(r->oc_by_cat);
 		json_decref(r->fast_by_cat);

@@ -10,12 +10,19 @@
 #include "score.h"
 
 #include <jansson.h>
+#include <stdint.h>
 
 /* outcomes in the order the tables show them; "other" is env_error and
  * internal_error (the harness's fault, not the candidate's) */
 enum { OC_PASS, OC_NO_CODE, OC_COMPILE, OC_LOAD, OC_MISMATCH, OC_RUNTIME, OC_TIMEOUT,
        OC_FLAGGED, OC_OTHER, OC_COUNT };
 extern const char *const sum_outcome_names[OC_COUNT];
+/* How far a candidate got, higher further: pass > flagged (right, but its
+ * time not trusted) > mismatch (ran, wrong) > runtime_error = timeout
+ * (loaded, did not finish) > load_refused (compiled, refused by the loader)
+ * > compile_error > other (the harness failed: unknown) > no_code. A
+ * problem with no correct candidate shows its furthest (docs/SWEEP.md). */
+extern const int sum_outcome_rank[OC_COUNT];
 
 #define SUM_MAX_P 16
 #define SUM_MAX_K 8
@@ -31,11 +38,23 @@ struct sum_problem {
 	const char *category;
 	struct sum_cand *c;
 	int n, correct;
-	int best;           /* index of the fastest correct candidate, else the first; -1 none */
+	int best;           /* index of the fastest correct candidate, else the first of
+			     * the furthest (sum_outcome_rank); -1 none */
+	const char *name;   /* the problem's, "?" when this checkout lacks it */
+};
+
+/* what a run is, for the page's header: from DIR/run.json (pkb generate,
+ * pkb agent) and the records kept; "-" where neither says. Several values
+ * among the records are joined with ", " (sorted); dates as a range. */
+struct sum_meta {
+	char *model, *provider, *mode, *temperature;   /* run.json */
+	char *samples, *world, *gpu, *driver, *cuda, *nccl, *pkb, *date;
 };
 
 struct sum_run {
 	char *dir, *name;
+	char *label;                 /* the model, else the folder; made unique on the page */
+	struct sum_meta meta;
 	struct sum_problem *p;
 	int np;
 	int records, left_out;
@@ -56,6 +75,8 @@ struct sum_set {
 	double p[SUM_MAX_P];
 	int np, nk;
 	char *fingerprint;           /* the records kept: this hardware and timing */
+	int resamples;               /* sum_json's bands (sum_bootstrap): 1000 and seed 1 unless */
+	uint64_t seed;               /* set after sum_load; 0 resamples: none */
 };
 
 /* read the runs (directories with results.jsonl, or the .jsonl files);
@@ -63,6 +84,16 @@ struct sum_set {
 int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, int nk);
 json_t *sum_json(const struct sum_set *s);
 void sum_free(struct sum_set *s);
+/* Percentile bootstrap over the problems of run r: B resamples of its
+ * problems with replacement (splitmix64 seeded with seed and the run's
+ * name, so a run's bands do not depend on the other runs), each giving
+ * pass@k for k = 1..s->nk (mean over the drawn problems with n >= k) and
+ * fast_p at each of p[np] (mean over the drawn problems). lo[m], hi[m]:
+ * the 2.5th and 97.5th percentiles (linear between order statistics) of
+ * metric m: pass@1..nk first, then the np fast_p; NaN when no resample
+ * gives a value. est[m]: the metric over all the problems (score's). */
+void sum_bootstrap(const struct sum_set *s, const struct sum_run *r, const double *p, int np,
+		   int B, uint64_t seed, double *est, double *lo, double *hi);
 /* x as the tables print it: "-" for NaN, 58.3% (pct) or 1.145 */
 const char *sum_fmt(double x, int pct, char *buf, int n);
 /* the definitions printed under every table (text; the page uses them too) */
