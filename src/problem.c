@@ -5,6 +5,8 @@
 #include "problem.h"
 #include "util.h"   /* defines: xstrfmt, pkb_root */
 
+#include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,4 +215,41 @@ int problem_describe(const struct pkb_problem *p, const struct pkb_dims *d, stru
 		}
 	}
 	return 0;
+}
+
+char *problem_params_json(const struct pkb_io *io)
+{
+	size_t cap = 64, len = 0;
+	char *buf = xmalloc(cap);
+	buf[len++] = '{';
+	for (int i = 0; i < io->n_params; i++) {
+		json_t *s = json_string(io->params[i].name);
+		char *name = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+		json_decref(s);
+		double v = io->params[i].value;
+		char num[40];
+		if (isnan(v))
+			snprintf(num, sizeof num, "NaN");
+		else if (isinf(v))
+			snprintf(num, sizeof num, "%sInfinity", v < 0 ? "-" : "");
+		else   /* the shortest of %.15g .. %.17g that reads back exactly */
+			for (int prec = 15; prec <= 17; prec++) {
+				snprintf(num, sizeof num, "%.*g", prec, v);
+				if (strtod(num, NULL) == v)
+					break;
+			}
+		char *item = xstrfmt("%s%s: %s", i ? ", " : "", name ? name : "\"?\"", num);
+		free(name);
+		size_t l = strlen(item);
+		if (len + l + 2 > cap) {
+			cap = 2 * (len + l + 2);
+			buf = xrealloc(buf, cap);
+		}
+		memcpy(buf + len, item, l);
+		len += l;
+		free(item);
+	}
+	buf[len++] = '}';
+	buf[len] = 0;
+	return buf;
 }

@@ -28,6 +28,11 @@ char *problem_dir(const struct pkb_problem *p);
 char *problem_reference_path(const struct pkb_problem *p);
 int64_t tensor_desc_numel(const struct pkb_tensor_desc *t);
 size_t tensor_desc_bytes(const struct pkb_tensor_desc *t);
+/* The params as one JSON object, {"lr": 0.001, "beta1": 0.9}, in describe()'s
+ * order, each value the shortest text that reads back as the same double
+ * (inf and NaN as Python's json reads them: Infinity, NaN): what `pkb run
+ * --save` writes in its files' metadata (key "params"). Free it. */
+char *problem_params_json(const struct pkb_io *io);
 void tensor_desc_shape_str(const struct pkb_tensor_desc *t, char *buf, size_t n);
 
 #endif

@@ -25,7 +25,8 @@
 #include "exitcode.h"  /* defines: enum pkb_outcome */
 #include "kernels.h"   /* defines: kern_fill, kern_checksum */
 #include "phases.h"    /* defines: enum phase_kind, phase_kind_name */
-#include "problem.h"   /* defines: problem_find, problem_describe, tensor_desc_bytes */
+#include "problem.h"   /* defines: problem_find, problem_describe, tensor_desc_bytes,
+			   problem_params_json */
 #include "proto.h"     /* defines: proto_send, proto_recv */
 #include "rank_env.h"  /* defines: struct rank_env, struct solution, symm_make, do_perf */
 #include "safetensors.h"
@@ -542,12 +543,16 @@ static void save_tensors(struct rank_env *E, const char *dir, const char *what,
 	for (int i = 0; i < n && off < sizeof order; i++)
 		off += (size_t)snprintf(order + off, sizeof order - off, "%s%s", i ? "," : "",
 					descs[i].name);
-	const char *keys[] = { "pkb_problem", "world", "rank", "m", "n", "dtype", "trial", "order" };
-	const char *vals[] = { id, w, rk, m, nn, dtype_name(E->dims.dtype), tr, order };
+	/* params: tools/crosscheck.py checks the original's scalars against them */
+	char *params = problem_params_json(&E->io);
+	const char *keys[] = { "pkb_problem", "world", "rank", "m", "n", "dtype", "trial", "order",
+			       "params" };
+	const char *vals[] = { id, w, rk, m, nn, dtype_name(E->dims.dtype), tr, order, params };
 	char *path = xstrfmt("%s/rank_%d_%s.safetensors", dir, E->rank, what);
-	if (st_write(path, t, n, keys, vals, 8) < 0)
+	if (st_write(path, t, n, keys, vals, 9) < 0)
 		rank_fail(E, OUT_INTERNAL, "cannot write '%s'", path);
 	free(path);
+	free(params);
 	free(t);
 }
 

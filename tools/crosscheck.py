@@ -2,26 +2,34 @@
 """tools/crosscheck.py -- run the ORIGINAL ParallelKernelBench reference of a
 problem on the inputs pkb generated, and write its outputs beside pkb's.
 
-    tools/crosscheck.py --orig CHECKOUT --ours DIR --out DIR2 --world W
+    tools/crosscheck.py --orig CHECKOUT --ours DIR --out DIR2 --world W [--time]
 
 DIR is a `pkb run ID --save DIR` folder (rank_R_inputs/outputs.safetensors,
-with the problem, world, shape, dtype and trial in their metadata). Each of
-W processes (one per GPU, NCCL, as the original's own worker starts them)
-builds the original's argument tuple with the original's
+with the problem, world, shape, dtype, trial and params in their metadata).
+Each of W processes (one per GPU, NCCL, as the original's own worker starts
+them) builds the original's argument tuple with the original's
 create_input_tensor(), replaces every tensor in it, in order, by pkb's input
-of the same position (and a Python number by pkb's 0-dim input where pkb has
-one there), calls the original's solution(*args), and writes its outputs
-under pkb's output names into DIR2/rank_R_outputs.safetensors, which
-`pkb compare DIR DIR2` then judges with the problem's own tolerances.
+of the same position, and a Python number by pkb's 0-dim input OF THE SAME
+NAME (the argument's name in the signature of the original's solution;
+040's `lr` is not pkb's `step`), calls the original's solution(*args), and
+writes its outputs under pkb's output names into
+DIR2/rank_R_outputs.safetensors, which `pkb compare DIR DIR2` then judges
+with the problem's own tolerances. A number the original keeps is checked
+against pkb's param of that name, and the notes say when they differ.
 
-What did not line up is said, not guessed: DIR2/rank_R_report.json holds
-{"status": "ok" | "layout" | "error", "detail": ..., "notes": [...]}
-(and with --time "perf": the original's own timing of its reference on
-this rank, utils/performance.py's figures):
+Where a problem's README names a deliberate deviation from the original's
+arguments or results, ADAPTERS below bridges it (in place results, lists
+for tensors, data-dependent lengths padded as pkb pads them), from that
+README and never inferred from shapes: anything else that does not line up
+is said, not guessed. DIR2/rank_R_report.json holds
+{"status": "ok" | "layout" | "error", "detail": ..., "notes": [...]}:
 "layout" when the original's inputs or outputs do not pair with pkb's (a
-count or a shape differs: a deliberate deviation the problem's README
-names, or a bug), "error" when the original raised. The original's code
-comes from the checkout the user names; nothing of it is copied here.
+count or a shape differs: a bug, or a deviation with no adapter), "error"
+when the original raised. With --time also "perf": the original's own
+timing of its reference on this rank (utils/performance.py's figures), or
+"perf_error" when the timing failed: it has its own try, and the outputs
+written before it stand. The original's code comes from the checkout the
+user names; nothing of it is copied here.
 
 Only the standard library is needed to import this file (the pure parts are
 tested on machines without PyTorch: tests/cli/t0530-crosscheck.sh); torch
@@ -31,11 +39,14 @@ is imported by the rank processes.
 import argparse
 import glob
 import importlib.util
+import inspect
 import json
 import os
+import signal
 import socket
 import struct
 import sys
+import time
 import traceback
 
 # safetensors dtype name -> (torch dtype attribute, bytes per element)
@@ -108,60 +119,256 @@ def write_st(path, tensors, meta):
     os.replace(tmp, path)
 
 
-def substitute(args, ours, is_tensor, shape_of, take):
+# The deliberate deviations of pkb's problems from the original's arguments
+# and results that crosscheck bridges, by the original's id: each written
+# from the problem's README (which says "crosscheck" where it names it),
+# never inferred from shapes, so that a real count or length bug still
+# shows. Keys:
+#   in_place  arguments (top-level names) whose tensors, as the original
+#             leaves them after the call, are outputs after its result:
+#             pkb's inputs are read-only, so what the original modifies in
+#             place pkb returns
+#   as_list   arguments the original takes as Python lists of ints, where
+#             pkb passes an int64 tensor of the same name
+#   sliced    {argument: count}: the original's tensor is as long as pkb's
+#             0-dim input `count` says; it gets pkb's first `count` values,
+#             and `count` is not one of its arguments
+#   sizes     positions in the original's result tuple of a torch.Size,
+#             which pkb returns as one int64 tensor
+#   padded    {output: fill}: the original returns a 1-D result of
+#             data-dependent length; pkb's is as long as it can be, the
+#             rest filled. The original's is padded the same way: a length
+#             that differs still shows as a mismatch, and one longer than
+#             pkb's is a layout
+ADAPTERS = {
+    21: {"in_place": ["grad_tensors"],
+         "why": "the original clips grad_tensors in place and returns total_norm; "
+                "pkb returns the clipped gradients after it"},
+    22: {"in_place": ["non_ep_grad_tensors", "ep_grad_tensors"],
+         "why": "the original scales and clips both gradient lists in place and returns "
+                "total_norm; pkb returns the gradients after it"},
+    28: {"as_list": ["input_splits", "output_splits"], "sizes": [3],
+         "why": "the split sizes are Python lists there, int64 tensors here; the "
+                "torch.Size result is pkb's org_hidden_states_shape, one int64 tensor"},
+    64: {"padded": {"node": -1, "row": -1, "col": -1, "edge": -1},
+         "why": "the original's node, row, col and edge have data-dependent lengths; "
+                "pkb pads them with -1 to the largest possible"},
+    85: {"sliced": {"local_shard": "local_n"}, "padded": {"sorted_slice": float("inf")},
+         "why": "the original's shard is as long as the rank's count, pkb's a fixed "
+                "length with the count as a 0-dim input; the original's slice is padded "
+                "with +inf as pkb's is"},
+}
+
+# safetensors dtype -> struct format of one element (BF16: the top half of F32)
+ST_PACK = {"F16": "e", "F32": "f", "F64": "d", "I8": "b", "U8": "B", "I32": "i",
+           "I64": "q", "BOOL": "?"}
+
+
+def encode(dt, vals):
+    """the bytes of Python numbers `vals` as safetensors dtype dt (BF16 by
+    truncation: exact for the fills and counts used here)"""
+    if dt == "BF16":
+        return b"".join(struct.pack("<f", float(v))[2:] for v in vals)
+    if dt not in ST_PACK:
+        raise Layout(f"cannot write Python numbers as {dt}")
+    f = ST_PACK[dt]
+    return b"".join(struct.pack("<" + f, v if f in "efd?" else int(v)) for v in vals)
+
+
+def decode_ints(dt, data):
+    if dt not in ("I8", "U8", "I32", "I64"):
+        raise Layout(f"an integer input is {dt}")
+    return [x[0] for x in struct.iter_unpack("<" + ST_PACK[dt], data)]
+
+
+def read_params(meta):
+    """pkb's scalar params from the --save metadata ({} from a folder saved
+    before they were)"""
+    try:
+        p = json.loads(meta.get("params") or "{}")
+    except ValueError:
+        return {}
+    return p if isinstance(p, dict) else {}
+
+
+def pkb_param(params, path):
+    """pkb's param for the original's scalar at `path` (name, or name[i] for
+    an element of a list argument, which pkb calls name_i or name[i])"""
+    for key in (path, path.replace("[", "_").replace("]", "")):
+        if key in params:
+            return key, params[key]
+    return None, None
+
+
+def adapter_note(pid, adapter, readme):
+    return f"crosscheck adapter ({readme or f'problem {pid:03d}'}): {adapter['why']}"
+
+
+def substitute(args, names, ours, is_tensor, shape_of, take, params=None, adapter=None):
     """Replace the tensors of the original's argument tuple `args` (nested
     in lists, tuples and dicts too) by pkb's inputs `ours` ([(name, dtype,
-    shape, bytes)]) in order; a Python int or float of the original takes
-    pkb's next input when that one is 0-dim (a trial-dependent scalar pkb
-    passes as a tensor). take(i, leaf) makes pkb's input i into what
-    replaces leaf. Returns (new args, notes); raises Layout when a shape or
-    the count differs."""
-    pos = [0]
+    shape, bytes)]) in order; a Python int or float at the top level takes
+    pkb's 0-dim input of its name (names: the original's parameter names,
+    in order) and is otherwise kept, checked against pkb's `params`; the
+    adapter's as_list and sliced arguments as ADAPTERS says. take(entry,
+    leaf) makes pkb's input entry into what replaces leaf. Returns (new
+    args, notes); raises Layout when a shape, a name or the count differs."""
+    adapter = adapter or {}
+    params = params or {}
+    ours = list(ours)
+    done = set()
     notes = []
+    index = {o[0]: i for i, o in enumerate(ours)}
 
-    def walk(v):
+    def named(name, why):
+        if name not in index or index[name] in done:
+            raise Layout(f"{why}: pkb has no input '{name}'")
+        return index[name]
+
+    for arg, count in adapter.get("sliced", {}).items():
+        j, k = named(arg, f"argument '{arg}'"), named(count, f"argument '{arg}'")
+        name, dt, shape, data = ours[j]
+        (n,) = decode_ints(ours[k][1], ours[k][3])
+        if len(shape) < 1 or not 0 <= n <= shape[0]:
+            raise Layout(f"input '{name}' {shape}: cannot take the first {count} = {n}")
+        row = ST_DTYPES[dt][1]
+        for d in shape[1:]:
+            row *= d
+        ours[j] = (name, dt, [n] + shape[1:], data[:n * row])
+        done.add(k)
+
+    def next_pos():
+        i = 0
+        while i < len(ours) and (i in done or i in claimed):
+            i += 1
+        return i
+
+    # pkb's inputs that a scalar argument takes by name are not the next
+    # tensor's, wherever they stand
+    claimed = set()
+    for a, n in zip(args, names):
+        if n in index and isinstance(a, (int, float)) and not isinstance(a, bool):
+            claimed.add(index[n])
+
+    def scalar(v, path):
+        key, p = pkb_param(params, path) if path else (None, None)
+        if isinstance(v, bool):
+            if p is not None and float(v) != float(p):
+                notes.append(f"the original's {path}={v!r} kept, differs from pkb's {key}={p!r}")
+            return v
+        if key is None:
+            notes.append(f"the original's scalar {path + '=' if path else ''}{v!r} kept")
+        elif float(v) == float(p):
+            notes.append(f"the original's scalar {path}={v!r} kept")
+        else:
+            notes.append(f"the original's scalar {path}={v!r} kept, differs from pkb's {key}={p!r}")
+        return v
+
+    def walk(v, path):
         if is_tensor(v):
-            i = pos[0]
+            i = next_pos()
             if i >= len(ours):
                 raise Layout(f"the original has more tensor arguments than pkb's {len(ours)} inputs")
             name, _, shape, _ = ours[i]
             if list(shape_of(v)) != list(shape):
                 raise Layout(f"input {i} '{name}': the original's shape is {list(shape_of(v))}, pkb's {list(shape)}")
-            pos[0] += 1
-            return take(i, v)
-        if isinstance(v, bool) or v is None or isinstance(v, (str, bytes)):
+            done.add(i)
+            return take(ours[i], v)
+        if v is None or isinstance(v, (str, bytes)):
             return v
         if isinstance(v, (int, float)):
-            i = pos[0]
-            if i < len(ours) and ours[i][2] == []:
-                pos[0] += 1
-                return take(i, v)
-            notes.append(f"the original's scalar {v!r} kept")
-            return v
+            return scalar(v, path)
         if isinstance(v, (list, tuple)):
-            w = [walk(e) for e in v]
+            w = [walk(e, f"{path}[{k}]" if path else None) for k, e in enumerate(v)]
             return type(v)(w) if isinstance(v, list) else tuple(w)
         if isinstance(v, dict):
-            return {k: walk(e) for k, e in v.items()}
+            return {k: walk(e, None) for k, e in v.items()}
         return v   # process groups, devices, options: the original's own
 
-    new = walk(tuple(args))
-    if pos[0] != len(ours):
-        left = ", ".join(o[0] for o in ours[pos[0]:])
-        raise Layout(f"pkb has inputs the original's arguments lack: {left}")
-    return new, notes
+    new = []
+    for k, a in enumerate(args):
+        n = names[k] if k < len(names) else None
+        if n in adapter.get("as_list", []):
+            i = named(n, f"argument '{n}'")
+            vals = decode_ints(ours[i][1], ours[i][3])
+            if not isinstance(a, (list, tuple)) or len(vals) != len(a):
+                raise Layout(f"argument '{n}': the original's is not a list of {len(vals)} numbers")
+            done.add(i)
+            new.append(type(a)(vals))
+        elif n in index and index[n] in claimed and isinstance(a, (int, float)) and not isinstance(a, bool):
+            i = index[n]
+            if ours[i][2] != []:
+                raise Layout(f"argument '{n}' is a number, pkb's input '{n}' has shape {ours[i][2]}")
+            done.add(i)
+            new.append(take(ours[i], a))
+        else:
+            new.append(walk(a, n))
+    left = [o[0] for i, o in enumerate(ours) if i not in done]
+    if left:
+        raise Layout(f"pkb has inputs the original's arguments lack: {', '.join(left)}")
+    return tuple(new), notes
+
+
+class Ints(list):
+    """a torch.Size of the original's result, which pkb returns as a tensor"""
 
 
 def flatten(y, is_tensor):
-    """the original's result as a list of leaves in order: tensors and
-    Python numbers (a loss returned as a float); None is skipped"""
-    if is_tensor(y) or (isinstance(y, (int, float)) and not isinstance(y, bool)):
+    """the original's result as a list of leaves in order: tensors, Ints
+    and Python numbers (a loss returned as a float); None is skipped"""
+    if is_tensor(y) or isinstance(y, Ints) or (isinstance(y, (int, float)) and not isinstance(y, bool)):
         return [y]
     if isinstance(y, (list, tuple)):
         return [x for e in y for x in flatten(e, is_tensor)]
     if isinstance(y, dict):
         return [x for e in y.values() for x in flatten(e, is_tensor)]
     return []
+
+
+def gather(y, args, names, ours_out, is_tensor, to_bytes, adapter=None):
+    """The original's results, written as pkb's outputs `ours_out` ([(name,
+    dtype, shape, bytes)]): [(name, dtype, shape, bytes)] and notes. y is
+    what solution(*args) returned; to_bytes(leaf, dtype) gives (shape,
+    bytes, notes) of a tensor or number cast to pkb's dtype. Raises Layout
+    when the count or a shape differs (beyond what the adapter pads)."""
+    adapter = adapter or {}
+    notes = []
+    if adapter.get("sizes") and isinstance(y, tuple):
+        y = tuple(Ints(e) if k in adapter["sizes"] else e for k, e in enumerate(y))
+    got = flatten(y, is_tensor)
+    for n in adapter.get("in_place", []):
+        if n not in names:
+            raise Layout(f"the original has no argument '{n}'")
+        got += flatten(args[names.index(n)], is_tensor)
+    if len(got) != len(ours_out):
+        raise Layout(f"the original returns {len(got)} tensors, pkb's problem {len(ours_out)}")
+    written = []
+    for (name, dt, shape, _), g in zip(ours_out, got):
+        if isinstance(g, Ints):
+            gshape, b = [len(g)], encode(dt, g)
+        else:
+            gshape, b, more = to_bytes(g, dt)
+            notes += more
+        gshape = list(gshape)
+        fill = adapter.get("padded", {}).get(name)
+        if fill is not None and len(gshape) == 1 and len(shape) == 1 and gshape[0] <= shape[0]:
+            if gshape[0] < shape[0]:
+                notes.append(f"output '{name}': the original's {gshape[0]} elements padded with "
+                             f"{fill!r} to pkb's {shape[0]}")
+            b += encode(dt, [fill]) * (shape[0] - gshape[0])
+            gshape = list(shape)
+        n = 1
+        for s in shape:
+            n *= s
+        if gshape != list(shape):
+            m = 1
+            for s in gshape:
+                m *= s
+            if m != n:
+                raise Layout(f"output '{name}': the original's shape is {gshape}, pkb's {list(shape)}")
+            notes.append(f"output '{name}' reshaped from {gshape} to {list(shape)}")
+        written.append((name, dt, list(shape), b))
+    return written, notes
 
 
 def original_solution(orig, pid):
@@ -174,11 +381,30 @@ def original_solution(orig, pid):
     return mod.solution, paths[0]
 
 
+def readme_of(pid):
+    """problems/NNN_name/README.md of pkb's problem pid, relative to the
+    repository (None when there is none)"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = glob.glob(os.path.join(root, "problems", f"{pid:03d}_*", "README.md"))
+    return os.path.relpath(paths[0], root) if len(paths) == 1 else None
+
+
+def write_report(path, report):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(report, f, indent=1)
+    os.replace(tmp, path)
+
+
 def rank_main(rank, world, opts):
     """one rank: the original's init, inputs (pkb's substituted), solution,
-    outputs; its report written whatever happens"""
+    outputs; then, with --time, the original's timing in a try of its own.
+    Its report is written whatever happens: before the timing (the
+    comparison's, with a perf_error that says it did not finish, should the
+    parent end this rank in it), and again after."""
     report = {"status": "error", "detail": "", "notes": []}
     out_path = os.path.join(opts.out, f"rank_{rank}_outputs.safetensors")
+    report_path = os.path.join(opts.out, f"rank_{rank}_report.json")
     try:
         import torch
         import torch.distributed as dist
@@ -199,9 +425,16 @@ def rank_main(rank, world, opts):
                        trial=int(meta.get("trial", 0)), device=dev)
         if not isinstance(args, tuple):
             args = (args,)
+        try:
+            names = list(inspect.signature(solution).parameters)
+        except (TypeError, ValueError):
+            names = []
+        adapter = ADAPTERS.get(pid)
+        if adapter:
+            report["notes"].append(adapter_note(pid, adapter, readme_of(pid)))
 
-        def take(i, leaf):
-            name, dt, shape, data = ours[i]
+        def take(entry, leaf):
+            name, dt, shape, data = entry
             t = torch.frombuffer(bytearray(data), dtype=getattr(torch, ST_DTYPES[dt][0]))
             t = t.reshape(shape).to(dev)
             if isinstance(leaf, torch.Tensor):
@@ -211,48 +444,72 @@ def rank_main(rank, world, opts):
                 return t.contiguous() if leaf.is_contiguous() else t
             return type(leaf)(t.item())
 
-        args, notes = substitute(args, ours, lambda v: isinstance(v, torch.Tensor),
-                     lambda v: v.shape, take)
+        def to_bytes(leaf, dt):
+            g = torch.as_tensor(leaf, device=dev)
+            want = getattr(torch, ST_DTYPES[dt][0])
+            notes = []
+            if g.dtype != want:
+                notes.append(f"output cast from {g.dtype} to pkb's {want}")
+                g = g.to(want)
+            return list(g.shape), g.detach().contiguous().cpu().view(-1).view(torch.uint8).numpy().tobytes(), notes
+
+        args, notes = substitute(args, names, ours, lambda v: isinstance(v, torch.Tensor),
+                                 lambda v: v.shape, take, read_params(meta), adapter)
         report["notes"] += notes
         y = solution(*args)
         torch.cuda.synchronize()
-        got = flatten(y, lambda v: isinstance(v, torch.Tensor))
-        if len(got) != len(ours_out):
-            raise Layout(f"the original returns {len(got)} tensors, pkb's problem {len(ours_out)}")
-        written = []
-        for (name, dt, shape, _), g in zip(ours_out, got):
-            g = torch.as_tensor(g, device=dev)
-            n = 1
-            for s in shape:
-                n *= s
-            if list(g.shape) != list(shape):
-                if g.numel() != n:
-                    raise Layout(f"output '{name}': the original's shape is {list(g.shape)}, pkb's {list(shape)}")
-                report["notes"].append(f"output '{name}' reshaped from {list(g.shape)} to {list(shape)}")
-                g = g.reshape(shape)
-            want = getattr(torch, ST_DTYPES[dt][0])
-            if g.dtype != want:
-                report["notes"].append(f"output '{name}' cast from {g.dtype} to pkb's {want}")
-                g = g.to(want)
-            b = g.detach().contiguous().cpu().view(-1).view(torch.uint8).numpy().tobytes()
-            written.append((name, dt, shape, b))
+        written, notes = gather(y, args, names, ours_out, lambda v: isinstance(v, torch.Tensor),
+                                to_bytes, adapter)
+        report["notes"] += notes
         write_st(out_path, written, meta)
         report["status"] = "ok"
-        if opts.time:
-            report["perf"] = time_original(opts.orig, solution, args, opts.warmup, opts.iters)
-        dist.barrier()
-        finalize_reference()
     except Layout as e:
         report["status"], report["detail"] = "layout", str(e)
     except Exception as e:
         report["status"] = "error"
         report["detail"] = f"{type(e).__name__}: {e}".splitlines()[0][:400]
         report["traceback"] = traceback.format_exc()[-4000:]
-    with open(os.path.join(opts.out, f"rank_{rank}_report.json"), "w") as f:
-        json.dump(report, f, indent=1)
+    ok = report["status"] == "ok"
+    if ok and opts.time:
+        # the original's timing loop may fail where its one call did not
+        # (048 makes communicators on every call and never frees them): the
+        # comparison stands, perf_error says why there is no time
+        report["perf_error"] = ("did not finish timing (ended: another rank's timing "
+                                "failed, or the time limit)")
+        write_report(report_path, report)
+        try:
+            report["perf"] = time_original(opts.orig, solution, args, opts.warmup, opts.iters)
+            del report["perf_error"]
+        except Exception as e:
+            report["perf_error"] = f"{type(e).__name__}: {e}".splitlines()[0][:400]
+            report["perf_traceback"] = traceback.format_exc()[-4000:]
+    if ok and "perf_error" not in report:
+        try:
+            dist.barrier()
+            finalize_reference()
+        except Exception as e:
+            report["notes"].append(f"teardown: {type(e).__name__}: {e}".splitlines()[0][:200])
+    write_report(report_path, report)
     # a rank that failed must not leave the others waiting in a collective:
-    # the parent sees the report and ends the group
-    os._exit(0 if report["status"] == "ok" else 1)
+    # the parent sees it exit non-zero and ends the group (2: the timing
+    # failed, after the outputs: the others first finish theirs)
+    os._exit(0 if ok and "perf_error" not in report else 2 if ok else 1)
+
+
+def cached_new_group(dist):
+    """dist.new_group that returns the group it made before for the same
+    ranks and options: the original's 048 makes four communicators per call
+    and never frees them, which its own --measure_perf leaks the same way
+    (NCCL runs out of memory within the 600 calls). Every rank calls it in
+    the same order, so every rank keeps the same groups."""
+    real, made = dist.new_group, {}
+
+    def new_group(ranks=None, *rest, **kw):
+        key = (tuple(ranks) if ranks is not None else None, repr(rest), repr(sorted(kw.items())))
+        if key not in made:
+            made[key] = real(ranks, *rest, **kw)
+        return made[key]
+    return real, new_group
 
 
 def time_original(orig, solution, args, warmup, iters):
@@ -260,14 +517,20 @@ def time_original(orig, solution, args, warmup, iters):
     with --measure_perf: scripts/worker.py picks the tensor to rotate
     through L2-sized input groups, utils/performance.py times it (per-call
     CUDA events after `warmup` calls). The original's summary takes the
-    slowest rank's wall_time_ms (a mean over the calls)."""
+    slowest rank's wall_time_ms (a mean over the calls). dist.new_group is
+    cached while it runs (cached_new_group)."""
+    import torch.distributed as dist
     spec = importlib.util.spec_from_file_location("pkb_original_worker",
                                                   os.path.join(orig, "scripts", "worker.py"))
     worker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(worker)
     from utils.performance import measure_solution_performance
     tensor, run_fn = worker._perf_run_fn_and_first_tensor(solution, args)
-    m = measure_solution_performance(run_fn, tensor, warmup_iters=warmup, measure_iters=iters)
+    real, dist.new_group = cached_new_group(dist)
+    try:
+        m = measure_solution_performance(run_fn, tensor, warmup_iters=warmup, measure_iters=iters)
+    finally:
+        dist.new_group = real
     return {k: m[k] for k in ("wall_time_ms", "wall_time_std_ms", "min_time_ms", "max_time_ms",
                               "iterations", "warmup_iterations", "num_input_groups")}
 
@@ -301,18 +564,35 @@ def main():
     import multiprocessing as mp
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=rank_main, args=(r, opts.world, opts)) for r in range(opts.world)]
+
+    def end(signum, frame):   # tools/crosscheck's time limit: no rank outlives it
+        for p in procs:
+            if p.pid is not None and p.exitcode is None:
+                p.kill()
+        sys.exit(128 + signum)
+    signal.signal(signal.SIGTERM, end)
     for p in procs:
         p.start()
-    # the first rank to fail ends the rest: they may wait forever in NCCL
-    alive = list(procs)
+    # The first rank to fail ends the rest: they may wait forever in NCCL.
+    # One whose timing failed (exit 2) has written its outputs; the others
+    # are ended once they have too (their report is written before their
+    # timing), or after a grace of 120 s
+    alive, grace = list(procs), None
     while alive:
         for p in list(alive):
             p.join(0.2)
-            if p.exitcode is not None:
-                alive.remove(p)
-                if p.exitcode != 0:
-                    for q in alive:
-                        q.kill()
+            if p.exitcode is None:
+                r = procs.index(p)
+                if grace is not None and (time.monotonic() > grace or os.path.exists(
+                        os.path.join(opts.out, f"rank_{r}_report.json"))):
+                    p.kill()
+                continue
+            alive.remove(p)
+            if p.exitcode == 2 and grace is None:
+                grace = time.monotonic() + 120
+            elif p.exitcode not in (0, 2):
+                for q in alive:
+                    q.kill()
     sys.exit(0)
 
 

@@ -40,25 +40,48 @@ expect_exit 0 "$PKB" compare --inspect "$TMP/b"
 expect_grep "out +bf16 +\(2, 3\)" "$TMP/out"
 
 # pairing: tensors in order (nested too), a Python number takes pkb's 0-dim
-# input, strings and groups stay the original's; every mismatch is named
+# input of its name (the original's parameter names), strings and groups
+# stay the original's; a kept number is checked against pkb's param of its
+# name (name_i for a list's element i); every mismatch is named
 expect_exit 0 python3 - <<'EOF'
+import struct
 from crosscheck import substitute, flatten, Layout
 class T:   # a stand-in for torch.Tensor
     def __init__(self, shape, tag=""): self.shape, self.tag = tuple(shape), tag
 is_t = lambda v: isinstance(v, T)
 ours = [("x", "BF16", [4, 8], b""), ("steps", "I64", [], b""), ("w", "F32", [8], b""),
         ("v", "F32", [2], b"")]
-take = lambda i, leaf: ("pkb", ours[i][0], leaf if not is_t(leaf) else leaf.shape)
+take = lambda o, leaf: ("pkb", o[0], leaf if not is_t(leaf) else leaf.shape)
+names = ["x", "steps", "mode", "ws", "alpha", "group", "flag"]
 args = (T([4, 8]), 7, "pinhole", [T([8]), {"k": T([2])}], 0.3, None, True)
-new, notes = substitute(args, ours, is_t, lambda v: v.shape, take)
+new, notes = substitute(args, names, ours, is_t, lambda v: v.shape, take)
 assert new[0] == ("pkb", "x", (4, 8)), new
 assert new[1] == ("pkb", "steps", 7), new
 assert new[2] == "pinhole" and new[5] is None and new[6] is True, new
 assert isinstance(new[3], list) and new[3][0][1] == "w" and new[3][1]["k"][1] == "v", new
-assert new[4] == 0.3 and notes == ["the original's scalar 0.3 kept"], (new, notes)
-def refused(a, o, want):
+assert new[4] == 0.3 and notes == ["the original's scalar alpha=0.3 kept"], (new, notes)
+# 040's shape (issue 37): lr comes before the tensor-less step; by position
+# lr took pkb's step. By name step takes it, lr, beta1 stay and are checked
+ours40 = [("W1", "BF16", [2], b""), ("step", "I64", [], b"")]
+new, notes = substitute((T([2]), 1e-3, 0.9, 1), ["W1", "lr", "beta1", "step"], ours40, is_t,
+                        lambda v: v.shape, take, {"lr": 0.001, "beta1": 0.8})
+assert new == (("pkb", "W1", (2,)), 1e-3, 0.9, ("pkb", "step", 1)), new
+assert notes == ["the original's scalar lr=0.001 kept",
+                 "the original's scalar beta1=0.9 kept, differs from pkb's beta1=0.8"], notes
+# 047's: a tuple of shapes among the tensors; 064's: a list pkb has as params
+new, notes = substitute((T([2]), ((3, 4),), T([2]), 1), ["a", "param_shapes", "b", "step"],
+                        [("a", "F32", [2], b""), ("b", "F32", [2], b""), ("step", "I64", [], b"")],
+                        is_t, lambda v: v.shape, take, {})
+assert new[1] == ((3, 4),) and new[2] == ("pkb", "b", (2,)) and new[3][1] == "step", new
+assert notes == ["the original's scalar param_shapes[0][0]=3 kept",
+                 "the original's scalar param_shapes[0][1]=4 kept"], notes
+new, notes = substitute((T([2]), [10, 5]), ["seed_nodes", "fanouts"], [("seed_nodes", "I64", [2], b"")],
+                        is_t, lambda v: v.shape, take, {"fanouts_0": 10, "fanouts_1": 4})
+assert notes == ["the original's scalar fanouts[0]=10 kept",
+                 "the original's scalar fanouts[1]=5 kept, differs from pkb's fanouts_1=4"], notes
+def refused(a, o, want, names=("x", "y")):
     try:
-        substitute(a, o, is_t, lambda v: v.shape, take)
+        substitute(a, list(names), o, is_t, lambda v: v.shape, take)
     except Layout as e:
         assert want in str(e), (str(e), want)
         return
@@ -66,8 +89,88 @@ def refused(a, o, want):
 refused((T([4, 9]),), ours[:1], "input 0 'x': the original's shape is [4, 9], pkb's [4, 8]")
 refused((T([4, 8]),), ours[:3], "pkb has inputs the original's arguments lack: steps, w")
 refused((T([4, 8]), T([1])), ours[:1], "more tensor arguments than pkb's 1 inputs")
+# a number of another name no longer takes a 0-dim input by its position
+refused((T([4, 8]), 0.5), ours[:2], "pkb has inputs the original's arguments lack: steps", ("x", "lr"))
+refused((T([4, 8]), 2), ours[:1] + [("y", "I64", [3], b"")], "argument 'y' is a number, pkb's input 'y' has shape [3]")
 assert [x.tag for x in flatten((T([1], "a"), None, [T([2], "b"), {"c": T([3], "c")}]), is_t)] == ["a", "b", "c"]
 assert flatten(2.5, is_t) == [2.5] and flatten(None, is_t) == []
+EOF
+
+# adapters (ADAPTERS, each from its problem's README): 021's clipped
+# gradients are its inputs after the call; 028's splits are lists there and
+# its torch.Size one tensor here; 064's and 085's data-dependent lengths are
+# padded as pkb pads them, but a longer result or another count is a layout,
+# never cut or padded away; 085's shard is pkb's first local_n values
+ROOT=$ROOT expect_exit 0 python3 - <<'EOF'
+import struct
+from crosscheck import ADAPTERS, substitute, gather, encode, Layout
+class T:
+    def __init__(self, shape, data=b""): self.shape, self.data = tuple(shape), data
+is_t = lambda v: isinstance(v, T)
+take = lambda o, leaf: T(o[2], o[3])
+to_bytes = lambda g, dt: (list(g.shape), g.data, [])
+def refused(f, want):
+    try:
+        f()
+    except Layout as e:
+        assert want in str(e), (str(e), want)
+        return
+    raise AssertionError(f"no Layout for {want}")
+i64 = lambda *v: struct.pack(f"<{len(v)}q", *v)
+# 021: the list of gradients (clipped in place) follows total_norm
+a21 = ADAPTERS[21]
+names = ["grad_tensors", "max_norm", "norm_type", "fsdp_group"]
+ours_out = [("total_norm", "F32", [], b""), ("clipped_grads[0]", "BF16", [2], b""),
+            ("clipped_grads[1]", "BF16", [2], b"")]
+args = ([T([2], b"g0g0"), T([2], b"g1g1")], 1.0, 2.0, None)
+w, notes = gather(T([], b"nrm!"), args, names, ours_out, is_t, to_bytes, a21)
+assert [(x[0], x[3]) for x in w] == [("total_norm", b"nrm!"), ("clipped_grads[0]", b"g0g0"),
+                                     ("clipped_grads[1]", b"g1g1")], w
+refused(lambda: gather(T([], b"nrm!"), args, names, ours_out, is_t, to_bytes), "returns 1 tensors, pkb's problem 3")
+assert ADAPTERS[22]["in_place"] == ["non_ep_grad_tensors", "ep_grad_tensors"]
+# 028: lists from pkb's int64 tensors; the Size as int64
+a28 = ADAPTERS[28]
+names = ["hidden_states", "expert_mask", "num_experts", "input_splits", "output_splits",
+         "num_global_tokens_per_local_expert", "group"]
+ours = [("hidden_states", "BF16", [4, 2], b""), ("expert_mask", "F32", [8, 2, 4], b""),
+        ("input_splits", "I64", [2], i64(3, 5)), ("output_splits", "I64", [2], i64(6, 2)),
+        ("num_global_tokens_per_local_expert", "I64", [2, 4], b"")]
+args = (T([4, 2]), T([8, 2, 4]), 8, [4, 4], [4, 4], T([2, 4]), None)
+new, notes = substitute(args, names, ours, is_t, lambda v: v.shape, take, {"num_experts": 8}, a28)
+assert new[3] == [3, 5] and new[4] == [6, 2] and new[5].shape == (2, 4), new
+assert notes == ["the original's scalar num_experts=8 kept"], notes
+refused(lambda: substitute(args, names, ours, is_t, lambda v: v.shape, take), "input 2 'input_splits'")
+ours_out = [("g", "BF16", [2], b""), ("routing_map", "F32", [1], b""), ("perm", "I64", [1], b""),
+            ("org_hidden_states_shape", "I64", [2], b"")]
+y = (T([2], b"gggg"), T([1], b"rrrr"), T([1], b"p" * 8), (4, 2))
+w, _ = gather(y, new, names, ours_out, is_t, to_bytes, a28)
+assert w[3] == ("org_hidden_states_shape", "I64", [2], i64(4, 2)), w
+# 064: -1 after the original's U; a longer one is refused
+a64 = ADAPTERS[64]
+ours_out = [(n, "I64", [4], b"") for n in ("node", "row", "col", "edge")]
+y = (T([2], i64(7, 9)), T([1], i64(0)), T([1], i64(1)), T([4], i64(5, 6, 7, 8)))
+w, notes = gather(y, (), [], ours_out, is_t, to_bytes, a64)
+assert w[0][3] == i64(7, 9, -1, -1) and w[1][3] == i64(0, -1, -1, -1) and w[3][3] == i64(5, 6, 7, 8), w
+assert "output 'node': the original's 2 elements padded with -1 to pkb's 4" in notes, notes
+y = (T([5], i64(1, 2, 3, 4, 5)),) + y[1:]
+refused(lambda: gather(y, (), [], ours_out, is_t, to_bytes, a64), "output 'node': the original's shape is [5], pkb's [4]")
+# 085: the first local_n values in; +inf after the original's slice
+a85 = ADAPTERS[85]
+bf = lambda *v: encode("BF16", v)
+ours = [("local_shard", "BF16", [4], bf(3, 1, 2, 9)), ("local_n", "I64", [], i64(3))]
+new, _ = substitute((T([3]), None), ["local_shard", "group"], ours, is_t, lambda v: v.shape, take, {}, a85)
+assert new[0].shape == (3,) and new[0].data == bf(3, 1, 2), new
+refused(lambda: substitute((T([4]), None), ["local_shard", "group"], ours, is_t, lambda v: v.shape, take, {}, a85),
+        "input 0 'local_shard': the original's shape is [4], pkb's [3]")
+w, _ = gather(T([3], bf(1, 2, 3)), new, ["local_shard", "group"], [("sorted_slice", "BF16", [4], b"")],
+              is_t, to_bytes, a85)
+assert w[0][3] == bf(1, 2, 3, float("inf")) and w[0][3][-2:] == b"\x80\x7f", w
+assert sorted(ADAPTERS) == [21, 22, 28, 64, 85] and all(a["why"] for a in ADAPTERS.values())
+# each is its problem's README's deviation, and that README says so
+import glob, os
+for pid in ADAPTERS:
+    (readme,) = glob.glob(os.path.join(os.environ["ROOT"], "problems", f"{pid:03d}_*", "README.md"))
+    assert "crosscheck" in open(readme).read(), readme
 EOF
 
 # usage: the checkout is required and must be one; crosscheck.py says the same
@@ -103,7 +206,108 @@ expect_grep "^kept +001_allreduce W=2 bf16" "$TMP/out"
 expect_grep "^kept +002_allgather W=2 bf16" "$TMP/out"
 expect_grep "^(original_failed|not_run) +003_broadcast W=2" "$TMP/out"
 expect_grep "^crosscheck: 0 agree, 3 do not" "$TMP/out"
-unset PKB_RANK_CMD PKB_TEST_GPUS
+
+# The whole flow on fake ranks that save files made here (PKB_FAKE_SAVE:
+# pkb's inputs and outputs), a stand-in torch and a stand-in original
+# (tests/cli/crosscheck/): every result goes through tools/crosscheck's own
+# reading of the ranks' reports into its record.
+#   001 agrees (the original returns its input; an empty detail: issue 37)
+#   002 disagrees at element 4, 003 returns two tensors for pkb's one,
+#   004 raises; 040 takes pkb's 0-dim `step` by name, not into `lr` (issue
+#   37), keeps lr and beta1 and says that beta1 differs from pkb's param;
+#   085's adapter gives the original pkb's first local_n values and pads its
+#   shorter result with +inf (rank 1 holds 5 of 8)
+expect_exit 0 python3 - "$TMP/saves" <<'EOF'
+import os, struct, sys
+from crosscheck import write_st
+d = sys.argv[1]
+bf16 = lambda vals: b"".join(struct.pack("<f", v)[2:] for v in vals)
+def save(pid, r, ins, outs, **meta):
+    os.makedirs(os.path.join(d, f"{pid:03d}"), exist_ok=True)
+    for what, ts in (("inputs", ins), ("outputs", outs)):
+        m = {"pkb_problem": str(pid), "world": "2", "rank": str(r), "m": "1024", "n": "1024",
+             "dtype": "bf16", "trial": "0", "order": ",".join(t[0] for t in ts)}
+        m.update(meta)
+        write_st(os.path.join(d, f"{pid:03d}", f"rank_{r}_{what}.safetensors"), ts, m)
+for r in range(2):
+    x = bf16([0.25 * i + r for i in range(6)])
+    for pid in (1, 2, 3, 4, 5, 6, 48):
+        save(pid, r, [("x", "BF16", [2, 3], x)], [("out", "BF16", [2, 3], x)])
+    save(40, r, [("x", "BF16", [2], bf16([0, 0])), ("step", "I64", [], struct.pack("<q", 3))],
+         [("out", "F32", [3], struct.pack("<3f", 1e-3, 0.9, 3))],
+         params='{"lr": 0.001, "beta1": 0.8}')
+    vals, n = ([3, 1, 2, 8, 7, 5, 6, 4], 8) if r == 0 else ([9, -2, 4, 0, 1, 99, 99, 99], 5)
+    save(85, r, [("local_shard", "BF16", [8], bf16(vals)), ("local_n", "I64", [], struct.pack("<q", n))],
+         [("sorted_slice", "BF16", [8], bf16(sorted(vals[:n]) + [float("inf")] * (8 - n)))])
+EOF
+XC=$ROOT/tests/cli/crosscheck
+export PKB_FAKE_SAVE=$TMP/saves
+PYTHONPATH=$XC expect_exit 1 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 1,2,3,4,40,85 -w 2 -o "$TMP/y.jsonl"
+expect_grep "^agree +001_allreduce W=2 bf16 *$" "$TMP/out"
+expect_grep "^disagree +002_allgather W=2 bf16 +rank 0 out +MISMATCH: 1 of 6 wrong; worst at 4" "$TMP/out"
+expect_grep "^layout +003_broadcast W=2 bf16 +rank [01]: the original returns 2 tensors, pkb's problem 1" "$TMP/out"
+expect_grep "^original_failed +004_reduce W=2 bf16 +rank [01]: RuntimeError: the original's own error" "$TMP/out"
+expect_grep "^agree +040_ddp W=2 bf16" "$TMP/out"
+expect_grep "^agree +085_distributed_sample_sort W=2 bf16" "$TMP/out"
+expect_grep "^crosscheck: 3 agree, 3 do not" "$TMP/out"
+expect_exit 0 python3 - "$TMP/y.jsonl" <<'EOF'
+import json, sys
+r = {x["problem"][:3]: x for x in map(json.loads, open(sys.argv[1]))}
+assert [(p, x["result"]) for p, x in r.items()] == [("001", "agree"), ("002", "disagree"),
+    ("003", "layout"), ("004", "original_failed"), ("040", "agree"), ("085", "agree")], r
+assert r["001"]["detail"] == "" and r["001"]["original"] == "reference/1_agree.py", r["001"]
+n40 = r["040"]["notes"]
+assert "the original's scalar lr=0.001 kept" in n40, n40
+assert "the original's scalar beta1=0.9 kept, differs from pkb's beta1=0.8" in n40, n40
+assert not any("step" in n for n in n40), n40
+n85 = r["085"]["notes"]
+assert any(n.startswith("crosscheck adapter (problems/085_") for n in n85), n85
+assert any("'sorted_slice'" in n and "padded" in n for n in n85), n85
+assert all("perf_error" not in x and "original_ms" not in x for x in r.values()), r
+EOF
+expect_grep "^\| 001_allreduce \| 2 \| bf16 \| agree \|" "$TMP/y.md"
+# -T: the timing has its own try. 005's timed calls fail: it still agrees,
+# and its record says why it has no time (perf_error); 048's original makes
+# new groups on every call (the stand-in's NCCL runs out past 8): cached by
+# rank list while timing, it is timed
+PYTHONPATH=$XC expect_exit 0 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 1,5,48 -w 2 -T -o "$TMP/z.jsonl"
+expect_grep "^agree +005_scatter W=2 bf16" "$TMP/out"
+expect_grep "^crosscheck: 3 agree, 0 do not" "$TMP/out"
+expect_exit 0 python3 - "$TMP/z.jsonl" <<'EOF'
+import json, sys
+r = {x["problem"][:3]: x for x in map(json.loads, open(sys.argv[1]))}
+for p in ("001", "048"):
+    assert r[p]["original_ms"] == 0.5 and "ours_ms" in r[p] and "perf_error" not in r[p], r[p]
+    assert r[p]["ours_over_original"] > 0, r[p]
+assert r["005"]["result"] == "agree" and "original_ms" not in r["005"], r["005"]
+assert r["005"]["perf_error"].startswith("rank "), r["005"]
+assert "RuntimeError: a timed call failed" in r["005"]["perf_error"], r["005"]
+EOF
+expect_grep "^\| 005_scatter \| 2 \| bf16 \| agree \|.*timing failed: rank" "$TMP/z.md"
+# a timing that never returns: a SIGTERM to crosscheck.py alone (a time
+# limit, --foreground: not to its process group) ends the rank processes
+# too, and their reports, written before the timing, keep the comparison
+mkdir -p "$TMP/pids"
+XC_PIDS=$TMP/pids PYTHONPATH=$XC expect_exit 124 timeout --foreground 8 python3 "$ROOT/tools/crosscheck.py" \
+	--orig "$XC/orig" --ours "$TMP/saves/006" --out "$TMP/hang" --world 2 --time
+expect_exit 0 python3 - "$TMP/hang" "$TMP/pids" <<'EOF'
+import json, os, sys, time
+d, pids = sys.argv[1:]
+for r in range(2):
+    j = json.load(open(os.path.join(d, f"rank_{r}_report.json")))
+    assert j["status"] == "ok" and j["perf_error"].startswith("did not finish timing"), j
+assert len(os.listdir(pids)) == 2, os.listdir(pids)
+time.sleep(0.5)
+for p in os.listdir(pids):
+    try:
+        os.kill(int(p), 0)
+    except ProcessLookupError:
+        continue
+    raise AssertionError(f"rank process {p} outlived crosscheck.py")
+EOF
+for p in $(ls "$TMP/pids"); do kill -9 "$p" 2>/dev/null; done   # left behind: this test's own
+expect_exit 0 "$PKB" compare "$TMP/saves/006" "$TMP/hang"
+unset PKB_RANK_CMD PKB_TEST_GPUS PKB_FAKE_SAVE
 expect_exit 1 python3 "$ROOT/tools/crosscheck.py" --orig "$TMP/notorig" --ours "$TMP/a" --out "$TMP/x" --world 2
 expect_grep "is not a checkout of the original ParallelKernelBench" "$TMP/err"
 done_testing

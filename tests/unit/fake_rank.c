@@ -29,6 +29,10 @@
  *   escape    the candidate's host clock is far above its events' span
  *   stale     the re-check of the candidate's timed outputs fails
  *   modify    a timed call modified its inputs
+ * $PKB_FAKE_SAVE=DIR: a run with --save copies DIR/NNN/rank_R_inputs and
+ * rank_R_outputs.safetensors (NNN the problem's id), files the test made,
+ * into the save folder, as a real rank writes its own (tools/crosscheck's
+ * tests).
  * A candidate can choose for itself (pkb agent's tests, where each step's
  * file must behave differently): a string "pkb-fake-mode:MODE" in its
  * shared object overrides $PKB_FAKE_MODE, "pkb-fake-us:T" sets its time
@@ -159,6 +163,25 @@ bad:
 	return fail("runtime_error", msg);
 }
 
+/* $PKB_FAKE_SAVE: the test's files for this problem and rank, copied */
+static void fake_save(const struct wire_job *job)
+{
+	phase(PH_SAVE, "saving inputs and outputs");
+	const char *what[] = { "inputs", "outputs" };
+	for (int i = 0; i < 2; i++) {
+		char *src = xstrfmt("%s/%03d/rank_%d_%s.safetensors", getenv("PKB_FAKE_SAVE"),
+				    atoi(job->problem), job->rank, what[i]);
+		char *dst = xstrfmt("%s/rank_%d_%s.safetensors", job->save_dir, job->rank, what[i]);
+		size_t len;
+		char *buf = read_file(src, &len);
+		if (buf)
+			write_file_atomic(dst, buf, len);
+		free(buf);
+		free(src);
+		free(dst);
+	}
+}
+
 int main(void)
 {
 	fd = atoi(getenv("PKB_FD") ? getenv("PKB_FD") : "3");
@@ -261,6 +284,8 @@ int main(void)
 		send_record(wire_trial_pack(&wt));
 		json_decref(wt.outputs);
 	}
+	if (job.save_dir[0] && getenv("PKB_FAKE_SAVE"))   /* as rank.c: do_run saves, then do_perf */
+		fake_save(&job);
 	if (job.has_perf) {
 		phase(PH_TIMING, "timed calls");
 		int iters = job.perf.iters;

@@ -12,6 +12,7 @@
 #include "util.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -102,6 +103,29 @@ int main(void)
 		struct pkb_io io;
 		CHECK(problem_describe(p, &bad, &io) < 0 && io.err[0]);
 	}
+	/* `pkb run --save` metadata: the params as JSON that reads back exactly
+	 * (tools/crosscheck.py checks the original's kept scalars against them) */
+	struct pkb_dims d40 = { .world = 4, .m = 1024, .n = 1024, .dtype = PKB_BF16 };
+	struct pkb_io io40;
+	CHECK(problem_describe(problem_find("40"), &d40, &io40) == 0);
+	char *pj = problem_params_json(&io40);
+	CHECKF(!strcmp(pj, "{\"lr\": 0.001, \"beta1\": 0.9, \"beta2\": 0.999, \"eps\": 1e-08}"),
+	       "%s", pj);
+	free(pj);
+	struct pkb_io few = { .n_params = 3 };
+	snprintf(few.params[0].name, sizeof few.params[0].name, "a\"b");
+	few.params[0].value = 0.1 + 0.2;   /* needs all 17 digits */
+	snprintf(few.params[1].name, sizeof few.params[1].name, "inf");
+	few.params[1].value = -INFINITY;
+	snprintf(few.params[2].name, sizeof few.params[2].name, "n[0]");
+	few.params[2].value = -100;
+	pj = problem_params_json(&few);
+	CHECKF(!strcmp(pj, "{\"a\\\"b\": 0.30000000000000004, \"inf\": -Infinity, \"n[0]\": -100}"),
+	       "%s", pj);
+	free(pj);
+	few.n_params = 0;
+	CHECK(!strcmp(pj = problem_params_json(&few), "{}"));
+	free(pj);
 	CHECK(problem_find("nonexistent") == NULL && problem_find("999") == NULL);
 	CHECK(problem_find("001_allreduce") && problem_find("1") && problem_find("allreduce"));
 	return t_done("test_problems");

@@ -1,0 +1,131 @@
+"""A stand-in for PyTorch on machines without it (tests/cli/t0530): just
+enough of torch for tools/crosscheck.py's rank code and the fake original
+in ../orig. A tensor is its bytes, dtype and shape, on the CPU; bf16 is
+packed by truncation (exact for the tests' values)."""
+import math
+import struct
+
+from . import distributed  # noqa: F401  (torch.distributed, as torch has it)
+
+
+class dtype:
+    def __init__(self, name, fmt, size):
+        self.name, self.fmt, self.size = name, fmt, size
+
+    def __repr__(self):
+        return "torch." + self.name
+
+
+bfloat16 = dtype("bfloat16", "bf16", 2)
+float16 = dtype("float16", "e", 2)
+float32 = dtype("float32", "f", 4)
+float64 = dtype("float64", "d", 8)
+int8 = dtype("int8", "b", 1)
+uint8 = dtype("uint8", "B", 1)
+int32 = dtype("int32", "i", 4)
+int64 = dtype("int64", "q", 8)
+bool = dtype("bool", "?", 1)  # noqa: A001
+float8_e4m3fn = dtype("float8_e4m3fn", "B", 1)
+float8_e5m2 = dtype("float8_e5m2", "B", 1)
+complex64 = dtype("complex64", "ff", 8)
+long = int64
+
+
+class Size(tuple):
+    pass
+
+
+class device:
+    def __init__(self, kind, index=0):
+        self.kind, self.index = kind, index
+
+
+def _pack(dt, vals):
+    if dt.fmt == "bf16":
+        return b"".join(struct.pack("<f", float(v))[2:] for v in vals)
+    return b"".join(struct.pack("<" + dt.fmt, v) for v in vals)
+
+
+def _unpack(dt, data):
+    if dt.fmt == "bf16":
+        return [struct.unpack("<f", b"\0\0" + data[i:i + 2])[0] for i in range(0, len(data), 2)]
+    return [x[0] for x in struct.iter_unpack("<" + dt.fmt, data)]
+
+
+class Tensor:
+    def __init__(self, dt, shape, data):
+        self.dtype, self._shape, self._data = dt, list(shape), bytes(data)
+        assert math.prod(self._shape) * dt.size == len(self._data), (shape, len(data))
+
+    @property
+    def shape(self):
+        return Size(self._shape)
+
+    def numel(self):
+        return math.prod(self._shape)
+
+    def reshape(self, *shape):
+        shape = list(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else list(shape)
+        if -1 in shape:
+            k = shape.index(-1)
+            shape[k] = self.numel() // max(1, math.prod(s for s in shape if s != -1))
+        return Tensor(self.dtype, shape, self._data)
+
+    def to(self, x):
+        if isinstance(x, dtype) and x is not self.dtype:
+            return Tensor(x, self._shape, _pack(x, _unpack(self.dtype, self._data)))
+        return self
+
+    def view(self, x):
+        if isinstance(x, dtype):
+            return Tensor(x, [len(self._data) // x.size], self._data)
+        return self.reshape(x)
+
+    def contiguous(self):
+        return self
+
+    def is_contiguous(self):
+        return True
+
+    def detach(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def numpy(self):
+        return self
+
+    def tobytes(self):
+        return self._data
+
+    def tolist(self):
+        return _unpack(self.dtype, self._data)
+
+    def item(self):
+        return self.tolist()[0]
+
+
+def frombuffer(buf, dtype):
+    return Tensor(dtype, [len(buf) // dtype.size], buf)
+
+
+def tensor(vals, dtype=float32, device=None):
+    vals = list(vals) if isinstance(vals, (list, tuple)) else [vals]
+    return Tensor(dtype, [len(vals)], _pack(dtype, vals))
+
+
+def as_tensor(x, device=None):
+    if isinstance(x, Tensor):
+        return x
+    return Tensor(float32, [], _pack(float32, [x]))
+
+
+class cuda:
+    @staticmethod
+    def synchronize():
+        pass
+
+    @staticmethod
+    def set_device(i):
+        pass
