@@ -273,6 +273,39 @@ static void scan(struct sweep *s, const char *root)
 
 /* ---- the records: the keys done, a torn last line cut ---- */
 
+/* The file to append to without its env_error records, which earlier
+ * sweeps wrote as verdicts: written whole to a temporary file and renamed
+ * over it (a kill leaves the old file or the new one), every other line
+ * kept byte for byte, so that the key run again is in it once. */
+static int drop_env_errors(const char *path, int n)
+{
+	size_t len;
+	char *buf = read_file(path, &len);
+	if (!buf)
+		return error("cannot read %s: %s", path, strerror(errno));
+	char *keep = xmalloc(len + 1);
+	size_t k = 0;
+	for (char *p = buf, *nl; p < buf + len; p = nl + 1) {
+		if (!(nl = memchr(p, '\n', buf + len - p)))
+			nl = buf + len - 1;
+		json_t *r = json_loadb(p, nl - p, 0, NULL);
+		const char *o = json_string_value(json_object_get(r, "outcome"));
+		if (!o || strcmp(o, "env_error")) {
+			memcpy(keep + k, p, nl + 1 - p);
+			k += nl + 1 - p;
+		}
+		json_decref(r);
+	}
+	int rc = write_file_atomic(path, keep, k);
+	free(keep);
+	free(buf);
+	if (rc < 0)
+		return error("cannot rewrite %s: %s", path, strerror(errno));
+	warning("%s: %d env_error records dropped (the machine's failure, no verdict): they run "
+		"again", path, n);
+	return 0;
+}
+
 /* Into `done` (key -> outcome) every key recorded: in `out` alone when -o
  * names a file of its own, else in every file of the run (results.jsonl
  * and the shard files of --slurm tasks). The file that will be appended
@@ -301,10 +334,20 @@ static int load_done(const struct sweep *s, const char *out, json_t *done)
 		}
 		size_t j;
 		json_t *r;
-		json_array_foreach(recs, j, r)
-			json_object_set(done, json_string_value(json_object_get(r, "key")),
-					json_object_get(r, "outcome"));
+		int env = 0;
+		json_array_foreach(recs, j, r) {
+			/* an env_error is no verdict (sweeps before issue 38 recorded
+			 * them): its key runs again */
+			const char *o = json_string_value(json_object_get(r, "outcome"));
+			if (o && !strcmp(o, "env_error"))
+				env++;
+			else
+				json_object_set(done, json_string_value(json_object_get(r, "key")),
+						json_object_get(r, "outcome"));
+		}
 		json_decref(recs);
+		if (!rc && env && !strcmp(files[i], out))
+			rc = drop_env_errors(out, env);
 	}
 	results_files_free(files);
 	return rc;

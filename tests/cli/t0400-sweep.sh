@@ -137,6 +137,20 @@ expect_grep '^1 no_code$' <(count "$TMP/env/results.jsonl")
 PKB_FAKE_MODE=ok expect_exit 0 "$PKB" sweep "$TMP/env" -p 1 -g 2 --ngpus 2 -t 1
 expect_grep '1 already recorded, 2 to run' "$TMP/err"
 expect_grep '^3 no_code pass pass$' <(count "$TMP/env/results.jsonl")
+# env_error records of an earlier sweep are no verdicts: dropped from the
+# file (said once), run again, each key once
+python3 - "$TMP/env/results.jsonl" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+for r in recs:
+    if r["outcome"] == "pass":
+        r["outcome"] = "env_error"
+open(sys.argv[1], "w").write("".join(json.dumps(r) + "\n" for r in recs))
+PY
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" sweep "$TMP/env" -p 1 -g 2 --ngpus 2 -t 1
+expect_grep 'results.jsonl: 2 env_error records dropped' "$TMP/err"
+expect_grep '1 already recorded, 2 to run' "$TMP/err"
+expect_grep '^3 no_code pass pass$' <(count "$TMP/env/results.jsonl")
 # no GPU on this machine (no pretend ranks): refused at once, nothing recorded
 mkrun "$TMP/nogpu" 2
 env -u PKB_RANK_CMD -u CUDA_VISIBLE_DEVICES "$PKB" sweep "$TMP/nogpu" -p 1 >"$TMP/out" 2>"$TMP/err"
