@@ -1414,36 +1414,30 @@ static char *machine_gpu(int fake)
 	return model;
 }
 
-/* the GPU family of a name: "h100" of "NVIDIA H100 80GB HBM3" or of hw/h100_8 */
-static const char *gpu_family(const char *name)
+/* hw/h100_8 and hw/h100_4 describe one GPU: the name before its '_' */
+static int same_gpu(const char *a, const char *b)
 {
-	static const char *const fam[] = { "h100", "h200", "b200", "b100", "gb200", "a100" };
-	char low[160];
-	size_t i;
-	for (i = 0; name && name[i] && i + 1 < sizeof low; i++)
-		low[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
-	low[i] = 0;
-	for (i = 0; name && i < ARRAY_SIZE(fam); i++)
-		if (strstr(low, fam[i]) && (strcmp(fam[i], "b200") || !strstr(low, "gb200")))
-			return fam[i];
-	return NULL;
+	size_t n = strcspn(a, "_");
+	return n == strcspn(b, "_") && !strncmp(a, b, n);
 }
 
 /* One line when the GPUs here are not those the run's prompts described
  * (run.json's args.hw, a machine of hw/): the speedups are measured on
- * this machine, the prompt's peaks and roofline were another's. */
+ * this machine, the prompt's peaks and roofline were another's. This
+ * machine's is the nominal one of its GPU (hw_for_device, as eval's
+ * roofline finds it); a GPU with none differs from every description. */
 static void warn_hardware(const struct sweep *s)
 {
 	const char *hw = json_string_value(json_object_get(s->run_args, "hw"));
-	struct hw_spec h;
+	struct hw_spec want, mine;
 	char err[300];
-	if (!hw || hw_load(hw, &h, err, sizeof err) < 0)
+	if (!hw || !strcmp(hw, "local") || hw_load(hw, &want, err, sizeof err) < 0)
 		return;
 	char *here = machine_gpu(s->fake);
-	const char *fh = gpu_family(here), *fp = gpu_family(h.name);
-	if (here && fp && fh != fp)
+	if (here && (hw_for_device(NULL, here, s->W, &mine, err, sizeof err) < 0 ||
+		     !same_gpu(mine.name, want.name)))
 		warning("this machine's GPUs (%s) are not the hardware the run's prompts described "
-			"(run.json: hw %s, %s): speedups are measured here", here, hw, h.title);
+			"(run.json: hw %s, %s): speedups are measured here", here, hw, want.title);
 	free(here);
 }
 

@@ -127,6 +127,9 @@ rj "$TMP/rj" '{"world": 4, "backend": "nccl-device", "hw": "h200_8"}'
 PKB_FAKE_DEVICE="NVIDIA H100 80GB HBM3" PKB_FAKE_MODE=ok expect_exit 0 "$PKB" sweep "$TMP/rj" --ngpus 4 -t 1
 expect_grep "^warning: this machine's GPUs \(NVIDIA H100 80GB HBM3\) are not the hardware the run's prompts described \(run.json: hw h200_8" "$TMP/err"
 [ "$(grep -c 'not the hardware' "$TMP/err")" = 1 ] && ok || not_ok "not one warning line"
+# a GPU with no description of its own differs from every one
+PKB_FAKE_DEVICE="NVIDIA A100-SXM4-80GB" PKB_FAKE_MODE=ok expect_exit 0 "$PKB" sweep "$TMP/rj" --ngpus 4 -t 1
+expect_grep "^warning: this machine's GPUs \(NVIDIA A100-SXM4-80GB\) are not the hardware" "$TMP/err"
 
 # the machine's failure is no verdict: env_error is not recorded, the sweep
 # exits 9 and the next run evaluates it
