@@ -309,8 +309,10 @@ static int drop_env_errors(const char *path, int n)
 /* Into `done` (key -> outcome) every key recorded: in `out` alone when -o
  * names a file of its own, else in every file of the run (results.jsonl
  * and the shard files of --slurm tasks). The file that will be appended
- * to, `out`, loses a torn last line (said on stderr); a bad line before its
- * end is refused, since cutting there would drop the good records after it. */
+ * to, `out`, loses a torn last line (said on stderr) and its env_error
+ * records; a bad line before its end is refused, since cutting there would
+ * drop the good records after it. `out` NULL (--status, a submission):
+ * every file only read. */
 static int load_done(const struct sweep *s, const char *out, json_t *done)
 {
 	int n = 1;
@@ -321,12 +323,12 @@ static int load_done(const struct sweep *s, const char *out, json_t *done)
 	for (int i = 0; i < n && !rc; i++) {
 		json_t *recs = json_array();
 		size_t good, len;
-		int bad;
+		int bad, mine = out && !strcmp(files[i], out);
 		if (results_read(files[i], recs, &good, &len, &bad) < 0) {
 			rc = error("cannot read %s: %s", files[i], strerror(errno));
-		} else if (!strcmp(files[i], out) && bad) {
+		} else if (mine && bad) {
 			rc = error("%s: line %d is not a sweep record; fix or move the file", out, bad);
-		} else if (!strcmp(files[i], out) && good < len) {
+		} else if (mine && good < len) {
 			/* a kill mid-write leaves at most one torn line at the end */
 			warning("%s: %zu bytes of a torn last record cut away", out, len - good);
 			if (truncate(out, (off_t)good) != 0)
@@ -346,7 +348,7 @@ static int load_done(const struct sweep *s, const char *out, json_t *done)
 						json_object_get(r, "outcome"));
 		}
 		json_decref(recs);
-		if (!rc && env && !strcmp(files[i], out))
+		if (!rc && env && mine)
 			rc = drop_env_errors(out, env);
 	}
 	results_files_free(files);
@@ -1480,9 +1482,7 @@ static int status(const char *root)
 	}
 	scan(&s, root);
 	json_t *done = json_object();
-	char *res_path = xstrfmt("%s/results.jsonl", root);
-	rc = load_done(&s, res_path, done);
-	free(res_path);
+	rc = load_done(&s, NULL, done);   /* only read: tasks may be appending */
 	json_t *oc = json_object();
 	int recorded = 0;
 	for (int i = 0; i < s.n; i++) {
@@ -1620,7 +1620,7 @@ int cmd_sweep(int argc, char **argv)
 	char *res_path = s.out ? xstrdup(s.out) : !s.shard_n ? xstrfmt("%s/results.jsonl", s.root) :
 		xstrfmt("%s/" RESULTS_SHARD_DIR "/shard-%d-of-%d.jsonl", s.root, s.shard_i, s.shard_n);
 	json_t *done = json_object();
-	if (load_done(&s, res_path, done) < 0) {
+	if (load_done(&s, so.on ? NULL : res_path, done) < 0) {
 		rc = PKB_EXIT_INPUT;
 		goto out_done;
 	}
