@@ -457,9 +457,6 @@ static json_t *make_record(struct sweep *s, struct task *t, json_t *res, int rc,
 		"candidate", t->path, "exit_code", rc, "seconds", secs);
 	if (t->path)
 		json_object_set_new(rec, "log", json_steal_str(task_log(t, ".log")));
-	json_t *rl = json_object_get(res, "log_dir");
-	if (json_is_string(rl))
-		json_object_set(rec, "rank_logs", rl);
 	json_object_set_new(rec, "outcome", json_string(res ? fail_category(res) :
 		t->path ? (rc == -2 ? "timeout" : "internal_error") : "no_code"));
 	if (res)
@@ -601,16 +598,18 @@ static void eval_done(void *vctx, const struct lanes_done *d)
 		free(line);
 		goto out;
 	}
-	if (res) {
-		/* the ranks' logs stay beside the record, named relative to the
-		 * run directory; a pass needs none */
-		struct stat st;
-		if (o && !strcmp(o, "pass"))
-			rm_rf(ranks);
-		json_object_set_new(res, "log_dir", stat(ranks, &st) == 0 ? json_string(rel) :
-				    json_null());
-	}
+	/* the ranks' logs stay beside the record, named relative to the run
+	 * directory (also when the sweep's own timeout killed eval); a pass
+	 * needs none */
+	struct stat st;
+	if (o && !strcmp(o, "pass"))
+		rm_rf(ranks);
+	int have = stat(ranks, &st) == 0;
+	if (res)
+		json_object_set_new(res, "log_dir", have ? json_string(rel) : json_null());
 	json_t *rec = make_record(s, t, res, d->status, d->seconds);
+	if (have)
+		json_object_set_new(rec, "rank_logs", json_string(rel));
 	if (!res && d->status != -2)
 		json_object_set_new(rec, "message", json_string("eval wrote no JSON (see log)"));
 	if (append_record(c->fd, rec) < 0)

@@ -56,6 +56,7 @@ mkrun "$TMP/hang2" 1
 PKB_FAKE_MODE=hang expect_exit 0 "$PKB" sweep "$TMP/hang2" -p 1 -g 2 --ngpus 2 -t 1 --timeout 3
 expect_grep '^2 no_code timeout$' <(count "$TMP/hang2/results.jsonl")
 expect_grep '"exit_code":-2' "$TMP/hang2/results.jsonl"
+expect_grep '"rank_logs":"logs/001/sample_0.ranks"' "$TMP/hang2/results.jsonl"
 sleep 0.5
 [ -z "$(pgrep -fx "$PKB_RANK_CMD")" ] && ok || not_ok "ranks left running: $(pgrep -fx "$PKB_RANK_CMD")"
 
