@@ -1566,6 +1566,7 @@ int cmd_sweep(int argc, char **argv)
 	int rc = r < 0 ? PKB_EXIT_USAGE : 0;
 	if (r)
 		goto out;
+	int machine = !s.ngpus && !so.on && !s.dry_run;   /* N is this machine's GPUs */
 	if (!s.ngpus)
 		s.ngpus = so.on ? so.gpn : default_ngpus();
 	if (jobs) {
@@ -1598,7 +1599,14 @@ int cmd_sweep(int argc, char **argv)
 		rc = PKB_EXIT_INPUT;
 		goto out;
 	}
-	if (s.ngpus < s.W) {
+	if (s.ngpus < s.W && machine) {
+		/* the machine, not the command line: as eval's "too few GPUs" */
+		error("this machine shows %d GPUs: an evaluation of W = %d (%s) needs %d", s.ngpus,
+		      s.W, s.from[0], s.W);
+		rc = PKB_EXIT_ENV;
+		goto out;
+	}
+	if (s.ngpus < s.W && !s.dry_run) {   /* a dry run needs no GPU */
 		error("%d GPUs cannot hold an evaluation of W = %d", s.ngpus, s.W);
 		hint("--ngpus (or --gpus-per-node with --slurm) at least --gpus");
 		rc = PKB_EXIT_USAGE;
@@ -1610,7 +1618,7 @@ int cmd_sweep(int argc, char **argv)
 		goto out;
 	}
 	if (!s.lanes)
-		s.lanes = s.ngpus / s.W;
+		s.lanes = s.ngpus >= s.W ? s.ngpus / s.W : 1;
 	if (spec_select(s.spec, s.want, sizeof(s.want)) < 0) {
 		rc = PKB_EXIT_USAGE;
 		goto out;

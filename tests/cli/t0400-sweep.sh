@@ -165,6 +165,14 @@ if [ -d /proc/driver/nvidia/gpus ]; then ok; ok; ok; else
 	[ ! -e "$TMP/nogpu/results.jsonl" ] && ok || not_ok "records written without a GPU"
 fi
 
+# run.json's W = 4 on a machine of 2 GPUs: the machine's shortfall (9), not a
+# bad command line (2, which --ngpus 2 still is); a dry run needs no GPU
+rj "$TMP/nogpu" '{"world": 4}'
+CUDA_VISIBLE_DEVICES=0,1 PKB_FAKE_MODE=ok expect_exit 9 "$PKB" sweep "$TMP/nogpu" -p 1
+expect_grep '^error: this machine shows 2 GPUs: an evaluation of W = 4 \(run.json\) needs 4$' "$TMP/err"
+CUDA_VISIBLE_DEVICES=0,1 PKB_FAKE_MODE=ok expect_exit 2 "$PKB" sweep "$TMP/nogpu" -p 1 --ngpus 2
+rm "$TMP/nogpu/run.json"
+
 # a W the problem does not take is a skip with its reason, not a verdict
 mkdir -p "$TMP/w3/candidates/011" "$TMP/w3/candidates/001"
 cp "$SRC" "$TMP/w3/candidates/011/sample_0.cu"
