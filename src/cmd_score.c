@@ -1,18 +1,24 @@
 /*
  * cmd_score.c -- `pkb score RUN...`: the metrics of one or more sweeps
  * side by side (one column per run), each metric's definition under the
- * table, or the same numbers as JSON (summary.c makes both).
+ * table, or the same numbers as JSON (summary.c makes both), or per
+ * (run, problem) as CSV for spreadsheets and plotting tools.
  */
 #include "cmds.h"
 #include "exitcode.h"
 #include "summary.h"
 #include "opts.h"
+#include "problem.h"   /* defines: problem_find */
+#include "results.h"   /* defines: results_files, results_read */
 #include "util.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char head[] =
 "usage: pkb score RUN... [options]\n"
@@ -20,6 +26,10 @@ static const char head[] =
 "Score the records of pkb sweep (RUN: a run directory with results.jsonl, or\n"
 "the file); several runs are shown side by side.\n"
 "\n";
+static const char tail[] =
+"\n"
+"exit status: 0 scored, 1 a RUN that cannot be read or holds no pkb sweep\n"
+"record (an empty run, a file of another format), 2 usage\n";
 
 const struct opt score_opts_pk[] = {
 	{ 'p', "p", "LIST", "fast_p thresholds besides 0,0.5,1,1.5,2 (e.g. 3,4)" },
@@ -28,6 +38,8 @@ const struct opt score_opts_pk[] = {
 };
 static const struct opt score_own[] = {
 	{ 'j', "json", "FILE", "write the scores as JSON (- for stdout)" },
+	{ 'c', "csv", "FILE", "write one row per run and problem as CSV (- for\n"
+			      "stdout; docs/SWEEP.md names the columns)" },
 	OPTS_END,
 };
 static const struct opt *const tables[] = { score_opts_pk, score_own, NULL };
@@ -86,9 +98,162 @@ static void cell(double x, int pct)
 	printf(" %12s", sum_fmt(x, pct, b, sizeof(b)));
 }
 
+/* Every RUN must hold pkb sweep records: a directory with none of its
+ * files (never swept), or a file with no record or a line of another
+ * format before its end, is refused here rather than scored as zero
+ * candidates. -1 after error(). */
+static int check_runs(char **paths, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		if (stat(paths[i], &st) < 0)
+			return error("cannot read '%s': %s", paths[i], strerror(errno));
+		int nf = 0, exist = 0;
+		char **files = results_files(paths[i], &nf);
+		for (int f = 0; f < nf; f++)
+			exist += access(files[f], F_OK) == 0;
+		if (!exist) {
+			results_files_free(files);
+			error("'%s' holds no results.jsonl (nor " RESULTS_SHARD_DIR "/*.jsonl): nothing "
+			      "swept there", paths[i]);
+			hint("pkb sweep %s records its evaluations", paths[i]);
+			return -1;
+		}
+		int recs_n = 0, rc = 0;
+		for (int f = 0; f < nf && !rc; f++) {
+			json_t *recs = json_array();
+			int bad = 0;
+			if (results_read(files[f], recs, NULL, NULL, &bad) < 0)
+				rc = error("cannot read '%s': %s", files[f], strerror(errno));
+			else if (bad)
+				rc = error("'%s': line %d is not a pkb sweep record", files[f], bad);
+			recs_n += (int)json_array_size(recs);
+			json_decref(recs);
+		}
+		results_files_free(files);
+		if (rc)
+			return -1;
+		if (!recs_n)
+			return error("'%s' holds no pkb sweep record (a JSON line with a \"key\")",
+				     paths[i]);
+	}
+	return 0;
+}
+
+/* The definitions printed under the table and into --json: summary.c's,
+ * with the geomean entry in score.c's words (the row "geomean" is
+ * KernelBench's unclamped one, "geomean clamped" the other). */
+static char *definitions(void)
+{
+	const char *d = sum_definitions, *g = strstr(d, "\ngeomean ");
+	if (!g)
+		return xstrdup(d);
+	g++;
+	const char *e = g;   /* the entry goes on while lines start with blanks */
+	while ((e = strchr(e, '\n')) && e[1] == ' ')
+		e++;
+	e = e ? e + 1 : g + strlen(g);
+	return xstrfmt("%.*s%s%s", (int)(g - d), d, score_geomean_words, e);
+}
+
+/* a CSV field (RFC 4180): quoted when it holds a comma, quote or newline */
+static void csv_str(FILE *f, const char *v)
+{
+	if (!strpbrk(v, ",\"\n\r")) {
+		fputs(v, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *v; v++) {
+		if (*v == '"')
+			fputc('"', f);
+		fputc(*v, f);
+	}
+	fputc('"', f);
+}
+
+static void csv_num(FILE *f, double x)
+{
+	fputc(',', f);
+	if (isfinite(x))
+		fprintf(f, "%.10g", x);
+}
+
+/* One row per (run, problem): the per-problem numbers whose means over the
+ * problems are score's (pass@k over the problems with n >= k, fast_p over
+ * all), fractions rather than percents; an empty cell where the table
+ * prints "-". */
+static int write_csv(const struct sum_set *s, const char *path)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+	if (!f)
+		return error("cannot write '%s': %s", path, strerror(errno));
+	fputs("run,problem,name,category,candidates,correct", f);
+	for (int k = 1; k <= s->nk; k++)
+		fprintf(f, ",pass@%d", k);
+	for (int q = 0; q < s->np; q++)
+		fprintf(f, ",fast_%g", s->p[q]);
+	fputs(",geomean,geomean_clamped,geomean_n,best_speedup,mean_sol,mean_roofline_fraction", f);
+	for (int o = 0; o < OC_COUNT; o++)
+		fprintf(f, ",%s", sum_outcome_names[o]);
+	fputc('\n', f);
+	for (int i = 0; i < s->nr; i++) {
+		const struct sum_run *r = &s->r[i];
+		for (int j = 0; j < r->np; j++) {
+			const struct sum_problem *p = &r->p[j];
+			char id[16];
+			snprintf(id, sizeof id, "%d", p->id);
+			const struct pkb_problem *pp = problem_find(id);
+			struct score_item *it = xcalloc(p->n + 1, sizeof(*it));
+			int oc[OC_COUNT] = { 0 }, sol_n = 0, frac_n = 0, geo_n = 0;
+			double sol = 0, frac = 0;
+			for (int c = 0; c < p->n; c++) {
+				const struct sum_cand *sc = &p->c[c];
+				it[c] = (struct score_item){ sc->outcome == OC_PASS, sc->speedup };
+				oc[sc->outcome]++;
+				if (it[c].correct && isfinite(sc->sol)) {
+					sol += sc->sol;
+					sol_n++;
+				}
+				if (it[c].correct && isfinite(sc->fraction)) {
+					frac += sc->fraction;
+					frac_n++;
+				}
+			}
+			csv_str(f, r->name);
+			fprintf(f, ",%03d,", p->id);
+			csv_str(f, pp ? pp->name : "");
+			fputc(',', f);
+			csv_str(f, p->category ? p->category : "");
+			fprintf(f, ",%d,%d", p->n, p->correct);
+			for (int k = 1; k <= s->nk; k++)
+				csv_num(f, score_pass_at_k(p->n, p->correct, k));
+			for (int q = 0; q < s->np; q++)
+				csv_num(f, score_fast_p(it, p->n, s->p[q]));
+			csv_num(f, score_geomean(it, p->n, 0, &geo_n));
+			csv_num(f, score_geomean(it, p->n, 1, NULL));
+			fprintf(f, ",%d", geo_n);
+			int b = p->best;
+			csv_num(f, b >= 0 && p->c[b].outcome == OC_PASS ? p->c[b].speedup : NAN);
+			csv_num(f, sol_n ? sol / sol_n : NAN);
+			csv_num(f, frac_n ? frac / frac_n : NAN);
+			for (int o = 0; o < OC_COUNT; o++)
+				fprintf(f, ",%d", oc[o]);
+			fputc('\n', f);
+			free(it);
+		}
+	}
+	int bad = ferror(f);
+	if (f != stdout)
+		bad |= fclose(f) != 0;
+	else
+		bad |= fflush(f) != 0;
+	return bad ? error("cannot write '%s'", path) : 0;
+}
+
 int cmd_score(int argc, char **argv)
 {
-	const char *plist = NULL, *json_path = NULL;
+	const char *plist = NULL, *json_path = NULL, *csv_path = NULL;
 	int nk = 5, c;
 	struct opts_parser P;
 	opts_init(&P, tables);
@@ -100,32 +265,46 @@ int cmd_score(int argc, char **argv)
 			continue;
 		switch (c) {
 		case 'j': json_path = optarg; break;
-		case 'h': opts_usage(stdout, head, tables, NULL); return 0;
-		default: opts_usage(stderr, head, tables, NULL); return PKB_EXIT_USAGE;
+		case 'c': csv_path = optarg; break;
+		case 'h': opts_usage(stdout, head, tables, tail); return 0;
+		default: opts_usage(stderr, head, tables, tail); return PKB_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {
 		error("score takes one or more runs");
-		opts_usage(stderr, head, tables, NULL);
+		opts_usage(stderr, head, tables, tail);
+		return PKB_EXIT_USAGE;
+	}
+	if (json_path && csv_path && !strcmp(json_path, "-") && !strcmp(csv_path, "-")) {
+		error("--json - and --csv - cannot both take stdout");
 		return PKB_EXIT_USAGE;
 	}
 	double p[SUM_MAX_P];
 	int np;
 	if (score_parse_p(plist, p, &np) < 0)
 		return PKB_EXIT_USAGE;
+	if (check_runs(argv + optind, argc - optind) < 0)
+		return PKB_EXIT_INPUT;
 	struct sum_set s;
 	if (sum_load(&s, argv + optind, argc - optind, p, np, nk) < 0)
 		return PKB_EXIT_INPUT;
-	if (json_path) {
-		json_t *j = sum_json(&s);
+	char *defs = definitions();
+	if (json_path || csv_path) {
 		int rc = 0;
-		if (!strcmp(json_path, "-")) {
-			json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-			putchar('\n');
-		} else {
-			rc = json_write_file(json_path, j);
+		if (json_path) {
+			json_t *j = sum_json(&s);
+			json_object_set_new(j, "definitions", json_string(defs));
+			if (!strcmp(json_path, "-")) {
+				json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+				putchar('\n');
+			} else {
+				rc = json_write_file(json_path, j);
+			}
+			json_decref(j);
 		}
-		json_decref(j);
+		if (csv_path && write_csv(&s, csv_path) < 0)
+			rc = -1;
+		free(defs);
 		sum_free(&s);
 		return rc < 0 ? PKB_EXIT_INPUT : 0;
 	}
@@ -153,7 +332,7 @@ int cmd_score(int argc, char **argv)
 	printf("\n%-16s", "geomean");
 	for (int i = 0; i < s.nr; i++)
 		cell(s.r[i].geo_raw, 0);
-	printf("\n%-16s", "geomean >= 1");
+	printf("\n%-16s", "geomean clamped");
 	for (int i = 0; i < s.nr; i++)
 		cell(s.r[i].geo_clamped, 0);
 	printf("\n%-16s", "S (mean)");
@@ -187,7 +366,8 @@ int cmd_score(int argc, char **argv)
 			printf("; %lld %s", (long long)json_integer_value(v), cat);
 		putchar('\n');
 	}
-	printf("\n%s", sum_definitions);
+	printf("\n%s", defs);
+	free(defs);
 	sum_free(&s);
 	return 0;
 }

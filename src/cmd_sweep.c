@@ -13,10 +13,14 @@
  */
 #define _GNU_SOURCE
 #include "cmds.h"
+#include "build.h"     /* defines: build_result_free */
+#include "dtype.h"     /* defines: dtype_parse */
 #include "exitcode.h"
 #include "job.h"       /* defines: gpu_count, job_stamp */
 #include "lanes.h"
+#include "loader.h"    /* defines: loader_backend_valid */
 #include "problem.h"
+#include "roofline.h"  /* defines: hw_load */
 #include "results.h"
 #include "slurm.h"
 #include "spec.h"      /* defines: spec_parse */
@@ -48,12 +52,14 @@ static const char head[] =
 "\n"
 "Evaluate every candidate under DIR with `pkb eval`, in lanes of W GPUs side\n"
 "by side, and append one JSON line per evaluation to DIR/results.jsonl.\n"
-"Run it again to go on: keys already recorded are not run twice.\n"
+"Run it again to go on: keys already recorded are not run twice. W, dtype,\n"
+"shape and backend are DIR/run.json's unless given here.\n"
 "\n";
 static const char tail[] =
 "\n"
 "exit status: 0 done (whatever the candidates' outcomes), 1 unreadable or\n"
-"unwritable results, or sbatch refused, 2 usage, 9 no process could be\n"
+"unwritable results, a bad run.json, or sbatch refused, 2 usage, 9 no GPU\n"
+"here, an env_error (not recorded: runs again), or no process could be\n"
 "forked, 128+S stopped by signal S (records kept)\n";
 
 struct task {
@@ -75,6 +81,13 @@ struct sweep {
 	int ndeadline;
 	const char *atol, *rtol;    /* eval's --atol/--rtol when given */
 	const char *dtype, *m_arg, *n_arg;  /* eval's --dtype, --m, --n when given */
+	const char *backend;        /* eval's --backend (NULL: eval's, cuda) */
+	const char *from[4];        /* where W, dtype, shape, backend came from */
+	char m_buf[24], n_buf[24];  /* --m, --n as run.json gave them */
+	json_t *run_args;           /* DIR/run.json's args (NULL: none) */
+	int dry_run;                /* compile and scan only: no GPU */
+	int fake;                   /* PKB_RANK_CMD: pretend ranks (the tests) */
+	int env_errors;             /* evaluations this machine could not run */
 	unsigned char want[1024];   /* problem ids selected */
 	json_t *args;               /* the options above as given, for --slurm's tasks */
 	json_t *versions;           /* driver, CUDA runtime, NCCL of this host */
@@ -162,7 +175,19 @@ static void add_task(struct sweep *s, int problem, const char *stem, const char 
 		free(t->key);
 		t->key = k;
 	}
+	if (s->backend && strcmp(s->backend, "cuda")) {
+		char *k = xstrfmt("%s|b%s", t->key, s->backend);
+		free(t->key);
+		t->key = k;
+	}
 	s->n++;
+}
+
+/* the logs of an evaluation, relative to the run directory: eval's output
+ * (.log) and, beside it, the ranks' logs (.ranks/) */
+static char *task_log(const struct task *t, const char *ext)
+{
+	return xstrfmt("logs/%03d/%s%s", t->problem, t->sample, ext);
 }
 
 static int has_suffix(const char *s, const char *suf)
@@ -248,11 +273,46 @@ static void scan(struct sweep *s, const char *root)
 
 /* ---- the records: the keys done, a torn last line cut ---- */
 
+/* The file to append to without its env_error records, which earlier
+ * sweeps wrote as verdicts: written whole to a temporary file and renamed
+ * over it (a kill leaves the old file or the new one), every other line
+ * kept byte for byte, so that the key run again is in it once. */
+static int drop_env_errors(const char *path, int n)
+{
+	size_t len;
+	char *buf = read_file(path, &len);
+	if (!buf)
+		return error("cannot read %s: %s", path, strerror(errno));
+	char *keep = xmalloc(len + 1);
+	size_t k = 0;
+	for (char *p = buf, *nl; p < buf + len; p = nl + 1) {
+		if (!(nl = memchr(p, '\n', buf + len - p)))
+			nl = buf + len - 1;
+		json_t *r = json_loadb(p, nl - p, 0, NULL);
+		const char *o = json_string_value(json_object_get(r, "outcome"));
+		if (!o || strcmp(o, "env_error")) {
+			memcpy(keep + k, p, nl + 1 - p);
+			k += nl + 1 - p;
+		}
+		json_decref(r);
+	}
+	int rc = write_file_atomic(path, keep, k);
+	free(keep);
+	free(buf);
+	if (rc < 0)
+		return error("cannot rewrite %s: %s", path, strerror(errno));
+	warning("%s: %d env_error records dropped (the machine's failure, no verdict): they run "
+		"again", path, n);
+	return 0;
+}
+
 /* Into `done` (key -> outcome) every key recorded: in `out` alone when -o
  * names a file of its own, else in every file of the run (results.jsonl
  * and the shard files of --slurm tasks). The file that will be appended
- * to, `out`, loses a torn last line (said on stderr); a bad line before its
- * end is refused, since cutting there would drop the good records after it. */
+ * to, `out`, loses a torn last line (said on stderr) and its env_error
+ * records; a bad line before its end is refused, since cutting there would
+ * drop the good records after it. `out` NULL (--status, a submission):
+ * every file only read. */
 static int load_done(const struct sweep *s, const char *out, json_t *done)
 {
 	int n = 1;
@@ -263,12 +323,12 @@ static int load_done(const struct sweep *s, const char *out, json_t *done)
 	for (int i = 0; i < n && !rc; i++) {
 		json_t *recs = json_array();
 		size_t good, len;
-		int bad;
+		int bad, mine = out && !strcmp(files[i], out);
 		if (results_read(files[i], recs, &good, &len, &bad) < 0) {
 			rc = error("cannot read %s: %s", files[i], strerror(errno));
-		} else if (!strcmp(files[i], out) && bad) {
+		} else if (mine && bad) {
 			rc = error("%s: line %d is not a sweep record; fix or move the file", out, bad);
-		} else if (!strcmp(files[i], out) && good < len) {
+		} else if (mine && good < len) {
 			/* a kill mid-write leaves at most one torn line at the end */
 			warning("%s: %zu bytes of a torn last record cut away", out, len - good);
 			if (truncate(out, (off_t)good) != 0)
@@ -276,10 +336,20 @@ static int load_done(const struct sweep *s, const char *out, json_t *done)
 		}
 		size_t j;
 		json_t *r;
-		json_array_foreach(recs, j, r)
-			json_object_set(done, json_string_value(json_object_get(r, "key")),
-					json_object_get(r, "outcome"));
+		int env = 0;
+		json_array_foreach(recs, j, r) {
+			/* an env_error is no verdict (sweeps before issue 38 recorded
+			 * them): its key runs again */
+			const char *o = json_string_value(json_object_get(r, "outcome"));
+			if (o && !strcmp(o, "env_error"))
+				env++;
+			else
+				json_object_set(done, json_string_value(json_object_get(r, "key")),
+						json_object_get(r, "outcome"));
+		}
 		json_decref(recs);
+		if (!rc && env && mine)
+			rc = drop_env_errors(out, env);
 	}
 	results_files_free(files);
 	return rc;
@@ -334,6 +404,14 @@ static json_t *host_versions(void)
 	return v;
 }
 
+/* a json string of an allocated C string, which it frees */
+static json_t *json_steal_str(char *v)
+{
+	json_t *j = json_string(v);
+	free(v);
+	return j;
+}
+
 static const char *fail_category(json_t *res)
 {
 	const char *o = json_string_value(json_object_get(res, "outcome"));
@@ -345,6 +423,8 @@ static json_t *make_record(struct sweep *s, struct task *t, json_t *res, int rc,
 	json_t *key = json_pack("{s:i, s:s, s:i, s:i, s:s, s:s, s:s}",
 		"problem", t->problem, "sample", t->sample, "world", s->W, "trials", s->trials,
 		"timing", s->perf ? "perf" : "none", "pkb_version", PKB_VERSION, "sha256", t->sha);
+	if (s->backend)
+		json_object_set_new(key, "backend", json_string(s->backend));
 	if (s->atol)
 		json_object_set_new(key, "atol", json_real(atof(s->atol)));
 	if (s->rtol)
@@ -376,7 +456,7 @@ static json_t *make_record(struct sweep *s, struct task *t, json_t *res, int rc,
 	json_t *rec = json_pack("{s:s, s:o, s:s?, s:i, s:f}", "key", t->key, "instance", key,
 		"candidate", t->path, "exit_code", rc, "seconds", secs);
 	if (t->path)
-		json_object_set_new(rec, "log", json_sprintf("logs/%03d/%s.log", t->problem, t->sample));
+		json_object_set_new(rec, "log", json_steal_str(task_log(t, ".log")));
 	json_object_set_new(rec, "outcome", json_string(res ? fail_category(res) :
 		t->path ? (rc == -2 ? "timeout" : "internal_error") : "no_code"));
 	if (res)
@@ -445,42 +525,57 @@ struct run_ctx {
 	struct progress pg;
 };
 
+/* a NULL-terminated argv that grows: the options passed on to eval are
+ * many (issue 39: a fixed 24 slots overflowed with every option set) */
+struct argv_buf {
+	char **v;
+	int n, cap;
+};
+
+static void argv_push(struct argv_buf *a, char *arg)
+{
+	if (a->n + 2 > a->cap) {
+		a->cap = a->cap ? 2 * a->cap : 16;
+		a->v = xrealloc(a->v, a->cap * sizeof(char *));
+	}
+	a->v[a->n++] = arg;
+	a->v[a->n] = NULL;
+}
+
+static void argv_pair(struct argv_buf *a, const char *opt, const char *val)
+{
+	argv_push(a, xstrdup(opt));
+	argv_push(a, xstrdup(val));
+}
+
 static char **eval_argv(struct sweep *s, struct task *t, const char *json)
 {
-	char **argv = xcalloc(24, sizeof(char *));
-	int a = 0;
-	argv[a++] = xstrdup(pkb_self_exe());
-	argv[a++] = xstrdup("eval");
-	argv[a++] = xstrfmt("%d", t->problem);
-	argv[a++] = xstrdup(t->path);
-	argv[a++] = xstrdup("--gpus");
-	argv[a++] = xstrfmt("%d", s->W);
-	argv[a++] = xstrdup("--trials");
-	argv[a++] = xstrfmt("%d", s->trials);
-	argv[a++] = xstrdup("-q");
-	argv[a++] = xstrdup("--json");
-	argv[a++] = xstrdup(json);
+	struct argv_buf a = { 0 };
+	argv_push(&a, xstrdup(pkb_self_exe()));
+	argv_push(&a, xstrdup("eval"));
+	argv_push(&a, xstrfmt("%d", t->problem));
+	argv_push(&a, xstrdup(t->path));
+	argv_push(&a, xstrdup("--gpus"));
+	argv_push(&a, xstrfmt("%d", s->W));
+	argv_push(&a, xstrdup("--trials"));
+	argv_push(&a, xstrfmt("%d", s->trials));
+	argv_push(&a, xstrdup("-q"));
+	argv_pair(&a, "--json", json);
+	char *rel = task_log(t, ".ranks");
+	argv_push(&a, xstrdup("--log-dir"));
+	argv_push(&a, xstrfmt("%s/%s", s->root, rel));
+	free(rel);
 	if (s->perf)
-		argv[a++] = xstrdup("--measure-perf");
-	if (s->atol) {
-		argv[a++] = xstrdup("--atol");
-		argv[a++] = xstrdup(s->atol);
-	}
-	if (s->rtol) {
-		argv[a++] = xstrdup("--rtol");
-		argv[a++] = xstrdup(s->rtol);
-	}
-	const char *inst[3][2] = { { "--dtype", s->dtype }, { "--m", s->m_arg }, { "--n", s->n_arg } };
-	for (int i = 0; i < 3; i++)
-		if (inst[i][1]) {
-			argv[a++] = xstrdup(inst[i][0]);
-			argv[a++] = xstrdup(inst[i][1]);
-		}
-	for (int i = 0; i < s->ndeadline; i++) {
-		argv[a++] = xstrdup("--deadline");
-		argv[a++] = xstrdup(s->deadline[i]);
-	}
-	return argv;
+		argv_push(&a, xstrdup("--measure-perf"));
+	const char *pairs[][2] = { { "--atol", s->atol }, { "--rtol", s->rtol },
+		{ "--dtype", s->dtype }, { "--m", s->m_arg }, { "--n", s->n_arg },
+		{ "--backend", s->backend } };
+	for (size_t i = 0; i < ARRAY_SIZE(pairs); i++)
+		if (pairs[i][1])
+			argv_pair(&a, pairs[i][0], pairs[i][1]);
+	for (int i = 0; i < s->ndeadline; i++)
+		argv_pair(&a, "--deadline", s->deadline[i]);
+	return a.v;
 }
 
 static void eval_done(void *vctx, const struct lanes_done *d)
@@ -489,16 +584,44 @@ static void eval_done(void *vctx, const struct lanes_done *d)
 	struct sweep *s = c->s;
 	struct task *t = &s->t[c->todo[d->job]];
 	json_t *res = d->status == -2 ? NULL : json_load_file(c->json[d->job], 0, NULL);
+	const char *o = json_string_value(json_object_get(res, "outcome"));
+	char *rel = task_log(t, ".ranks"), *ranks = xstrfmt("%s/%s", s->root, rel);
+	if (o && !strcmp(o, "env_error")) {
+		/* the machine failed (no GPU, driver, NCCL init, rendezvous), not
+		 * the candidate: no verdict, so nothing is recorded and a resumed
+		 * sweep runs it again */
+		s->env_errors++;
+		const char *msg = json_string_value(json_object_get(res, "message"));
+		char *line = xstrfmt("%03d %s on GPUs %s: env_error, not recorded (%s)", t->problem,
+				     t->sample, d->gpus, msg ? msg : "see its log");
+		progress(&c->pg, "env_error", line);
+		free(line);
+		goto out;
+	}
+	/* the ranks' logs stay beside the record, named relative to the run
+	 * directory (also when the sweep's own timeout killed eval); a pass
+	 * needs none */
+	struct stat st;
+	if (o && !strcmp(o, "pass"))
+		rm_rf(ranks);
+	int have = stat(ranks, &st) == 0;
+	if (res)
+		json_object_set_new(res, "log_dir", have ? json_string(rel) : json_null());
 	json_t *rec = make_record(s, t, res, d->status, d->seconds);
+	if (have)
+		json_object_set_new(rec, "rank_logs", json_string(rel));
 	if (!res && d->status != -2)
 		json_object_set_new(rec, "message", json_string("eval wrote no JSON (see log)"));
 	if (append_record(c->fd, rec) < 0)
 		c->rc = PKB_EXIT_INPUT;
-	const char *o = json_string_value(json_object_get(rec, "outcome"));
+	o = json_string_value(json_object_get(rec, "outcome"));
 	char *line = xstrfmt("%03d %s on GPUs %s: %s", t->problem, t->sample, d->gpus, o);
 	progress(&c->pg, o, line);
 	free(line);
 	json_decref(rec);
+out:
+	free(rel);
+	free(ranks);
 	json_decref(res);
 	unlink(c->json[d->job]);
 }
@@ -549,6 +672,10 @@ static int run_local(struct sweep *s, int *todo, int ntodo, const char *res_path
 		jobs[i] = (struct lanes_job){ .world = s->W, .share = share,
 			.argv = eval_argv(s, t, c.json[i]), .timeout_s = s->timeout_s,
 			.log = xstrfmt("%s/logs/%03d/%s.log", s->root, t->problem, t->sample) };
+		/* the ranks' logs of an earlier attempt (an env_error, a kill) go */
+		char *ranks = xstrfmt("%s/logs/%03d/%s.ranks", s->root, t->problem, t->sample);
+		rm_rf(ranks);
+		free(ranks);
 	}
 	int stopped = lanes_run(jobs, nrun, s->ngpus, s->lanes, eval_done, &c);
 	for (int i = 0; i < nrun; i++) {
@@ -568,12 +695,98 @@ static int run_local(struct sweep *s, int *todo, int ntodo, const char *res_path
 		c.rc = stopped;
 	} else if (stopped < 0) {
 		c.rc = PKB_EXIT_ENV;   /* no process left to fork */
+	} else if (s->env_errors) {
+		error("%d of %d evaluations met an env_error (this machine, not the candidate: "
+		      "no GPU, driver, NCCL init, rendezvous); not recorded", s->env_errors, c.pg.done);
+		hint("fix the machine and run the same command: they run again");
+		c.rc = c.rc ? c.rc : PKB_EXIT_ENV;
 	} else if (!s->quiet) {
 		fprintf(stderr, "sweep: %d run, %d passed; records in %s\n", c.pg.done, c.pg.pass,
 			res_path);
 	}
 	json_decref(c.pg.fails);
 	return c.rc;
+}
+
+/* ---- --dry-run: what needs no GPU ---- */
+
+/* Each candidate compiled and scanned as eval does it (job_build: the same
+ * flags, compile cache and symbol scan as `pkb build`). A compile_error or
+ * load_refused is the candidate's final verdict whatever GPU it would meet:
+ * recorded under the key its evaluation has, so the GPU node skips it. A
+ * candidate that builds is left pending for the GPU node (its compile is
+ * cached there when PKB_CACHE is shared). */
+static int run_dry(struct sweep *s, int *todo, int ntodo, const char *res_path, int fd)
+{
+	struct progress pg = { .total = ntodo, .quiet = s->quiet, .fails = json_object(),
+			       .t0 = now_ns() };
+	struct job_opts o;
+	job_opts_init(&o);
+	o.quiet = 1;
+	const char *backend = s->backend ? s->backend : "cuda";
+	int rc = 0, pending = 0;
+	for (int i = 0; i < ntodo && !rc; i++) {
+		struct task *t = &s->t[todo[i]];
+		json_t *rec;
+		if (!t->path) {
+			rec = make_record(s, t, NULL, 0, 0);
+		} else {
+			struct job_solution sol = { .role = "candidate", .src = t->path,
+				.nccl = loader_backend_uses_nccl(backend) };
+			char msg[4096] = "";
+			uint64_t t0 = now_ns();
+			enum pkb_outcome out = job_build(&o, &sol, backend, msg, sizeof msg);
+			double secs = (now_ns() - t0) / 1e9;
+			const char *flags = sol.build && sol.build->flags ? sol.build->flags : "";
+			json_t *res = out == OUT_PASS ? NULL : json_pack("{s:s, s:i, s:s, s:s, s:s, s:b}",
+				"outcome", outcome_name(out), "exit_code", outcome_exit_code(out),
+				"backend", backend, "compile_flags", flags, "nvcc", build_nvcc_version(),
+				"dry_run", 1);
+			build_result_free(sol.build);
+			free(sol.build);
+			if (!res) {
+				pending++;
+				char *line = xstrfmt("%03d %s: builds, left for the GPU node", t->problem,
+						     t->sample);
+				pg.instant++;
+				progress(&pg, NULL, line);
+				free(line);
+				continue;
+			}
+			/* the verdict line keeps the compiler's first error line, as
+			 * eval's; the whole output goes to the log */
+			char *first = out == OUT_COMPILE_ERROR ? strstr(msg, "error") : NULL;
+			char line[512];
+			snprintf(line, sizeof line, "%.511s", first ? first : msg);
+			line[strcspn(line, "\n")] = 0;
+			json_object_set_new(res, "message", json_string(line));
+			if (out == OUT_COMPILE_ERROR)
+				json_object_set_new(res, "compiler_output", json_string(msg));
+			char *rel = task_log(t, ".log"), *log = xstrfmt("%s/%s", s->root, rel);
+			char *dir = xstrfmt("%s/logs/%03d", s->root, t->problem);
+			mkdir_p(dir);
+			write_file_atomic(log, msg, strlen(msg));
+			free(dir);
+			free(log);
+			free(rel);
+			rec = make_record(s, t, res, outcome_exit_code(out), secs);
+			json_decref(res);
+		}
+		if (append_record(fd, rec) < 0)
+			rc = PKB_EXIT_INPUT;
+		const char *oc = json_string_value(json_object_get(rec, "outcome"));
+		char *line = xstrfmt("%03d %s: %s", t->problem, t->sample, oc);
+		pg.instant++;
+		progress(&pg, oc, line);
+		free(line);
+		json_decref(rec);
+	}
+	if (!s->quiet && !rc)
+		fprintf(stderr, "sweep: dry run: %d recorded (no_code, compile_error, load_refused), "
+			"%d build and are left for a GPU node; records in %s\n", ntodo - pending,
+			pending, res_path);
+	json_decref(pg.fails);
+	return rc;
 }
 
 /* ---- --jobs FILE: tools/test-gpu's cases in the same lanes ---- */
@@ -873,19 +1086,25 @@ out:
 
 /* ---- option parsing, shared by a sweep and by --status (which reads
  * the options of the last submission back) ---- */
-enum { O_M = 990, O_N, O_NGPUS = 1001, O_PERF, O_TIMEOUT, O_DEADLINE, O_ATOL, O_RTOL, O_SHARD, O_JOBS,
+enum { O_M = 990, O_N, O_DRY_RUN, O_NGPUS = 1001, O_PERF, O_TIMEOUT, O_DEADLINE, O_ATOL, O_RTOL, O_SHARD, O_JOBS,
        O_SLURM, O_STATUS, O_NODES, O_GPN, O_PARTITION, O_TIME, O_ACCOUNT, O_CPUS };
 
 static const struct opt sweep_opts[] = {
 	{ 'p', "problems", "SPEC", "all (default), 1-8,13, or a category name" },
-	{ 'g', "gpus", "W", "world size of each evaluation (default 2)" },
+	{ 'g', "gpus", "W", "world size of each evaluation (default: run.json's\n"
+			     "world, else 2)" },
 	{ O_NGPUS, "ngpus", "N", "GPUs to use (default: those visible, else 8)" },
 	{ 'j', "lanes", "J", "evaluations at once (default N / W: one per set of W\n"
 			     "GPUs; more share the sets, untimed ones only)" },
 	{ 't', "trials", "K", "trials per evaluation (default 5)" },
-	{ 'd', "dtype", "T", "passed to eval (default: eval's, bf16)" },
-	{ O_M, "m", "M", "passed to eval (default: eval's, 1024)" },
-	{ O_N, "n", "N", "passed to eval (default: eval's, 1024)" },
+	{ 'd', "dtype", "T", "passed to eval (default: run.json's, else bf16)" },
+	{ O_M, "m", "M", "passed to eval (default: run.json's, else 1024)" },
+	{ O_N, "n", "N", "passed to eval (default: run.json's, else 1024)" },
+	{ 'b', "backend", "B", "passed to eval: cuda, nccl-device ... (default:\n"
+			       "run.json's, else cuda)" },
+	{ O_DRY_RUN, "dry-run", NULL, "no GPU: compile and scan every candidate, record\n"
+				      "compile_error and load_refused, leave the rest to\n"
+				      "run on a GPU node" },
 	{ O_PERF, "measure-perf", NULL, "time the candidates (each alone on its GPUs)" },
 	{ O_TIMEOUT, "timeout", "S", "kill an evaluation after S seconds (default 1800;\n"
 				     "eval's own phase deadlines should end it first)" },
@@ -954,6 +1173,7 @@ static int parse_opts(struct sweep *s, struct slurm_opts *so, const char **jobs,
 		const char *name = o ? o->name : NULL;
 		/* the options of the evaluation itself go on to --slurm's tasks */
 		if (c == 'p' || c == 'g' || c == 't' || c == 'j' || c == 'd' || c == O_M || c == O_N ||
+		    c == 'b' ||
 		    c == O_PERF || c == O_TIMEOUT ||
 		    c == O_DEADLINE || c == O_ATOL || c == O_RTOL) {
 			json_array_append_new(s->args, json_sprintf("--%s", o->name));
@@ -962,11 +1182,27 @@ static int parse_opts(struct sweep *s, struct slurm_opts *so, const char **jobs,
 		}
 		switch (c) {
 		case 'p': s->spec = optarg; break;
-		case 'g': if (int_arg("gpus", optarg, 1, 64, &s->W) < 0) return -1; break;
+		case 'g':
+			if (int_arg("gpus", optarg, 1, 64, &s->W) < 0)
+				return -1;
+			s->from[0] = "--gpus";
+			break;
 		case O_NGPUS: if (int_arg(name, optarg, 1, 4096, &s->ngpus) < 0) return -1; break;
 		case 'j': if (int_arg("lanes", optarg, 1, 4096, &s->lanes) < 0) return -1; break;
 		case 't': if (int_arg("trials", optarg, 1, 1000000, &s->trials) < 0) return -1; break;
-		case 'd': s->dtype = optarg; break;
+		case 'd':
+			if (dtype_parse(optarg) < 0)
+				return error("unknown dtype '%s'", optarg);
+			s->dtype = optarg;
+			s->from[1] = "--dtype";
+			break;
+		case 'b':
+			if (!loader_backend_valid(optarg))
+				return error("unknown backend '%s'", optarg);
+			s->backend = optarg;
+			s->from[3] = "--backend";
+			break;
+		case O_DRY_RUN: s->dry_run = 1; break;
 		case O_M:
 		case O_N: {
 			int v;
@@ -976,6 +1212,7 @@ static int parse_opts(struct sweep *s, struct slurm_opts *so, const char **jobs,
 				s->m_arg = optarg;
 			else
 				s->n_arg = optarg;
+			s->from[2] = "--m/--n";
 			break;
 		}
 		case O_PERF: s->perf = 1; break;
@@ -1030,7 +1267,6 @@ static void sweep_init(struct sweep *s, struct slurm_opts *so)
 {
 	memset(s, 0, sizeof(*s));
 	*so = (struct slurm_opts){ .nodes = 1, .gpn = 8 };
-	s->W = 2;
 	s->trials = 5;
 	s->timeout_s = 1800;
 	s->spec = "all";
@@ -1047,6 +1283,7 @@ static void sweep_free(struct sweep *s)
 	free(s->t);
 	json_decref(s->args);
 	json_decref(s->versions);
+	json_decref(s->run_args);
 }
 
 /* the GPUs to use: --ngpus, else the driver's (narrowed by
@@ -1063,6 +1300,146 @@ static int default_ngpus(void)
 			n += *c == ',';
 	}
 	return n ? n : 8;
+}
+
+/* ---- the instance: the command line's, else the run's ---- */
+
+/* W, dtype, shape and backend of the evaluations: each as the command line
+ * gives it, else as DIR/run.json's args give it (the instance the prompts
+ * of `pkb generate` and `pkb agent` described: a sweep that ignored it
+ * timed a W = 4 prompt's candidates at W = 2, and refused nccl-device ones
+ * as cuda), else eval's default. A value equal to eval's default is not
+ * passed on, so that the keys of sweeps that never named it stay. One
+ * line on stderr (unless quiet) names each value and where it came from.
+ * 0, or -1 (after error()) when run.json is there but not a run's. */
+static int resolve_instance(struct sweep *s, int quiet)
+{
+	char *path = xstrfmt("%s/run.json", s->root);
+	json_t *args = NULL;
+	if (access(path, F_OK) == 0) {
+		json_error_t je;
+		json_t *rj = json_load_file(path, 0, &je);
+		args = json_object_get(rj, "args");
+		if (!json_is_object(args)) {
+			json_decref(rj);
+			error("%s: not a run's run.json (%s)", path, rj ? "no \"args\" object" : je.text);
+			free(path);
+			return -1;
+		}
+		s->run_args = json_incref(args);
+		json_decref(rj);
+	}
+	free(path);
+	const char *bad = NULL;
+	json_t *v;
+	if (!s->W) {
+		v = json_object_get(args, "world");
+		if (v && (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 64))
+			bad = "world";
+		s->W = v && !bad ? (int)json_integer_value(v) : 2;
+		s->from[0] = v && !bad ? "run.json" : "default";
+	}
+	const char *dtype = s->dtype;
+	if (!dtype && (v = json_object_get(args, "dtype"))) {
+		dtype = json_string_value(v);
+		if (!dtype || dtype_parse(dtype) < 0)
+			bad = "dtype";
+		else if (strcmp(dtype, "bf16"))
+			s->dtype = dtype;
+		s->from[1] = "run.json";
+	}
+	int mn_run = 0;
+	const char **mn[2] = { &s->m_arg, &s->n_arg };
+	char *buf[2] = { s->m_buf, s->n_buf };
+	for (int i = 0; i < 2; i++) {
+		if (*mn[i] || !(v = json_object_get(args, i ? "n" : "m")))
+			continue;
+		if (!json_is_integer(v) || json_integer_value(v) < 1) {
+			bad = i ? "n" : "m";
+			continue;
+		}
+		snprintf(buf[i], sizeof s->m_buf, "%lld", (long long)json_integer_value(v));
+		if (json_integer_value(v) != 1024)
+			*mn[i] = buf[i];
+		mn_run = 1;
+	}
+	const char *backend = s->backend;
+	if (!backend && (v = json_object_get(args, "backend"))) {
+		backend = json_string_value(v);
+		if (!backend || !loader_backend_valid(backend))
+			bad = "backend";
+		else if (strcmp(backend, "cuda"))
+			s->backend = backend;
+		s->from[3] = "run.json";
+	}
+	if (bad)
+		return error("%s/run.json: args.%s is not a valid %s", s->root, bad, bad);
+	const char *shape_from = !s->from[2] ? (mn_run ? "run.json" : "default")
+				 : mn_run ? "--m/--n and run.json" : s->from[2];
+	if (!quiet)
+		fprintf(stderr, "sweep: W = %d (%s), dtype %s (%s), shape %sx%s (%s), backend %s (%s)\n",
+			s->W, s->from[0], dtype ? dtype : "bf16", s->from[1] ? s->from[1] : "default",
+			s->m_arg ? s->m_arg : mn_run && s->m_buf[0] ? s->m_buf : "1024",
+			s->n_arg ? s->n_arg : mn_run && s->n_buf[0] ? s->n_buf : "1024", shape_from,
+			backend ? backend : "cuda", s->from[3] ? s->from[3] : "default");
+	return 0;
+}
+
+/* The model of this machine's first GPU as the driver names it ("NVIDIA
+ * H100 80GB HBM3", from /proc/driver/nvidia/gpus/ * /information: the parent
+ * never touches CUDA), or the pretend ranks' (PKB_FAKE_DEVICE, as
+ * tests/unit/fake_rank.c reports it); NULL when there is none. */
+static char *machine_gpu(int fake)
+{
+	if (fake)
+		return xstrdup(getenv("PKB_FAKE_DEVICE") ? getenv("PKB_FAKE_DEVICE") : "NVIDIA H200");
+	DIR *d = opendir("/proc/driver/nvidia/gpus");
+	char *model = NULL;
+	struct dirent *e;
+	while (d && !model && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *path = xstrfmt("/proc/driver/nvidia/gpus/%s/information", e->d_name);
+		char *txt = read_file(path, NULL), *m = txt ? strstr(txt, "Model:") : NULL;
+		if (m) {
+			m += 6;
+			m += strspn(m, " \t");
+			model = xstrdup(m);
+			model[strcspn(model, "\n")] = 0;
+		}
+		free(txt);
+		free(path);
+	}
+	if (d)
+		closedir(d);
+	return model;
+}
+
+/* hw/h100_8 and hw/h100_4 describe one GPU: the name before its '_' */
+static int same_gpu(const char *a, const char *b)
+{
+	size_t n = strcspn(a, "_");
+	return n == strcspn(b, "_") && !strncmp(a, b, n);
+}
+
+/* One line when the GPUs here are not those the run's prompts described
+ * (run.json's args.hw, a machine of hw/): the speedups are measured on
+ * this machine, the prompt's peaks and roofline were another's. This
+ * machine's is the nominal one of its GPU (hw_for_device, as eval's
+ * roofline finds it); a GPU with none differs from every description. */
+static void warn_hardware(const struct sweep *s)
+{
+	const char *hw = json_string_value(json_object_get(s->run_args, "hw"));
+	struct hw_spec want, mine;
+	char err[300];
+	if (!hw || !strcmp(hw, "local") || hw_load(hw, &want, err, sizeof err) < 0)
+		return;
+	char *here = machine_gpu(s->fake);
+	if (here && (hw_for_device(NULL, here, s->W, &mine, err, sizeof err) < 0 ||
+		     !same_gpu(mine.name, want.name)))
+		warning("this machine's GPUs (%s) are not the hardware the run's prompts described "
+			"(run.json: hw %s, %s): speedups are measured here", here, hw, want.title);
+	free(here);
 }
 
 /* ---- --slurm --status ---- */
@@ -1096,7 +1473,7 @@ static int status(const char *root)
 	s.root = root;
 	int rc = parse_opts(&s, &so, &jobs, argc, argv);
 	free(argv);
-	if (rc || spec_select(s.spec, s.want, sizeof(s.want)) < 0) {
+	if (rc || spec_select(s.spec, s.want, sizeof(s.want)) < 0 || resolve_instance(&s, 1) < 0) {
 		sweep_free(&s);
 		json_decref(subs);
 		error("%s/slurm/jobs.jsonl: the options of the last submission do not parse", root);
@@ -1104,9 +1481,7 @@ static int status(const char *root)
 	}
 	scan(&s, root);
 	json_t *done = json_object();
-	char *res_path = xstrfmt("%s/results.jsonl", root);
-	rc = load_done(&s, res_path, done);
-	free(res_path);
+	rc = load_done(&s, NULL, done);   /* only read: tasks may be appending */
 	json_t *oc = json_object();
 	int recorded = 0;
 	for (int i = 0; i < s.n; i++) {
@@ -1191,6 +1566,7 @@ int cmd_sweep(int argc, char **argv)
 	int rc = r < 0 ? PKB_EXIT_USAGE : 0;
 	if (r)
 		goto out;
+	int machine = !s.ngpus && !so.on && !s.dry_run;   /* N is this machine's GPUs */
 	if (!s.ngpus)
 		s.ngpus = so.on ? so.gpn : default_ngpus();
 	if (jobs) {
@@ -1218,19 +1594,31 @@ int cmd_sweep(int argc, char **argv)
 		}
 		goto out;
 	}
-	if (s.ngpus < s.W) {
+	s.fake = getenv("PKB_RANK_CMD") != NULL;
+	if (resolve_instance(&s, s.quiet) < 0) {
+		rc = PKB_EXIT_INPUT;
+		goto out;
+	}
+	if (s.ngpus < s.W && machine) {
+		/* the machine, not the command line: as eval's "too few GPUs" */
+		error("this machine shows %d GPUs: an evaluation of W = %d (%s) needs %d", s.ngpus,
+		      s.W, s.from[0], s.W);
+		rc = PKB_EXIT_ENV;
+		goto out;
+	}
+	if (s.ngpus < s.W && !s.dry_run) {   /* a dry run needs no GPU */
 		error("%d GPUs cannot hold an evaluation of W = %d", s.ngpus, s.W);
 		hint("--ngpus (or --gpus-per-node with --slurm) at least --gpus");
 		rc = PKB_EXIT_USAGE;
 		goto out;
 	}
-	if (so.on && (s.out || s.shard_n)) {
-		error("--slurm chooses the results files itself: no -o or --shard");
+	if (so.on && (s.out || s.shard_n || s.dry_run)) {
+		error("--slurm chooses the results files itself: no -o, --shard or --dry-run");
 		rc = PKB_EXIT_USAGE;
 		goto out;
 	}
 	if (!s.lanes)
-		s.lanes = s.ngpus / s.W;
+		s.lanes = s.ngpus >= s.W ? s.ngpus / s.W : 1;
 	if (spec_select(s.spec, s.want, sizeof(s.want)) < 0) {
 		rc = PKB_EXIT_USAGE;
 		goto out;
@@ -1239,31 +1627,78 @@ int cmd_sweep(int argc, char **argv)
 	char *res_path = s.out ? xstrdup(s.out) : !s.shard_n ? xstrfmt("%s/results.jsonl", s.root) :
 		xstrfmt("%s/" RESULTS_SHARD_DIR "/shard-%d-of-%d.jsonl", s.root, s.shard_i, s.shard_n);
 	json_t *done = json_object();
-	if (load_done(&s, res_path, done) < 0) {
+	if (load_done(&s, so.on ? NULL : res_path, done) < 0) {
 		rc = PKB_EXIT_INPUT;
 		goto out_done;
 	}
-	int *todo = xcalloc(s.n + 1, sizeof(int)), ntodo = 0, mine = 0;
+	/* the problems that refuse this instance (a W they do not split over,
+	 * a shape they reject) are skipped, with the reason, as tools/test-gpu
+	 * skips them: no candidate could pass there, so it is no verdict */
+	char *skip[sizeof s.want] = { 0 };
+	int *todo = xcalloc(s.n + 1, sizeof(int)), ntodo = 0, mine = 0, nskip = 0, ncode = 0;
 	for (int i = 0; i < s.n; i++) {
-		if (s.shard_n && shard_of(s.t[i].key, s.shard_n) != s.shard_i)
+		struct task *t = &s.t[i];
+		if (s.shard_n && shard_of(t->key, s.shard_n) != s.shard_i)
 			continue;
 		mine++;
-		if (!json_object_get(done, s.t[i].key))
-			todo[ntodo++] = i;
+		if (json_object_get(done, t->key))
+			continue;
+		if (!skip[t->problem]) {
+			struct pkb_io *io = xcalloc(1, sizeof *io);
+			struct pkb_dims d = { .world = s.W, .m = atoll(s.m_arg ? s.m_arg : "1024"),
+				.n = atoll(s.n_arg ? s.n_arg : "1024"),
+				.dtype = (pkb_dtype)dtype_parse(s.dtype ? s.dtype : "bf16") };
+			char id[16];
+			snprintf(id, sizeof id, "%d", t->problem);
+			const struct pkb_problem *p = problem_find(id);
+			skip[t->problem] = !p ? xstrfmt("no problem %03d", t->problem)
+					   : problem_describe(p, &d, io) < 0 ? xstrdup(io->err) : xstrdup("");
+			free(io);
+		}
+		if (*skip[t->problem]) {
+			nskip++;
+			continue;
+		}
+		todo[ntodo++] = i;
+		ncode += t->path != NULL;
 	}
 	if (so.on) {
 		rc = submit(&s, &so, todo, ntodo);
 		free(todo);
-		goto out_done;
+		goto out_skip;
 	}
+	char skipped[32] = "";
+	if (nskip)
+		snprintf(skipped, sizeof skipped, "%d skipped, ", nskip);
 	if (s.quiet)
 		;
 	else if (s.shard_n)
 		fprintf(stderr, "sweep: shard %d/%d: %d of %d candidates, %d already recorded, "
-			"%d to run\n", s.shard_i, s.shard_n, mine, s.n, mine - ntodo, ntodo);
+			"%s%d to run\n", s.shard_i, s.shard_n, mine, s.n, mine - ntodo - nskip, skipped,
+			ntodo);
 	else
-		fprintf(stderr, "sweep: %d candidates, %d already recorded, %d to run\n", s.n,
-			s.n - ntodo, ntodo);
+		fprintf(stderr, "sweep: %d candidates, %d already recorded, %s%d to run\n", s.n,
+			s.n - ntodo - nskip, skipped, ntodo);
+	for (size_t i = 0; i < ARRAY_SIZE(skip); i++)
+		if (skip[i] && *skip[i] && !s.quiet)
+			fprintf(stderr, "sweep: skip %03zu at W = %d: %s\n", i, s.W, skip[i]);
+	if (s.run_args && !s.dry_run)
+		warn_hardware(&s);
+	/* no GPU here: every evaluation would be an env_error, which is no
+	 * verdict; refuse before any, as eval does (the pretend ranks of the
+	 * tests need none) */
+	int g = s.fake || s.dry_run || !ncode ? s.ngpus : gpu_count();
+	if (g < s.ngpus) {
+		if (!g)
+			error("no GPU on this machine: %d evaluations need one", ncode);
+		else
+			error("this machine shows %d GPUs, the sweep asks for %d (--ngpus, W = %d)", g,
+			      s.ngpus, s.W);
+		hint("pkb sweep %s --dry-run compiles and scans them without a GPU", s.root);
+		rc = PKB_EXIT_ENV;
+		free(todo);
+		goto out_skip;
+	}
 	if (s.shard_n) {
 		char *d = xstrfmt("%s/" RESULTS_SHARD_DIR, s.root);
 		mkdir_p(d);
@@ -1273,6 +1708,9 @@ int cmd_sweep(int argc, char **argv)
 	if (fd < 0) {
 		error("cannot open %s: %s", res_path, strerror(errno));
 		rc = PKB_EXIT_INPUT;
+	} else if (s.dry_run) {
+		rc = run_dry(&s, todo, ntodo, res_path, fd);
+		close(fd);
 	} else {
 		signal(SIGPIPE, SIG_IGN);
 		s.versions = host_versions();
@@ -1280,6 +1718,9 @@ int cmd_sweep(int argc, char **argv)
 		close(fd);
 	}
 	free(todo);
+out_skip:
+	for (size_t i = 0; i < ARRAY_SIZE(skip); i++)
+		free(skip[i]);
 out_done:
 	free(res_path);
 	json_decref(done);

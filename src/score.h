@@ -32,6 +32,12 @@ double score_fast_p(const struct score_item *it, int n, double p);
  * NaN when no item counts. *used (may be NULL) gets how many counted. */
 double score_geomean(const struct score_item *it, int n, int clamp, int *used);
 
+/* What the geomean rows of `pkb score` are, in the words printed under the
+ * table (the lines of the "geomean" entry of the definitions). The plain
+ * geomean is KernelBench's: over the correct timed samples, unclamped, so
+ * a slower candidate pulls it below 1; the clamped one is a second row. */
+extern const char score_geomean_words[];
+
 /* Speed-of-light score S = 1 / (1 + (tk - tsol) / (tb - tsol)): 0.5 at
  * the reference's time tb, 1 at the bound tsol. NaN when the inputs do not
  * allow it (tb <= tsol, tk < tsol: a flagged time, non-positive times). */

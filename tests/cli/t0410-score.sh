@@ -80,4 +80,53 @@ expect_exit 2 "$PKB" sweep "$TMP/A" --gpus 0
 expect_exit 2 "$PKB" sweep "$TMP/A" --atol x
 expect_exit 2 "$PKB" sweep "$TMP/A" -p nosuch
 expect_exit 1 "$PKB" score "$TMP/nothing"
+# issue 38: the geomean row is KernelBench's (not clamped: 1.145 here, a 0.5x
+# candidate pulls it down), and the words printed under it say so; the
+# clamped one is its own row
+expect_exit 0 "$PKB" score "$TMP/A" "$TMP/B"
+expect_grep '^geomean clamped +1\.442 +3\.000' "$TMP/out"
+expect_grep '^           launch\) of every correct timed candidate, as KernelBench: not clamped' "$TMP/out"
+! grep -q 'clamped: each max(speedup, 1)' "$TMP/out" && ok || not_ok "the old words"
+expect_exit 0 python3 -c "
+import json, sys
+d = json.load(open('$TMP/s.json'))['definitions']
+assert 'as KernelBench: not clamped' in d and 'clamped: each max' not in d, d" 
+# nothing to score is an error, not 'candidates 0'
+mkdir -p "$TMP/empty"
+expect_exit 1 "$PKB" score "$TMP/empty"
+expect_grep "^error: '$TMP/empty' holds no results.jsonl" "$TMP/err"
+: > "$TMP/empty/results.jsonl"
+expect_exit 1 "$PKB" score "$TMP/empty"
+expect_grep "holds no pkb sweep record" "$TMP/err"
+echo '{"model": "m", "args": {}}' > "$TMP/other.jsonl"
+expect_exit 1 "$PKB" score "$TMP/other.jsonl"
+expect_grep "^error: '$TMP/other.jsonl' holds no pkb sweep record" "$TMP/err"
+{ head -1 "$TMP/A/results.jsonl"; echo 'a line of another format'; tail -1 "$TMP/A/results.jsonl"; } > "$TMP/mixed.jsonl"
+expect_exit 1 "$PKB" score "$TMP/mixed.jsonl"
+expect_grep "line 2 is not a pkb sweep record" "$TMP/err"
+expect_exit 1 "$PKB" score "$TMP/A" "$TMP/empty"
+# --csv: one row per (run, problem), the numbers whose means are score's
+expect_exit 0 "$PKB" score "$TMP/A" "$TMP/B" --p 3 --csv "$TMP/s.csv" --json "$TMP/s2.json"
+expect_exit 0 python3 - "$TMP/s.csv" "$TMP/s2.json" <<'PY'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+s = json.load(open(sys.argv[2]))
+near = lambda x, y: abs(float(x) - y) < 1e-9
+assert [(r["run"], r["problem"]) for r in rows] == [("A", "001"), ("A", "002"), ("B", "001")], rows
+a1, a2, b1 = rows
+assert a1["name"] == "allreduce" and a1["candidates"] == "3" and a1["correct"] == "2", a1
+assert near(a1["pass@1"], 2 / 3) and near(a1["fast_1"], 1 / 3) and near(a1["fast_3"], 0)
+assert near(a1["geomean"], 1.0) and near(a1["geomean_clamped"], 2 ** 0.5) and a1["geomean_n"] == "2"
+assert near(a1["best_speedup"], 2.0) and near(a1["mean_sol"], (0.75 + 0.3) / 2)
+assert a1["mismatch"] == "1" and a1["pass"] == "2" and a2["no_code"] == "1"
+assert a2["mean_sol"] == "" and near(a2["geomean"], 1.5) and a2["pass@3"] == ""
+assert near(b1["geomean"], 3.0)
+A = s["runs"][0]
+for col, key in (("fast_1", "1"), ("fast_0.5", "0.5"), ("fast_3", "3")):
+    assert near(sum(float(r[col]) for r in (a1, a2)) / 2, A["fast_p"][key]), col
+assert near(sum(float(r["pass@1"]) for r in (a1, a2)) / 2, A["pass_at_k"]["1"])
+PY
+expect_exit 0 "$PKB" score "$TMP/B" --csv -
+expect_grep '^B,001,allreduce,' "$TMP/out"
+expect_exit 2 "$PKB" score "$TMP/B" --csv - --json -
 done_testing

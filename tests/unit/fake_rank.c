@@ -7,6 +7,7 @@
  *   hang      enters phase "trial" and sleeps forever
  *   crash     enters phase "trial" and dies of SIGSEGV
  *   fail      reports a runtime_error and exits
+ *   nogpu     reports an env_error (the machine's fault, as a missing GPU) and exits
  *   early     exits 0 without saying done
  *   coll      an allgather of the rank number; checks what comes back
  *   slow      as ok, after 0.5 s in the first trial
@@ -237,6 +238,10 @@ int main(void)
 		for (char **e = environ; *e; e++)
 			fprintf(stderr, "env %s\n", *e);
 		fprintf(stderr, "job seed %lld\n", job.seed);
+	}
+	if (!strcmp(mode, "nogpu")) {   /* the machine, not the candidate: env_error */
+		say(MSG_FAIL, "{\"category\":\"env_error\",\"message\":\"fake: no CUDA device\"}");
+		return 1;
 	}
 	if (!strcmp(mode, "fail")) {
 		say(MSG_FAIL, "{\"category\":\"runtime_error\",\"message\":\"fake: an illegal memory access\"}");

@@ -7,6 +7,7 @@
 #include "t.h"
 
 #include <math.h>
+#include <string.h>
 
 static int near(double a, double b) { return fabs(a - b) < 1e-12; }
 
@@ -81,6 +82,11 @@ int main(void)
 	for (int i = 0; i < 1000; i++)
 		big[i] = (struct score_item){1, 10};
 	CHECK(fabs(score_geomean(big, 1000, 0, NULL) - 10) < 1e-9);
+	/* the words printed for the rows say what the numbers are: the plain
+	 * geomean is unclamped (b above: 1, not 2), the clamped one is named */
+	CHECK(strstr(score_geomean_words, "not clamped") != NULL);
+	CHECK(strstr(score_geomean_words, "geomean clamped: the same with each") != NULL);
+	CHECK(strncmp(score_geomean_words, "geomean ", 8) == 0);
 
 	/* S: tsol 10, tb 30: tk = tb -> 0.5, tk = tsol -> 1, tk = 50 -> 1/3 */
 	CHECK(near(score_sol(30, 30, 10), 0.5));
