@@ -398,7 +398,7 @@ static void summary_table(struct page *pg)
 		for (int i = 0; i < s->nr; i++)
 			td(f, s->r[i].fast_p[q], 1);
 	}
-	const char *names[4] = { "geomean", "geomean &gt;= 1", "S (mean)", "roofline frac" };
+	const char *names[4] = { "geomean", "geomean clamped", "S (mean)", "roofline frac" };
 	for (int m = 0; m < 4; m++) {
 		fprintf(f, "</tr>\n<tr><td>%s</td>", names[m]);
 		for (int i = 0; i < s->nr; i++) {

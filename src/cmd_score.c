@@ -141,19 +141,12 @@ static int check_runs(char **paths, int n)
 }
 
 /* The definitions printed under the table and into --json: summary.c's,
- * with the geomean entry in score.c's words (the row "geomean" is
- * KernelBench's unclamped one, "geomean clamped" the other). */
+ * whose geomean entry is score.h's words (the row "geomean" is
+ * KernelBench's unclamped one, "geomean clamped" the other), so the page
+ * and the table say the same. */
 static char *definitions(void)
 {
-	const char *d = sum_definitions, *g = strstr(d, "\ngeomean ");
-	if (!g)
-		return xstrdup(d);
-	g++;
-	const char *e = g;   /* the entry goes on while lines start with blanks */
-	while ((e = strchr(e, '\n')) && e[1] == ' ')
-		e++;
-	e = e ? e + 1 : g + strlen(g);
-	return xstrfmt("%.*s%s%s", (int)(g - d), d, score_geomean_words, e);
+	return xstrdup(sum_definitions);
 }
 
 /* a CSV field (RFC 4180): quoted when it holds a comma, quote or newline */

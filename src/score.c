@@ -48,11 +48,7 @@ double score_geomean(const struct score_item *it, int n, int clamp, int *used)
 	return m ? exp(sum / m) : NAN;
 }
 
-const char score_geomean_words[] =
-"geomean    geometric mean of the speedups (reference median / candidate median, same\n"
-"           launch) of every correct timed candidate, as KernelBench: not clamped, a\n"
-"           slower candidate pulls it below 1; geomean clamped: the same with each\n"
-"           speedup taken as max(speedup, 1) (a slow kernel counts as the reference)\n";
+const char score_geomean_words[] = SCORE_GEOMEAN_WORDS;
 
 double score_sol(double tk, double tb, double tsol)
 {

@@ -8,6 +8,7 @@
 #include "summary.h"
 #include "problem.h"
 #include "results.h"
+#include "score.h"     /* defines: SCORE_GEOMEAN_WORDS */
 #include "util.h"
 
 #include <math.h>
@@ -33,8 +34,7 @@ const char sum_definitions[] =
 "fast_p     per problem the fraction of its samples that are correct AND faster than\n"
 "           p times the reference (speedup > p strictly, as KernelBench), mean over\n"
 "           problems; fast_0 is the fraction correct\n"
-"geomean    geometric mean of the speedups (reference median / candidate median, same\n"
-"           launch) of every correct timed candidate; clamped: each max(speedup, 1)\n"
+SCORE_GEOMEAN_WORDS
 "S          speed-of-light score 1 / (1 + (T_k - T_sol) / (T_b - T_sol)), mean over\n"
 "           correct candidates with a bound: 0.5 at the reference, 1 at the bound\n"
 "           (docs/ROOFLINE.md); roofline fraction T_sol / T_k, mean likewise\n"
