@@ -89,6 +89,7 @@ static const struct opt *const tables[] = { llm_opts_table, agent_opts, prompt_o
 struct agent {
 	const struct llm_provider *prov;
 	const char *model, *base_url, *run_dir, *key;
+	struct llm_key keyinfo;
 	int max_tokens, retries, block, quiet;
 	double temperature, timeout_s, backoff_s;
 	/* budgets, each per problem; 0: none */
@@ -876,8 +877,9 @@ static json_t *get_reply(const struct agent *a, struct conv *c, int step, double
 	int attempts = 0;
 	char err[512];
 	double t0 = now_s();
+	json_t *tries = json_array();
 	int rc = llm_http_post(&rq, btxt, a->timeout_s, a->retries, a->backoff_s, until, &status,
-			       &resp, &attempts, err, sizeof err);
+			       &resp, &attempts, tries, err, sizeof err);
 	double latency = now_s() - t0;
 	free(btxt);
 	rundir_redact(resp.s, &resp.len, a->key);
@@ -888,10 +890,7 @@ static json_t *get_reply(const struct agent *a, struct conv *c, int step, double
 		} else if (rc == 0 && !llm_http_retryable(status)) {
 			error("%03d step %d: HTTP %ld from the %s API: %.300s", c->p->id, step, status,
 			      a->prov->name, resp.s ? resp.s : "");
-			hint(status == 401 || status == 403 ? "check the API key (%s)"
-			     : status == 404 ? "check --model and --base-url (%s)"
-					     : "check the request's parameters (%s)",
-			     a->prov->key_env[0]);
+			llm_hint_status(status, &a->keyinfo);
 			f->code = PKB_EXIT_PROVIDER;
 		} else {
 			error("%03d step %d: no reply after %d attempts: %s", c->p->id, step, attempts,
@@ -901,14 +900,17 @@ static json_t *get_reply(const struct agent *a, struct conv *c, int step, double
 		}
 		free(resp.s);
 		free(rp);
+		json_decref(tries);
 		return NULL;
 	}
 	struct llm_reply r;
 	json_t *doc = NULL;
 	if (llm_parse(a->prov->api, resp.s ? resp.s : "", resp.len, &r, &doc) < 0) {
-		error("%03d step %d: a malformed reply (%s)", c->p->id, step, r.err);
+		error("%03d step %d: a malformed reply after %d attempts (%s)", c->p->id, step,
+		      attempts, r.err);
 		hint("run the same command again to ask again");
 		json_decref(doc);
+		json_decref(tries);
 		free(resp.s);
 		free(rp);
 		f->code = PKB_EXIT_INCOMPLETE;
@@ -925,6 +927,7 @@ static json_t *get_reply(const struct agent *a, struct conv *c, int step, double
 			(json_int_t)r.tokens_out, "reply_sha256", sha, "text", r.text);
 	json_object_set_new(rec, "reply", doc ? json_incref(doc)
 					      : json_stringn_nocheck(resp.s, resp.len));
+	json_object_set_new(rec, "retried", tries);
 	json_decref(doc);
 	llm_reply_free(&r);
 	free(resp.s);
@@ -1224,28 +1227,26 @@ int cmd_agent(int argc, char **argv)
 	while (strlen(base) > 1 && base[strlen(base) - 1] == '/')
 		base[strlen(base) - 1] = 0;
 	a.base_url = base;
-	/* the key: from the environment, sent in a header and nowhere else */
+	/* the key: from the environment, sent in a header and nowhere else,
+	 * and only to its provider's endpoint unless --api-key-env names it */
 	char *key = NULL;
-	for (int i = 0; i < 2 && a.prov->key_env[i] && !key; i++) {
-		const char *k = getenv(a.prov->key_env[i]);
-		if (k && *k)
-			key = xstrdup(k);
-	}
+	int key_rc = llm_cli_key(a.prov, a.base_url, l.api_key_env, &a.keyinfo, a.quiet);
+	if (key_rc == 0 && a.keyinfo.key)
+		key = xstrdup(a.keyinfo.key);
 	/* ... and out of the environment, which every evaluation inherits
 	 * (nvcc, an --eval-cmd's ssh or srun): it needs no key */
 	for (int i = 0; i < 2 && a.prov->key_env[i]; i++)
 		unsetenv(a.prov->key_env[i]);
-	a.key = key;
+	if (l.api_key_env)
+		unsetenv(l.api_key_env);
+	a.key = a.keyinfo.key = key;
 	int rc = PKB_EXIT_INPUT;
 	struct conv *cv = NULL;
 	const struct pkb_problem **ps = NULL;
 	int np = 0, built = 0, lock = -1;
 	char *run_default = NULL;
-	if (!a.key && !a.prov->key_optional) {
-		error("no API key for '%s': set %s%s%s", provider, a.prov->key_env[0],
-		      a.prov->key_env[1] ? " or " : "", a.prov->key_env[1] ? a.prov->key_env[1] : "");
+	if (key_rc < 0)
 		goto out;
-	}
 	char err[512];
 	ps = spec_parse(spec, &np, err, sizeof err);
 	if (!ps) {

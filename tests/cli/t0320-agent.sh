@@ -205,10 +205,21 @@ check 'len(T) == 0 and os.path.exists(R + "/agent/001/step_1.reply.json")'
 # the key is not in the evaluation's environment (nor in the run)
 start_server "file:$C/s3_fast.cu"
 RUN=$TMP/run_env
-OPENAI_API_KEY=sk-test-must-not-leak expect_exit 9 agent --steps 1 --run "$RUN" --eval-cmd "sh -c 'env > \"\$0\"' {run}/env.txt"
+# (issue 38: at a --base-url of its own, only the variable --api-key-env
+# names is sent; the provider's is neither sent nor inherited)
+OPENAI_API_KEY=sk-test-must-not-leak MYKEY=sk-test-mine-must-not-leak expect_exit 9 agent --steps 1 \
+	--run "$RUN" --api-key-env MYKEY --eval-cmd "sh -c 'env > \"\$0\"' {run}/env.txt"
 expect_grep '^PATH=' "$RUN/env.txt"
-check 'reqs[0]["headers"]["authorization"] == "Bearer sk-test-must-not-leak"'
+check 'reqs[0]["headers"]["authorization"] == "Bearer sk-test-mine-must-not-leak"'
 if grep -rq "must-not-leak" "$RUN"; then not_ok "the key reached the run or the evaluation"; else ok; fi
+# a proxy's HTML page in a 200 is asked again, like a 5xx (issue 38); the
+# step goes on with the reply that followed, the attempts recorded
+start_server html "file:$C/s3_fast.cu"
+RUN=$TMP/run_html
+expect_exit 0 agent --steps 1 --run "$RUN"
+check 'len(reqs) == 2 and T[0]["verdict"] == "pass" and T[0]["attempts"] == 2'
+check 'json.load(open(R + "/agent/001/step_1.reply.json"))["retried"][0]["error"] == "a bad reply (the reply is not JSON)"'
+expect_grep 'a bad reply \(the reply is not JSON\); retry 1' "$TMP/err"
 # templates: an unknown slot, command substitution
 expect_exit 2 agent --steps 1 --run "$TMP/r_bad" --eval-cmd "pkb eval {id} {bogus}"
 expect_grep "unknown slot '\{bogus\}'" "$TMP/err"
