@@ -86,6 +86,7 @@ struct gen {
 	struct llm_key keyinfo;
 	const struct pkb_problem **probs;
 	struct prompt *prompts;
+	char **prompt_files;     /* per problem: its prompt's file in the run (prompts/SHA.json) */
 	int n_probs, k, max_tokens, j, retries, block, quiet, tty;
 	double temperature, timeout_s, backoff_s;
 	unsigned rng;
@@ -175,6 +176,7 @@ static void finish_ok(struct gen *g, struct sample *s, long status, double laten
 				"prompt_sha256", pr->sha256, "template_sha256", pr->template_sha256,
 				"outcome", outcome_names[outcome], "http_status", (int)status,
 				"latency_s", latency, "attempts", s->attempts);
+	json_object_set_new(rec, "prompt", json_string(g->prompt_files[s->prob]));
 	json_object_set_new(rec, "finish_reason",
 			    outcome == O_BAD_REPLY || !r.finish[0] ? json_null() : json_string(r.finish));
 	json_object_set_new(rec, "tokens_in", outcome == O_BAD_REPLY || r.tokens_in < 0
@@ -558,7 +560,18 @@ int cmd_generate(int argc, char **argv)
 	/* the samples without a reply record */
 	struct sample *todo = xcalloc((size_t)g.n_probs * g.k, sizeof *todo);
 	int n = 0, have = 0;
+	g.prompt_files = xcalloc(g.n_probs, sizeof *g.prompt_files);
 	for (int i = 0; i < g.n_probs; i++) {
+		/* the whole prompt, kept beside its samples (issue 38): a run
+		 * says what was asked, not only its hash */
+		const struct prompt *pr = &g.prompts[i];
+		g.prompt_files[i] = rundir_store_prompt(g.run_dir, pr->sha256, pr->template_sha256,
+							pr->system, pr->user);
+		if (!g.prompt_files[i]) {
+			free(todo);
+			close(lock);
+			goto out_run;
+		}
 		char *d1 = xstrfmt("%s/candidates/%03d", g.run_dir, g.probs[i]->id);
 		char *d2 = xstrfmt("%s/replies/%03d", g.run_dir, g.probs[i]->id);
 		if (mkdir_p(d1) < 0 || mkdir_p(d2) < 0) {
@@ -613,6 +626,9 @@ int cmd_generate(int argc, char **argv)
 out_run:
 	free(run_default);
 out:
+	for (int i = 0; g.prompt_files && i < g.n_probs; i++)
+		free(g.prompt_files[i]);
+	free(g.prompt_files);
 	for (int i = 0; i < n_built; i++)
 		prompt_free(&g.prompts[i]);
 	free(g.prompts);

@@ -14,10 +14,13 @@ nreq() { wc -l <"$TMP/log"; }
 # the run directory R; passes when true
 q() {
 	python3 - "$TMP/log" "$RUN" "$1" <<'PY'
-import glob, json, os, sys
+import glob, hashlib, json, os, sys
 reqs = [json.loads(l) for l in open(sys.argv[1])]
 R = sys.argv[2]
 def rec(p, k): return json.load(open(f"{R}/replies/{p:03d}/sample_{k}.json"))
+def prompt_of(p, k): return json.load(open(R + "/" + rec(p, k)["prompt"]))
+def sha(d): return hashlib.sha256(d["system"].encode() + b"\0" + d["user"].encode()).hexdigest()
+def sent(r): return [m["content"] for m in r["body"]["messages"]]
 def n_replies(): return len(glob.glob(f"{R}/replies/*/sample_*.json"))
 def n_cands(): return len(glob.glob(f"{R}/candidates/*/sample_*.cu"))
 sys.exit(0 if eval(sys.argv[3]) else 1)
@@ -60,6 +63,13 @@ check 'rec(3,0)["attempts"] == 4 and rec(3,1)["attempts"] == 1 and rec(1,0)["att
 # Retry-After: 1 is waited out, though --backoff asks for 0.05 s
 check 'reqs[6]["t"] - reqs[5]["t"] >= 1.0'
 check 'rec(1,0)["prompt_sha256"] == json.load(open(R + "/run.json"))["args"]["prompt_sha256"]["001"]'
+# the whole prompt beside the samples (issue 38): one file per distinct
+# prompt, named by its hash, holding exactly what was sent
+check 'sorted(os.listdir(R + "/prompts")) == sorted(rec(p,0)["prompt_sha256"] + ".json" for p in (1,2,3))'
+check 'all(rec(p,k)["prompt"] == "prompts/" + rec(p,k)["prompt_sha256"] + ".json" for p in (1,2,3) for k in (0,1))'
+check 'all(sha(prompt_of(p,0)) == rec(p,0)["prompt_sha256"] == prompt_of(p,0)["prompt_sha256"] for p in (1,2,3))'
+check 'sent(reqs[0]) == [prompt_of(1,0)["system"], prompt_of(1,0)["user"]] and sent(reqs[8]) == [prompt_of(3,1)["system"], prompt_of(3,1)["user"]]'
+check 'prompt_of(1,0)["template_sha256"] == rec(1,0)["template_sha256"]'
 check 'rec(1,0)["reply"]["choices"][0]["message"]["role"] == "assistant"'
 check 'json.load(open(R + "/run.json"))["args"]["model"] == "gpt-test" and json.load(open(R + "/run.json"))["args"]["temperature"] == 0.5'
 check 'json.load(open(R + "/run.json"))["pkb_version"] and json.load(open(R + "/run.json"))["created"] and json.load(open(R + "/run.json"))["args"]["template"] == "prompts/cuda.txt"'
@@ -74,6 +84,13 @@ expect_exit 0 gen --model gpt-test --provider openai --base-url "http://127.0.0.
 	--problems 1-3 -k 2 -j 1 --temperature 0.5 --max-tokens 1000 --run "$RUN"
 [ "$(nreq)" = "$before" ] && ok || not_ok "a complete run requested again"
 expect_grep '0 to request, 6 kept' "$TMP/err"
+# a run from before the prompts were kept gets them on its next run
+md5_prompts=$(cat "$RUN"/prompts/*.json | md5sum)
+rm -r "$RUN/prompts"
+expect_exit 0 gen --model gpt-test --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1-3 -k 2 -j 1 --temperature 0.5 --max-tokens 1000 --run "$RUN"
+[ "$(nreq)" = "$before" ] && ok || not_ok "restoring the prompts requested samples"
+[ "$(cat "$RUN"/prompts/*.json | md5sum)" = "$md5_prompts" ] && ok || not_ok "the prompt files differ when written again"
 # other arguments: refused, unless --force (then only the new samples)
 expect_exit 1 gen --model gpt-test --provider openai --base-url "http://127.0.0.1:$PORT/v1" \
 	--problems 1-3 -k 2 -j 1 --temperature 0.7 --max-tokens 1000 --run "$RUN"
