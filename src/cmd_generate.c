@@ -519,6 +519,27 @@ int cmd_generate(int argc, char **argv)
 		free(base);
 		return PKB_EXIT_USAGE;
 	}
+	char *run_default = NULL;
+	if (!g.run_dir) {
+		run_default = xstrfmt("runs/gen-%s-%s", g.prov->name, g.model);
+		for (char *p = run_default + 5; *p; p++)
+			if (*p == '/' || *p == ':' || *p == ' ')
+				*p = '_';
+		g.run_dir = run_default;
+	}
+	/* the machine the prompt describes: --hw, else the run's own (going
+	 * on in a run keeps its prompts), else this machine's (issue 38) */
+	char *rj = xstrfmt("%s/run.json", g.run_dir);
+	json_t *old = access(rj, F_OK) == 0 ? json_load_file(rj, 0, NULL) : NULL;
+	free(rj);
+	const char *old_src = json_string_value(json_object_get(old, "hw_source"));
+	prompt_hw_resolve(&po, json_string_value(json_object_get(json_object_get(old, "args"), "hw")));
+	/* the way the run's machine was first chosen stays its record */
+	char hw_source[32];
+	snprintf(hw_source, sizeof hw_source, "%s",
+		 !strcmp(po.hw_source, "run.json") && old_src ? old_src : po.hw_source);
+	json_t *extra = json_pack("{s:s,s:s}", "hw", po.hw, "hw_source", hw_source);
+	json_decref(old);
 	int rc = PKB_EXIT_INPUT;
 	g.prompts = xcalloc(g.n_probs, sizeof *g.prompts);
 	int n_built = 0;
@@ -528,14 +549,6 @@ int cmd_generate(int argc, char **argv)
 			error("%s", err);
 			goto out;
 		}
-	}
-	char *run_default = NULL;
-	if (!g.run_dir) {
-		run_default = xstrfmt("runs/gen-%s-%s", g.prov->name, g.model);
-		for (char *p = run_default + 5; *p; p++)
-			if (*p == '/' || *p == ':' || *p == ' ')
-				*p = '_';
-		g.run_dir = run_default;
 	}
 	json_t *args = run_args(&g, spec, po.backend, &po, block);
 	if (mkdir_p(g.run_dir) < 0) {
@@ -550,7 +563,7 @@ int cmd_generate(int argc, char **argv)
 		goto out_run;
 	}
 	rundir_remove_stale(g.run_dir);
-	if (rundir_open(g.run_dir, args, NULL, force) < 0) {
+	if (rundir_open(g.run_dir, args, extra, force) < 0) {
 		json_decref(args);
 		close(lock);
 		goto out_run;
@@ -599,7 +612,8 @@ int cmd_generate(int argc, char **argv)
 	g.rng = (unsigned)(now_ns() ^ (unsigned)getpid());
 	if (!g.quiet)
 		fprintf(stderr, "generate: %s %s, %d problems x %d samples: %d to request, %d kept, "
-			"run '%s'\n", g.prov->name, g.model, g.n_probs, g.k, n, have, g.run_dir);
+			"run '%s', hardware %s (%s)\n", g.prov->name, g.model, g.n_probs, g.k, n, have,
+			g.run_dir, po.hw, po.hw_source);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	run_samples(&g, todo, n);
 	curl_global_cleanup();
@@ -624,8 +638,9 @@ int cmd_generate(int argc, char **argv)
 	}
 	close(lock);
 out_run:
-	free(run_default);
 out:
+	free(run_default);
+	json_decref(extra);
 	for (int i = 0; g.prompt_files && i < g.n_probs; i++)
 		free(g.prompt_files[i]);
 	free(g.prompt_files);

@@ -223,6 +223,33 @@ OPENAI_API_KEY=$KEY expect_exit 10 gen --model m --provider openai --base-url "h
 	--problems 1 --run "$RUN"
 expect_grep 'hint: no key was sent to this endpoint: --api-key-env NAME' "$TMP/err"
 
+# ---- the machine the prompt describes (issue 38) -----------------------------
+# --hw: that machine, recorded in run.json
+start_server ok ok ok
+RUN=$TMP/run_hw
+expect_exit 0 gen --model m --provider openai-compatible --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1 --hw h200_4 --run "$RUN"
+check '"(hw/h200_4.json)" in "".join(sent(reqs[0])) and "hw/h100_8" not in "".join(sent(reqs[0]))'
+check 'json.load(open(R + "/run.json"))["hw"] == "h200_4" and json.load(open(R + "/run.json"))["hw_source"] == "--hw" and json.load(open(R + "/run.json"))["args"]["hw"] == "h200_4"'
+expect_grep "hardware h200_4 \(--hw\)" "$TMP/err"
+if grep -q '^warning' "$TMP/err"; then not_ok "a warning with --hw"; else ok; fi
+# going on without --hw (more samples): the run's machine, not this one's
+expect_exit 0 gen --model m --provider openai-compatible --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1 -k 2 --force --run "$RUN"
+check 'len(reqs) == 2 and "(hw/h200_4.json)" in "".join(sent(reqs[1])) and rec(1,1)["prompt_sha256"] == rec(1,0)["prompt_sha256"]'
+check 'json.load(open(R + "/run.json"))["hw"] == "h200_4" and json.load(open(R + "/run.json"))["hw_source"] == "--hw"'
+expect_grep "hardware h200_4 \(run.json\)" "$TMP/err"
+# neither: this machine's GPUs, or on a machine without any the default, said
+RUN=$TMP/run_hw2
+expect_exit 0 gen --model m --provider openai-compatible --base-url "http://127.0.0.1:$PORT/v1" \
+	--problems 1 --run "$RUN"
+if [ "$(ls /proc/driver/nvidia/gpus 2>/dev/null | wc -l)" = 0 ]; then
+	expect_grep '^warning: no GPU on this machine: the prompt describes h100_8, the default; --hw NAME' "$TMP/err"
+	check 'json.load(open(R + "/run.json"))["hw"] == "h100_8" and json.load(open(R + "/run.json"))["hw_source"] == "default" and "(hw/h100_8.json)" in "".join(sent(reqs[2]))'
+else
+	check 'json.load(open(R + "/run.json"))["hw_source"] == "detected"'; ok
+fi
+
 # ---- a reply slower than the timeout: retried ------------------------------
 start_server slow:3 ok
 RUN=$TMP/run8

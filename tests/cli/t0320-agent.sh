@@ -84,7 +84,16 @@ check 'last_user(2).count("7 of 100") == 1'
 # the pass: speedup, per-rank times, roofline with its bound
 check '"Speedup 2.500x against the reference: median 4.00 us against 10.00 us" in last_user(3)'
 check '"Per rank (median): rank 0 4.00 us, rank 1 4.00 us, rank 2 4.00 us, rank 3 4.00 us" in last_user(3)'
-check '"Roofline: the lower bound is 0.22 us on h200_4, interconnect-bound" in last_user(3)'
+# the roofline is on the machine the prompt described (issue 38: the prompt
+# said h100_8, eval picked the pretend GPUs' h200_4); with no GPU here and
+# no --hw, that is the default, said on stderr, and recorded in run.json
+check '"Roofline: the lower bound is 0.22 us on h100_8, interconnect-bound" in last_user(3)'
+check '"(hw/h100_8.json)" in reqs[0]["body"]["messages"][1]["content"] + reqs[0]["body"]["messages"][0]["content"]'
+check 'json.load(open(R + "/run.json"))["hw"] == "h100_8" and json.load(open(R + "/run.json"))["args"]["hw"] == "h100_8"'
+if [ "$(ls /proc/driver/nvidia/gpus 2>/dev/null | wc -l)" = 0 ]; then
+	check 'json.load(open(R + "/run.json"))["hw_source"] == "default"'
+	expect_grep '^warning: no GPU on this machine: the prompt describes h100_8, the default' "$TMP/err"
+else ok; ok; fi
 check '"Best so far: step 3, 2.500x. Steps left: 1." in last_user(3)'
 check 'T[3]["feedback"].startswith("Step 4: pass.") and "Best so far: step 3, 2.500x" in T[3]["feedback"]'
 # the best candidate is kept, not the last
@@ -196,6 +205,19 @@ start_server "file:$C/s3_fast.cu"
 RUN="$TMP/run json slot"
 expect_exit 0 agent --steps 1 --run "$RUN" --eval-cmd "env PKB_RANK_CMD=$FAKE $PKB eval {id} {file} --gpus {gpus} --m {m} --trials 1 --measure-perf --iters 20 -q --json {json}"
 check 'T[0]["verdict"] == "pass" and T[0]["speedup"] == 2.5'
+# without {hw} the far side picks its own machine: said
+expect_grep '^warning: the evaluation.s roofline is on h200_4, the prompt described h100_8: put --hw \{hw\}' "$TMP/err"
+# --hw h200_4: the prompt and, through {hw}, the feedback on that machine
+start_server "file:$C/s3_fast.cu"
+RUN="$TMP/run_hw"
+expect_exit 0 agent --steps 1 --hw h200_4 --run "$RUN" --eval-cmd "env PKB_RANK_CMD=$FAKE $PKB eval {id} {file} --gpus {gpus} --m {m} --trials 1 --measure-perf --iters 20 --hw {hw} -q --json {json}"
+check '"(hw/h200_4.json)" in reqs[0]["body"]["messages"][1]["content"] + reqs[0]["body"]["messages"][0]["content"]'
+check '" us on h200_4, " in T[0]["feedback"] and json.load(open(R + "/run.json"))["hw_source"] == "--hw"'
+if grep -q 'warning' "$TMP/err"; then not_ok "a warning with --hw and {hw}"; else ok; fi
+# going on in that run without --hw keeps its machine
+start_server "file:$C/s3_fast.cu"
+expect_exit 0 agent --steps 2 --run "$RUN" --eval-cmd "env PKB_RANK_CMD=$FAKE $PKB eval {id} {file} --gpus {gpus} --m {m} --trials 1 --measure-perf --iters 20 --hw {hw} -q --json {json}"
+check 'len(T) == 2 and " us on h200_4, " in T[1]["feedback"]'
 # a command that gives no result: said, exit 9, the step not recorded
 start_server "file:$C/s3_fast.cu"
 RUN=$TMP/run_noresult
