@@ -189,8 +189,8 @@ const struct opt llm_opts_table[] = {
 	{ LLM_OPT_TEMP, "temperature", "T", "sampling temperature (default: the provider's own)" },
 	{ LLM_OPT_MAXTOK, "max-tokens", "N", "reply length limit (default 16384)" },
 	{ LLM_OPT_TIMEOUT, "timeout", "S", "seconds per request (default 600)" },
-	{ LLM_OPT_RETRIES, "retries", "N", "retries of a request on 429, 5xx, network errors\n"
-					   "(default 6)" },
+	{ LLM_OPT_RETRIES, "retries", "N", "retries of a request on 429, 5xx, network errors,\n"
+					   "bad replies (default 6)" },
 	{ LLM_OPT_BACKOFF, "backoff", "S", "first retry delay in seconds, doubled each retry\n"
 					   "(default 2)" },
 	{ LLM_OPT_BLOCK, "block", "B", "which code block: last (default) | first | N" },
