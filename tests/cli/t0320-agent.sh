@@ -234,6 +234,18 @@ OPENAI_API_KEY=sk-test-must-not-leak MYKEY=sk-test-mine-must-not-leak expect_exi
 expect_grep '^PATH=' "$RUN/env.txt"
 check 'reqs[0]["headers"]["authorization"] == "Bearer sk-test-mine-must-not-leak"'
 if grep -rq "must-not-leak" "$RUN"; then not_ok "the key reached the run or the evaluation"; else ok; fi
+# the provider's key withheld from this endpoint is said; a named variable
+# that is not set is bad input (exit 1), before any request
+start_server "file:$C/s3_fast.cu"
+RUN=$TMP/run_env2
+OPENAI_API_KEY=sk-test-must-not-leak expect_exit 0 agent --steps 1 --run "$RUN"
+expect_grep '^warning: OPENAI_API_KEY is not sent to http://127.0.0.1:[0-9]+/v1' "$TMP/err"
+check '"authorization" not in reqs[0]["headers"]'
+env -u MYKEY "$PKB" agent 1 --base-url "http://127.0.0.1:$PORT/v1" "${A_OPTS[@]}" --steps 1 \
+	--run "$TMP/run_env3" --api-key-env MYKEY >"$TMP/out" 2>"$TMP/err"
+[ $? = 1 ] && ok || not_ok "agent --api-key-env of an unset variable: not exit 1"
+expect_grep '^error: --api-key-env names MYKEY, which is not set' "$TMP/err"
+check 'len(reqs) == 1'
 # a proxy's HTML page in a 200 is asked again, like a 5xx (issue 38); the
 # step goes on with the reply that followed, the attempts recorded
 start_server html "file:$C/s3_fast.cu"
