@@ -52,8 +52,8 @@ static const char head[] =
 "\n";
 static const char tail[] =
 "\n"
-"The instance (--backend ... --template) is also passed to eval (--hw only\n"
-"when given).\n"
+"The instance (--backend ... --template) is also passed to eval, with --hw\n"
+"the machine the prompt describes (by default this machine's GPUs).\n"
 "\n"
 "exit status: 0 a correct candidate for every problem, 12 not for some,\n"
 "10 the API refused, 11 a request failed after its retries (run again),\n"
@@ -89,6 +89,7 @@ static const struct opt *const tables[] = { llm_opts_table, agent_opts, prompt_o
 struct agent {
 	const struct llm_provider *prov;
 	const char *model, *base_url, *run_dir, *key;
+	struct llm_key keyinfo;
 	int max_tokens, retries, block, quiet;
 	double temperature, timeout_s, backoff_s;
 	/* budgets, each per problem; 0: none */
@@ -171,7 +172,7 @@ static enum stop stop_reason(const struct agent *a, const struct conv *c)
 /* ---- the evaluation command ------------------------------------------------- */
 
 static const char *const slots[] = { "id", "name", "file", "json", "gpus", "m", "n", "dtype",
-				     "trials", "backend", "step", "run" };
+				     "trials", "backend", "step", "run", "hw" };
 
 /* {name} -> \1name\2, so that the shell-word splitter leaves it alone;
  * an unknown {slot} is an error */
@@ -194,7 +195,7 @@ static char *mark_slots(const char *tmpl, char *err, size_t n)
 					break;
 			if (!e || k == ARRAY_SIZE(slots)) {
 				snprintf(err, n, "unknown slot '%.*s' (known: {id} {name} {file} {json} "
-					 "{gpus} {m} {n} {dtype} {trials} {backend} {step} {run})",
+					 "{gpus} {m} {n} {dtype} {trials} {backend} {step} {run} {hw})",
 					 e ? (int)(e - p + 1) : 1, p);
 				free(out);
 				return NULL;
@@ -278,10 +279,10 @@ static void local_template(struct agent *a)
 		w[n++] = "--warmup";
 		w[n++] = warmup;
 	}
-	if (a->hw_eval) {
-		w[n++] = "--hw";
-		w[n++] = a->hw_eval;
-	}
+	/* the machine the prompt described, so that the feedback's roofline
+	 * speaks of it too (issue 38: eval picked this machine's own) */
+	w[n++] = "--hw";
+	w[n++] = "\1hw\2";
 	w[n++] = "-q";
 	w[n++] = "--json";
 	w[n++] = "\1json\2";
@@ -368,7 +369,7 @@ static json_t *evaluate(const struct agent *a, const struct conv *c, int step, d
 	snprintf(st, sizeof st, "%d", step);
 	char *name = xstrfmt("%03d_%s", c->p->id, c->p->name);
 	const char *vals[] = { id, name, acu, ares, gpus, m, nn, a->po.dtype, trials,
-			       a->po.backend, st, a->abs_run };
+			       a->po.backend, st, a->abs_run, a->po.hw };
 	char **argv = xcalloc((size_t)a->n_words + 1, sizeof *argv);
 	for (int i = 0; i < a->n_words; i++)
 		argv[i] = fill_word(a->words[i], vals);
@@ -629,7 +630,7 @@ static void rank_phases(struct sbuf *b, json_t *ev)
 	}
 }
 
-static void perf_details(struct sbuf *b, json_t *ev)
+static void perf_details(const struct agent *a, struct sbuf *b, json_t *ev)
 {
 	json_t *cp = json_object_get(ev, "candidate_perf"), *rp = json_object_get(ev, "reference_perf");
 	json_t *sp = json_object_get(ev, "speedup");
@@ -657,6 +658,10 @@ static void perf_details(struct sbuf *b, json_t *ev)
 	if (json_is_string(json_object_get(rl, "error"))) {
 		sb_add(b, "Roofline: none (%s).\n", jstr(rl, "error"));
 	} else if (rl) {
+		/* an --eval-cmd without {hw} lets the far side pick its own */
+		if (strcmp(jstr(rl, "hw"), a->po.hw))
+			warning("the evaluation's roofline is on %s, the prompt described %s: put "
+				"--hw {hw} in --eval-cmd", jstr(rl, "hw"), a->po.hw);
 		sb_add(b, "Roofline: the lower bound is %.2f us on %s, %s-bound; this candidate "
 		       "runs at %.0f%% of it", json_number_value(json_object_get(rl, "bound_us")),
 		       jstr(rl, "hw"), jstr(rl, "bottleneck"),
@@ -706,7 +711,7 @@ static char *feedback(const struct agent *a, const struct conv *c, int step, con
 		sb_add(&b, " Correct, but the time is not trusted, so it does not count: %s\n", msg);
 	} else if (!strcmp(verdict, "pass")) {
 		sb_add(&b, " Correct: %s.\n", msg);
-		perf_details(&b, ev);
+		perf_details(a, &b, ev);
 	} else if (!strcmp(verdict, "internal_error")) {
 		sb_add(&b, " pkb's evaluation failed (a harness error, not necessarily your "
 		       "file's): %s\n", msg);
@@ -876,8 +881,9 @@ static json_t *get_reply(const struct agent *a, struct conv *c, int step, double
 	int attempts = 0;
 	char err[512];
 	double t0 = now_s();
+	json_t *tries = json_array();
 	int rc = llm_http_post(&rq, btxt, a->timeout_s, a->retries, a->backoff_s, until, &status,
-			       &resp, &attempts, err, sizeof err);
+			       &resp, &attempts, tries, err, sizeof err);
 	double latency = now_s() - t0;
 	free(btxt);
 	rundir_redact(resp.s, &resp.len, a->key);
@@ -888,10 +894,7 @@ static json_t *get_reply(const struct agent *a, struct conv *c, int step, double
 		} else if (rc == 0 && !llm_http_retryable(status)) {
 			error("%03d step %d: HTTP %ld from the %s API: %.300s", c->p->id, step, status,
 			      a->prov->name, resp.s ? resp.s : "");
-			hint(status == 401 || status == 403 ? "check the API key (%s)"
-			     : status == 404 ? "check --model and --base-url (%s)"
-					     : "check the request's parameters (%s)",
-			     a->prov->key_env[0]);
+			llm_hint_status(status, &a->keyinfo);
 			f->code = PKB_EXIT_PROVIDER;
 		} else {
 			error("%03d step %d: no reply after %d attempts: %s", c->p->id, step, attempts,
@@ -901,14 +904,17 @@ static json_t *get_reply(const struct agent *a, struct conv *c, int step, double
 		}
 		free(resp.s);
 		free(rp);
+		json_decref(tries);
 		return NULL;
 	}
 	struct llm_reply r;
 	json_t *doc = NULL;
 	if (llm_parse(a->prov->api, resp.s ? resp.s : "", resp.len, &r, &doc) < 0) {
-		error("%03d step %d: a malformed reply (%s)", c->p->id, step, r.err);
+		error("%03d step %d: a malformed reply after %d attempts (%s)", c->p->id, step,
+		      attempts, r.err);
 		hint("run the same command again to ask again");
 		json_decref(doc);
+		json_decref(tries);
 		free(resp.s);
 		free(rp);
 		f->code = PKB_EXIT_INCOMPLETE;
@@ -925,6 +931,7 @@ static json_t *get_reply(const struct agent *a, struct conv *c, int step, double
 			(json_int_t)r.tokens_out, "reply_sha256", sha, "text", r.text);
 	json_object_set_new(rec, "reply", doc ? json_incref(doc)
 					      : json_stringn_nocheck(resp.s, resp.len));
+	json_object_set_new(rec, "retried", tries);
 	json_decref(doc);
 	llm_reply_free(&r);
 	free(resp.s);
@@ -1224,28 +1231,26 @@ int cmd_agent(int argc, char **argv)
 	while (strlen(base) > 1 && base[strlen(base) - 1] == '/')
 		base[strlen(base) - 1] = 0;
 	a.base_url = base;
-	/* the key: from the environment, sent in a header and nowhere else */
+	/* the key: from the environment, sent in a header and nowhere else,
+	 * and only to its provider's endpoint unless --api-key-env names it */
 	char *key = NULL;
-	for (int i = 0; i < 2 && a.prov->key_env[i] && !key; i++) {
-		const char *k = getenv(a.prov->key_env[i]);
-		if (k && *k)
-			key = xstrdup(k);
-	}
+	int key_rc = llm_cli_key(a.prov, a.base_url, l.api_key_env, &a.keyinfo, a.quiet);
+	if (key_rc == 0 && a.keyinfo.key)
+		key = xstrdup(a.keyinfo.key);
 	/* ... and out of the environment, which every evaluation inherits
 	 * (nvcc, an --eval-cmd's ssh or srun): it needs no key */
 	for (int i = 0; i < 2 && a.prov->key_env[i]; i++)
 		unsetenv(a.prov->key_env[i]);
-	a.key = key;
+	if (l.api_key_env)
+		unsetenv(l.api_key_env);
+	a.key = a.keyinfo.key = key;
 	int rc = PKB_EXIT_INPUT;
 	struct conv *cv = NULL;
 	const struct pkb_problem **ps = NULL;
 	int np = 0, built = 0, lock = -1;
 	char *run_default = NULL;
-	if (!a.key && !a.prov->key_optional) {
-		error("no API key for '%s': set %s%s%s", provider, a.prov->key_env[0],
-		      a.prov->key_env[1] ? " or " : "", a.prov->key_env[1] ? a.prov->key_env[1] : "");
+	if (key_rc < 0)
 		goto out;
-	}
 	char err[512];
 	ps = spec_parse(spec, &np, err, sizeof err);
 	if (!ps) {
@@ -1254,6 +1259,32 @@ int cmd_agent(int argc, char **argv)
 		rc = PKB_EXIT_USAGE;
 		goto out;
 	}
+	if (!a.run_dir) {
+		run_default = xstrfmt("runs/agent-%s-%s", a.prov->name, a.model);
+		for (char *p = run_default + 5; *p; p++)
+			if (*p == '/' || *p == ':' || *p == ' ')
+				*p = '_';
+		a.run_dir = run_default;
+	}
+	/* the machine the prompt describes, and the evaluation's roofline
+	 * with it: --hw, else the run's own, else this machine's (issue 38) */
+	char *rj = xstrfmt("%s/run.json", a.run_dir);
+	json_t *old = access(rj, F_OK) == 0 ? json_load_file(rj, 0, NULL) : NULL;
+	free(rj);
+	const char *old_src = json_string_value(json_object_get(old, "hw_source"));
+	prompt_hw_resolve(&a.po, json_string_value(json_object_get(json_object_get(old, "args"),
+								   "hw")));
+	char hw_source[32], eval_hw[32];
+	snprintf(hw_source, sizeof hw_source, "%s",
+		 !strcmp(a.po.hw_source, "run.json") && old_src ? old_src : a.po.hw_source);
+	/* a run started with --hw goes on without it */
+	const char *old_eval_hw = json_string_value(json_object_get(json_object_get(old, "args"),
+								    "eval_hw"));
+	if (!a.hw_eval && old_eval_hw && !strcmp(a.po.hw_source, "run.json")) {
+		snprintf(eval_hw, sizeof eval_hw, "%s", old_eval_hw);
+		a.hw_eval = eval_hw;
+	}
+	json_decref(old);
 	cv = xcalloc((size_t)np, sizeof *cv);
 	struct prompt *prompts = xcalloc((size_t)np, sizeof *prompts);
 	for (; built < np; built++) {
@@ -1265,13 +1296,6 @@ int cmd_agent(int argc, char **argv)
 		}
 		prompts[built] = cv[built].pr;
 		cv[built].p = ps[built];
-	}
-	if (!a.run_dir) {
-		run_default = xstrfmt("runs/agent-%s-%s", a.prov->name, a.model);
-		for (char *p = run_default + 5; *p; p++)
-			if (*p == '/' || *p == ':' || *p == ' ')
-				*p = '_';
-		a.run_dir = run_default;
 	}
 	json_t *args = run_args(&a, spec, ps, prompts, np, block);
 	free(prompts);
@@ -1291,7 +1315,8 @@ int cmd_agent(int argc, char **argv)
 	/* the budgets may change between runs (raise --steps to go on), and
 	 * so may the server's address (a local server restarted on another
 	 * port serves the same model) */
-	json_t *budgets = json_pack("{s:s,s:{s:i,s:o,s:o,s:o}}", "base_url", a.base_url,
+	json_t *budgets = json_pack("{s:s,s:s,s:s,s:{s:i,s:o,s:o,s:o}}", "base_url", a.base_url,
+				    "hw", a.po.hw, "hw_source", hw_source,
 				    "budgets", "steps", a.steps,
 				    "budget_s", a.budget_s > 0 ? json_real(a.budget_s) : json_null(),
 				    "budget_tokens", a.budget_tokens > 0

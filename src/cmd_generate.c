@@ -77,13 +77,16 @@ struct sample {
 	char *body;
 	struct llm_http_buf resp;
 	char curl_err[CURL_ERROR_SIZE];
+	json_t *tries;           /* the attempts that failed, for the record */
 };
 
 struct gen {
 	const struct llm_provider *prov;
 	const char *model, *base_url, *run_dir, *key;
+	struct llm_key keyinfo;
 	const struct pkb_problem **probs;
 	struct prompt *prompts;
+	char **prompt_files;     /* per problem: its prompt's file in the run (prompts/SHA.json) */
 	int n_probs, k, max_tokens, j, retries, block, quiet, tty;
 	double temperature, timeout_s, backoff_s;
 	unsigned rng;
@@ -122,6 +125,9 @@ static void progress(struct gen *g, int total, const char *line)
 	}
 }
 
+static int retry_later(struct gen *g, struct sample *s, double after, const char *why,
+		       char *line, size_t n);
+
 /* a finished 200: extract, write the candidate, then the reply record */
 static void finish_ok(struct gen *g, struct sample *s, long status, double latency, char *line,
 		      size_t n)
@@ -133,6 +139,22 @@ static void finish_ok(struct gen *g, struct sample *s, long status, double laten
 	int outcome, blocks = 0;
 	char *code = NULL;
 	if (llm_parse(g->prov->api, s->resp.s ? s->resp.s : "", s->resp.len, &r, &doc) < 0) {
+		/* issue 38: a bad reply is asked again like a 5xx, within the
+		 * same retries; when they are spent, one the provider never
+		 * wrote (not JSON, an error object) fails the sample as a 5xx
+		 * would (the next run asks again), and the provider's own JSON
+		 * without its content (a SAFETY block) is the outcome bad_reply */
+		char why[256];
+		snprintf(why, sizeof why, "a bad reply (%s)", r.err);
+		if (s->attempts <= g->retries || r.foreign) {
+			json_array_append_new(s->tries, llm_http_attempt(s->attempts, status, why,
+									 s->resp.s, s->resp.len,
+									 g->key));
+			retry_later(g, s, -1, why, line, n);
+			json_decref(doc);
+			llm_reply_free(&r);
+			return;
+		}
 		outcome = O_BAD_REPLY;
 	} else if (r.truncated) {
 		outcome = O_TRUNCATED;
@@ -154,6 +176,7 @@ static void finish_ok(struct gen *g, struct sample *s, long status, double laten
 				"prompt_sha256", pr->sha256, "template_sha256", pr->template_sha256,
 				"outcome", outcome_names[outcome], "http_status", (int)status,
 				"latency_s", latency, "attempts", s->attempts);
+	json_object_set_new(rec, "prompt", json_string(g->prompt_files[s->prob]));
 	json_object_set_new(rec, "finish_reason",
 			    outcome == O_BAD_REPLY || !r.finish[0] ? json_null() : json_string(r.finish));
 	json_object_set_new(rec, "tokens_in", outcome == O_BAD_REPLY || r.tokens_in < 0
@@ -166,6 +189,7 @@ static void finish_ok(struct gen *g, struct sample *s, long status, double laten
 		json_object_set_new(rec, "error", json_string(r.err));
 	json_object_set_new(rec, "candidate",
 			    code ? json_string(cu + strlen(g->run_dir) + 1) : json_null());
+	json_object_set_new(rec, "retried", json_incref(s->tries));
 	/* the raw reply: as JSON where it parses, else as the text it was */
 	json_object_set_new(rec, "reply", doc ? json_incref(doc)
 					      : json_stringn_nocheck(s->resp.s ? s->resp.s : "",
@@ -248,6 +272,8 @@ static int start(struct gen *g, CURLM *multi, struct sample *s)
 	s->h = llm_http_easy(&rq, s->body, g->timeout_s, &s->hdr, &s->resp, s->curl_err);
 	curl_easy_setopt(s->h, CURLOPT_PRIVATE, s);
 	s->attempts++;
+	if (!s->tries)
+		s->tries = json_array();
 	s->t_start = now_s();
 	s->state = S_RUN;
 	return curl_multi_add_handle(multi, s->h) == CURLM_OK ? 0 : -1;
@@ -263,11 +289,15 @@ static void done_transfer(struct gen *g, CURLM *multi, CURL *h, CURLcode res, in
 	char line[512] = "", why[256];
 	if (res != CURLE_OK) {
 		snprintf(why, sizeof why, "%s", s->curl_err[0] ? s->curl_err : curl_easy_strerror(res));
+		json_array_append_new(s->tries, llm_http_attempt(s->attempts, 0, why, NULL, 0, NULL));
 		retry_later(g, s, -1, why, line, sizeof line);
 	} else if (status == 200) {
 		finish_ok(g, s, status, latency, line, sizeof line);
 	} else if (llm_http_retryable(status)) {
 		snprintf(why, sizeof why, "HTTP %ld", status);
+		rundir_redact(s->resp.s, &s->resp.len, g->key);
+		json_array_append_new(s->tries, llm_http_attempt(s->attempts, status, why, s->resp.s,
+								 s->resp.len, g->key));
 		retry_later(g, s, llm_http_retry_after(h), why, line, sizeof line);
 	} else {
 		/* 401/403 (the key), 404 (the model or URL), 400 (a parameter):
@@ -282,10 +312,7 @@ static void done_transfer(struct gen *g, CURLM *multi, CURL *h, CURLcode res, in
 				fputc('\n', stderr);
 			error("%03d sample %d: HTTP %ld from the %s API: %.300s", g->probs[s->prob]->id,
 			      s->k, status, g->prov->name, s->resp.s ? s->resp.s : "");
-			hint(status == 401 || status == 403 ? "check the API key (%s)"
-			     : status == 404 ? "check --model and --base-url (%s)"
-					     : "check the request's parameters (%s)",
-			     g->prov->key_env[0]);
+			llm_hint_status(status, &g->keyinfo);
 		}
 	}
 	release(multi, s);
@@ -477,18 +504,13 @@ int cmd_generate(int argc, char **argv)
 		return PKB_EXIT_USAGE;
 	}
 	/* the key: read from the environment, held in memory, sent in a header
-	 * and nowhere else (never in argv, a URL, a file or a message) */
-	for (int i = 0; i < 2 && g.prov->key_env[i] && !g.key; i++) {
-		const char *k = getenv(g.prov->key_env[i]);
-		if (k && *k)
-			g.key = k;
-	}
-	if (!g.key && !g.prov->key_optional) {
-		error("no API key for '%s': set %s%s%s", provider, g.prov->key_env[0],
-		      g.prov->key_env[1] ? " or " : "", g.prov->key_env[1] ? g.prov->key_env[1] : "");
+	 * and nowhere else (never in argv, a URL, a file or a message), and
+	 * only to its provider's endpoint unless --api-key-env names it */
+	if (llm_cli_key(g.prov, g.base_url, l.api_key_env, &g.keyinfo, g.quiet) < 0) {
 		free(base);
 		return PKB_EXIT_INPUT;
 	}
+	g.key = g.keyinfo.key;
 	char err[512];
 	g.probs = spec_parse(spec, &g.n_probs, err, sizeof err);
 	if (!g.probs) {
@@ -497,6 +519,27 @@ int cmd_generate(int argc, char **argv)
 		free(base);
 		return PKB_EXIT_USAGE;
 	}
+	char *run_default = NULL;
+	if (!g.run_dir) {
+		run_default = xstrfmt("runs/gen-%s-%s", g.prov->name, g.model);
+		for (char *p = run_default + 5; *p; p++)
+			if (*p == '/' || *p == ':' || *p == ' ')
+				*p = '_';
+		g.run_dir = run_default;
+	}
+	/* the machine the prompt describes: --hw, else the run's own (going
+	 * on in a run keeps its prompts), else this machine's (issue 38) */
+	char *rj = xstrfmt("%s/run.json", g.run_dir);
+	json_t *old = access(rj, F_OK) == 0 ? json_load_file(rj, 0, NULL) : NULL;
+	free(rj);
+	const char *old_src = json_string_value(json_object_get(old, "hw_source"));
+	prompt_hw_resolve(&po, json_string_value(json_object_get(json_object_get(old, "args"), "hw")));
+	/* the way the run's machine was first chosen stays its record */
+	char hw_source[32];
+	snprintf(hw_source, sizeof hw_source, "%s",
+		 !strcmp(po.hw_source, "run.json") && old_src ? old_src : po.hw_source);
+	json_t *extra = json_pack("{s:s,s:s}", "hw", po.hw, "hw_source", hw_source);
+	json_decref(old);
 	int rc = PKB_EXIT_INPUT;
 	g.prompts = xcalloc(g.n_probs, sizeof *g.prompts);
 	int n_built = 0;
@@ -506,14 +549,6 @@ int cmd_generate(int argc, char **argv)
 			error("%s", err);
 			goto out;
 		}
-	}
-	char *run_default = NULL;
-	if (!g.run_dir) {
-		run_default = xstrfmt("runs/gen-%s-%s", g.prov->name, g.model);
-		for (char *p = run_default + 5; *p; p++)
-			if (*p == '/' || *p == ':' || *p == ' ')
-				*p = '_';
-		g.run_dir = run_default;
 	}
 	json_t *args = run_args(&g, spec, po.backend, &po, block);
 	if (mkdir_p(g.run_dir) < 0) {
@@ -528,7 +563,7 @@ int cmd_generate(int argc, char **argv)
 		goto out_run;
 	}
 	rundir_remove_stale(g.run_dir);
-	if (rundir_open(g.run_dir, args, NULL, force) < 0) {
+	if (rundir_open(g.run_dir, args, extra, force) < 0) {
 		json_decref(args);
 		close(lock);
 		goto out_run;
@@ -538,7 +573,18 @@ int cmd_generate(int argc, char **argv)
 	/* the samples without a reply record */
 	struct sample *todo = xcalloc((size_t)g.n_probs * g.k, sizeof *todo);
 	int n = 0, have = 0;
+	g.prompt_files = xcalloc(g.n_probs, sizeof *g.prompt_files);
 	for (int i = 0; i < g.n_probs; i++) {
+		/* the whole prompt, kept beside its samples (issue 38): a run
+		 * says what was asked, not only its hash */
+		const struct prompt *pr = &g.prompts[i];
+		g.prompt_files[i] = rundir_store_prompt(g.run_dir, pr->sha256, pr->template_sha256,
+							pr->system, pr->user);
+		if (!g.prompt_files[i]) {
+			free(todo);
+			close(lock);
+			goto out_run;
+		}
 		char *d1 = xstrfmt("%s/candidates/%03d", g.run_dir, g.probs[i]->id);
 		char *d2 = xstrfmt("%s/replies/%03d", g.run_dir, g.probs[i]->id);
 		if (mkdir_p(d1) < 0 || mkdir_p(d2) < 0) {
@@ -566,12 +612,15 @@ int cmd_generate(int argc, char **argv)
 	g.rng = (unsigned)(now_ns() ^ (unsigned)getpid());
 	if (!g.quiet)
 		fprintf(stderr, "generate: %s %s, %d problems x %d samples: %d to request, %d kept, "
-			"run '%s'\n", g.prov->name, g.model, g.n_probs, g.k, n, have, g.run_dir);
+			"run '%s', hardware %s (%s)\n", g.prov->name, g.model, g.n_probs, g.k, n, have,
+			g.run_dir, po.hw, po.hw_source);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	run_samples(&g, todo, n);
 	curl_global_cleanup();
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		free(todo[i].body);
+		json_decref(todo[i].tries);
+	}
 	free(todo);
 	if (!g.quiet)
 		fprintf(stderr,
@@ -589,8 +638,12 @@ int cmd_generate(int argc, char **argv)
 	}
 	close(lock);
 out_run:
-	free(run_default);
 out:
+	free(run_default);
+	json_decref(extra);
+	for (int i = 0; g.prompt_files && i < g.n_probs; i++)
+		free(g.prompt_files[i]);
+	free(g.prompt_files);
 	for (int i = 0; i < n_built; i++)
 		prompt_free(&g.prompts[i]);
 	free(g.prompts);

@@ -62,15 +62,17 @@ int cmd_prompt(int argc, char **argv)
 	}
 	struct prompt pr;
 	char err[512];
+	prompt_hw_resolve(&o, NULL);
 	if (prompt_build(&o, &pr, err, sizeof err) < 0) {
 		error("%s", err);
 		return PKB_EXIT_INPUT;
 	}
 	if (json) {
-		json_t *doc = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s?}", "system", pr.system, "user",
-					pr.user, "template", pr.template_path, "template_sha256",
-					pr.template_sha256, "prompt_sha256", pr.sha256, "example",
-					pr.example);
+		json_t *doc = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s?,s:s,s:s}", "system", pr.system,
+					"user", pr.user, "template", pr.template_path,
+					"template_sha256", pr.template_sha256, "prompt_sha256",
+					pr.sha256, "example", pr.example, "hw", o.hw, "hw_source",
+					o.hw_source);
 		json_dumpf(doc, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(doc);

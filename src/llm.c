@@ -43,6 +43,55 @@ const char *llm_provider_names(void)
 	return "openai, together, openai-compatible, anthropic, gemini";
 }
 
+int llm_env_name_valid(const char *name)
+{
+	if (!name || !(*name == '_' || isalpha((unsigned char)*name)))
+		return 0;
+	for (const char *c = name; *c; c++)
+		if (!(*c == '_' || isalnum((unsigned char)*c)))
+			return 0;
+	return 1;
+}
+
+int llm_key_find(const struct llm_provider *p, const char *base_url, const char *named,
+		 struct llm_key *k, char *err, size_t n)
+{
+	memset(k, 0, sizeof *k);
+	/* issue 38: OPENAI_API_KEY went to whatever --base-url said. A key
+	 * belongs to one provider; another endpoint gets one only when the
+	 * user names the variable that holds it. */
+	int own = p->base_url && base_url && !strcmp(base_url, p->base_url);
+	if (named) {
+		const char *v = getenv(named);
+		if (!v || !*v) {
+			snprintf(err, n, "--api-key-env names %s, which is %s", named,
+				 v ? "empty" : "not set");
+			return -1;
+		}
+		k->key = v;
+		k->var = named;
+		return 0;
+	}
+	for (int i = 0; i < 2 && p->key_env[i]; i++) {
+		const char *v = getenv(p->key_env[i]);
+		if (!v || !*v)
+			continue;
+		if (own) {
+			k->key = v;
+			k->var = p->key_env[i];
+			return 0;
+		}
+		if (!k->withheld)
+			k->withheld = p->key_env[i];
+	}
+	if (own && !p->key_optional) {
+		snprintf(err, n, "no API key for '%s': set %s%s%s", p->name, p->key_env[0],
+			 p->key_env[1] ? " or " : "", p->key_env[1] ? p->key_env[1] : "");
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- requests --------------------------------------------------------------- */
 
 char *llm_url(const struct llm_request *r)
@@ -191,8 +240,20 @@ int llm_parse(enum llm_api api, const char *body, size_t len, struct llm_reply *
 	json_error_t je;
 	json_t *doc = json_loadb(body, len, 0, &je);
 	*json = doc;
-	if (!json_is_object(doc))
+	if (!json_is_object(doc)) {
+		r->foreign = 1;
 		return bad(r, doc ? "the reply is not a JSON object" : "the reply is not JSON");
+	}
+	/* a 200 that carries an error object (routers send them for an
+	 * upstream failure): the model never answered either */
+	json_t *e = json_object_get(doc, "error");
+	if (e && !json_is_null(e)) {
+		r->foreign = 1;
+		const char *m = json_string_value(json_object_get(e, "message"));
+		snprintf(r->err, sizeof r->err, "an error object in a 200: %.100s",
+			 m ? m : json_is_string(e) ? json_string_value(e) : "(no message)");
+		return -1;
+	}
 	const char *finish = NULL;
 	switch (api) {
 	case LLM_OPENAI: {

@@ -30,6 +30,24 @@ const struct llm_provider *llm_provider_find(const char *name);
 /* "openai, together, ..." for messages */
 const char *llm_provider_names(void);
 
+/* Which key a request carries (docs/GENERATE.md, "Keys"). A provider's own
+ * variable (OPENAI_API_KEY ...) goes only to that provider's own endpoint:
+ * base_url equal to its default. Any other endpoint (a local server, a
+ * proxy, a router) gets the value of the variable `named` (--api-key-env),
+ * or no key at all. */
+struct llm_key {
+	const char *key;          /* the value (getenv's), or NULL: none is sent */
+	const char *var;          /* the variable it came from, or NULL */
+	const char *withheld;     /* a provider variable that is set but not sent
+				   * (another endpoint), for a note; or NULL */
+};
+/* 0, or -1 with a one-line reason in err: `named` is not set or empty, or
+ * the provider's own endpoint needs a key and none of its variables is set */
+int llm_key_find(const struct llm_provider *p, const char *base_url, const char *named,
+		 struct llm_key *k, char *err, size_t n);
+/* a name the environment can hold: [A-Za-z_][A-Za-z0-9_]* */
+int llm_env_name_valid(const char *name);
+
 /* One later turn of a conversation (pkb agent): the model's own reply, or
  * the user's next message. */
 struct llm_turn {
@@ -67,6 +85,8 @@ struct llm_reply {
 	int truncated;            /* it stopped at the token limit */
 	long long tokens_in, tokens_out;   /* -1: not reported */
 	char err[160];            /* why it is a bad reply */
+	int foreign;              /* a bad reply that is not JSON at all (a proxy's
+				   * HTML error page): the provider never answered */
 };
 
 /* 0, or -1 (a bad reply: not JSON, or without the fields the API promises)

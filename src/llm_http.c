@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE   /* rand_r, usleep */
 #include "llm_http.h"
+#include "rundir.h"   /* defines: rundir_redact */
 #include "util.h"
 
 #include <limits.h>
@@ -91,9 +92,40 @@ double llm_http_backoff(double backoff_s, int attempt, double after, unsigned *r
 	return d;
 }
 
+json_t *llm_http_attempt(int attempt, long status, const char *why, const char *body,
+			 size_t len, const char *key)
+{
+	json_t *a = json_pack("{s:i,s:o,s:s}", "attempt", attempt, "http_status",
+			      status > 0 ? json_integer(status) : json_null(), "error", why);
+	if (body && len) {
+		size_t hl = len < 200 ? len : 200;
+		char *head = xmalloc(hl + 1);
+		memcpy(head, body, hl);
+		head[hl] = 0;
+		rundir_redact(head, &hl, key);
+		json_object_set_new(a, "body_head", json_stringn_nocheck(head, hl));
+		free(head);
+	}
+	return a;
+}
+
+/* a 200 whose body llm_parse refuses: why, in err */
+static int bad_reply(const struct llm_request *rq, const struct llm_http_buf *out, char *err,
+		     size_t n)
+{
+	struct llm_reply r;
+	json_t *doc = NULL;
+	int bad = llm_parse(rq->prov->api, out->s ? out->s : "", out->len, &r, &doc) < 0;
+	if (bad)
+		snprintf(err, n, "a bad reply (%s)", r.err);
+	json_decref(doc);
+	llm_reply_free(&r);
+	return bad;
+}
+
 int llm_http_post(const struct llm_request *rq, const char *body, double timeout_s, int retries,
 		  double backoff_s, double until_s, long *status, struct llm_http_buf *out,
-		  int *attempts, char *err, size_t n)
+		  int *attempts, json_t *tries, char *err, size_t n)
 {
 	unsigned rng = (unsigned)(now_ns() ^ (unsigned)getpid());
 	*attempts = 0;
@@ -124,8 +156,13 @@ int llm_http_post(const struct llm_request *rq, const char *body, double timeout
 			snprintf(err, n, "HTTP %ld", *status);
 		curl_easy_cleanup(h);
 		llm_http_free_headers(hdr);
-		if (res == CURLE_OK && !llm_http_retryable(*status))
+		/* issue 38: a proxy's HTML page in a 200 is as passing as a 502 */
+		int bad = res == CURLE_OK && *status == 200 && bad_reply(rq, out, err, n);
+		if (res == CURLE_OK && !llm_http_retryable(*status) && !bad)
 			return 0;
+		if (tries)
+			json_array_append_new(tries, llm_http_attempt(*attempts, res == CURLE_OK ? *status : 0,
+								      err, out->s, out->len, rq->key));
 		if (*attempts > retries)
 			return res == CURLE_OK ? 0 : -1;
 		double d = llm_http_backoff(backoff_s, *attempts, after, &rng);
@@ -146,11 +183,14 @@ const struct opt llm_opts_table[] = {
 					     "anthropic | gemini" },
 	{ LLM_OPT_BASE, "base-url", "URL", "the API root (required for openai-compatible,\n"
 					   "e.g. http://localhost:8000/v1 for vLLM)" },
+	{ LLM_OPT_KEYENV, "api-key-env", "NAME", "send the key in variable NAME (another\n"
+						 "--base-url than the provider's gets none\n"
+						 "otherwise)" },
 	{ LLM_OPT_TEMP, "temperature", "T", "sampling temperature (default: the provider's own)" },
 	{ LLM_OPT_MAXTOK, "max-tokens", "N", "reply length limit (default 16384)" },
 	{ LLM_OPT_TIMEOUT, "timeout", "S", "seconds per request (default 600)" },
-	{ LLM_OPT_RETRIES, "retries", "N", "retries of a request on 429, 5xx, network errors\n"
-					   "(default 6)" },
+	{ LLM_OPT_RETRIES, "retries", "N", "retries of a request on 429, 5xx, network errors,\n"
+					   "bad replies (default 6)" },
 	{ LLM_OPT_BACKOFF, "backoff", "S", "first retry delay in seconds, doubled each retry\n"
 					   "(default 2)" },
 	{ LLM_OPT_BLOCK, "block", "B", "which code block: last (default) | first | N" },
@@ -166,6 +206,12 @@ int llm_cli_opt(struct llm_cli *l, int c, const char *arg)
 	case LLM_OPT_PROVIDER: l->provider = arg; return 1;
 	case LLM_OPT_BASE: l->base_url = arg; return 1;
 	case LLM_OPT_BLOCK: l->block = arg; return 1;
+	case LLM_OPT_KEYENV:
+		if (!llm_env_name_valid(arg))
+			return error("--api-key-env takes the name of an environment variable, "
+				     "not '%s'", arg);
+		l->api_key_env = arg;
+		return 1;
 	case LLM_OPT_TEMP:
 	case LLM_OPT_TIMEOUT:
 	case LLM_OPT_BACKOFF:
@@ -195,4 +241,37 @@ int llm_cli_opt(struct llm_cli *l, int c, const char *arg)
 	}
 	}
 	return 0;
+}
+
+int llm_cli_key(const struct llm_provider *p, const char *base_url, const char *named,
+		struct llm_key *k, int quiet)
+{
+	char err[256];
+	if (llm_key_find(p, base_url, named, k, err, sizeof err) < 0) {
+		error("%s", err);
+		if (named)
+			hint("export %s=... before running pkb", named);
+		return -1;
+	}
+	if (k->withheld && !quiet) {
+		warning("%s is not sent to %s: a provider's key goes only to its own endpoint",
+			k->withheld, base_url);
+		hint("--api-key-env %s sends it there", k->withheld);
+	}
+	return 0;
+}
+
+void llm_hint_status(long status, const struct llm_key *k)
+{
+	if (status == 401 || status == 403) {
+		if (k->var)
+			hint("check the API key (%s)", k->var);
+		else
+			hint("no key was sent to this endpoint: --api-key-env NAME sends the one in "
+			     "variable NAME");
+	} else if (status == 404) {
+		hint("check --model and --base-url");
+	} else {
+		hint("check the request's parameters");
+	}
 }

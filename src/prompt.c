@@ -321,7 +321,7 @@ int prompt_build(const struct prompt_opts *o, struct prompt *out, char *err, siz
 		return -1;
 	}
 	struct hw_spec h;
-	if (hw_load(o->hw ? o->hw : "h100_8", &h, err, n) < 0)
+	if (hw_load(o->hw ? o->hw : PROMPT_HW_DEFAULT, &h, err, n) < 0)
 		return -1;
 
 	out->template_path = o->template_path ? xstrdup(o->template_path)
@@ -425,6 +425,15 @@ void prompt_free(struct prompt *pr)
 	memset(pr, 0, sizeof *pr);
 }
 
+int prompt_hw_pick(const char *device, int world, char *name, size_t n, char *why, size_t wn)
+{
+	struct hw_spec h;
+	if (hw_for_device(NULL, device, world, &h, why, wn) < 0)
+		return -1;
+	snprintf(name, n, "%s", h.name);
+	return 0;
+}
+
 /* ---- the instance options ------------------------------------------------------ */
 
 const struct opt prompt_opts_table[] = {
@@ -434,7 +443,8 @@ const struct opt prompt_opts_table[] = {
 	{ PROMPT_OPT_M, "m", "M", "base shape: rows (default 1024)" },
 	{ PROMPT_OPT_N, "n", "N", "base shape: columns (default 1024)" },
 	{ PROMPT_OPT_HW, "hw", "NAME", "the machine whose numbers the prompt gives\n"
-				       "(default h100_8)" },
+				       "(default: a resumed run's, else this machine's\n"
+				       "GPUs, else h100_8)" },
 	{ PROMPT_OPT_TEMPLATE, "template", "FILE", "another template" },
 	OPTS_END,
 };
@@ -444,7 +454,7 @@ int prompt_opt(struct prompt_opts *o, int c, const char *arg)
 	switch (c) {
 	case PROMPT_OPT_BACKEND: o->backend = arg; return 1;
 	case 'd': o->dtype = arg; return 1;
-	case PROMPT_OPT_HW: o->hw = arg; return 1;
+	case PROMPT_OPT_HW: o->hw = arg; o->hw_source = "--hw"; return 1;
 	case PROMPT_OPT_TEMPLATE: o->template_path = arg; return 1;
 	case 'g':
 	case PROMPT_OPT_M:

@@ -19,7 +19,9 @@ struct prompt_opts {
 	int world;
 	long long m, n;
 	const char *dtype;
-	const char *hw;             /* hw/NAME.json (default h100_8) */
+	const char *hw;             /* hw/NAME.json; NULL: prompt_hw_resolve's */
+	const char *hw_source;      /* how hw was chosen: --hw, run.json, detected, default */
+	char hw_buf[32];
 	const char *template_path;  /* NULL: prompts/<backend>.txt */
 };
 
@@ -31,7 +33,22 @@ enum { PROMPT_OPT_BACKEND = 1100, PROMPT_OPT_M, PROMPT_OPT_N, PROMPT_OPT_HW, PRO
 extern const struct opt prompt_opts_table[];
 int prompt_opt(struct prompt_opts *o, int c, const char *arg);
 #define PROMPT_OPTS_DEFAULTS { .backend = "cuda", .world = 4, .m = 1024, .n = 1024, \
-			       .dtype = "bf16", .hw = "h100_8" }
+			       .dtype = "bf16" }
+
+/* The machine a prompt describes when none can be told (docs/GENERATE.md). */
+#define PROMPT_HW_DEFAULT "h100_8"
+/* The nominal machine of a GPU named `device` ("NVIDIA H200") for W GPUs,
+ * as eval's roofline picks it (hw_for_device): 0 with its name, or -1 when
+ * pkb has no description of that GPU, with the reason in why. */
+int prompt_hw_pick(const char *device, int world, char *name, size_t n, char *why, size_t wn);
+/* Which machine the prompt describes (issue 38: always h100_8 before):
+ * --hw when given (o->hw set), else `from_run` (the hw of the run being
+ * resumed, or NULL), else this machine as `pkb doctor` sees it (its GPU
+ * count, then the first GPU's name from `pkb __probe`, then
+ * prompt_hw_pick), else PROMPT_HW_DEFAULT with a one-line warning on
+ * stderr saying why. Sets o->hw and o->hw_source (src/prompt_hw.c: pkb
+ * only, it runs the probe). */
+void prompt_hw_resolve(struct prompt_opts *o, const char *from_run);
 
 struct prompt {
 	char *system, *user;

@@ -234,6 +234,33 @@ int rundir_open(const char *dir, json_t *args, json_t *extra, int force)
 	return rc;
 }
 
+char *rundir_store_prompt(const char *dir, const char *sha256, const char *template_sha256,
+			  const char *system, const char *user)
+{
+	char *rel = xstrfmt("prompts/%s.json", sha256);
+	char *sub = xstrfmt("%s/prompts", dir), *path = xstrfmt("%s/%s", dir, rel);
+	int rc = 0;
+	if (access(path, F_OK) != 0) {
+		if (mkdir_p(sub) < 0) {
+			rc = error("cannot create '%s': %s", sub, strerror(errno));
+		} else {
+			rundir_remove_stale(sub);
+			json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "prompt_sha256", sha256,
+					      "template_sha256", template_sha256, "system", system,
+					      "user", user);
+			rc = rundir_write_json(path, o);
+			json_decref(o);
+		}
+	}
+	free(sub);
+	free(path);
+	if (rc) {
+		free(rel);
+		return NULL;
+	}
+	return rel;
+}
+
 void rundir_redact(char *s, size_t *len, const char *key)
 {
 	if (!key || !*key || !s)

@@ -39,6 +39,14 @@ void rundir_remove_stale(const char *dir);
  * first that differs and -1), unless force. `extra` (may be NULL): other
  * keys, replaced every time (budgets that may change between runs). */
 int rundir_open(const char *dir, json_t *args, json_t *extra, int force);
+/* The full text of a prompt, once per distinct prompt, beside the samples
+ * that were asked it: DIR/prompts/SHA.json = {prompt_sha256,
+ * template_sha256, system, user}, where SHA is the sha256 of system, a NUL
+ * byte, then user (the prompt_sha256 of every record that points at it).
+ * Named by its content, so an existing file is kept. Its path relative to
+ * DIR ("prompts/SHA.json", malloc'd), or NULL (error printed). */
+char *rundir_store_prompt(const char *dir, const char *sha256, const char *template_sha256,
+			  const char *system, const char *user);
 /* every copy of key in s becomes [redacted] (*len follows): a server that
  * echoes the request must not put the key into a file */
 void rundir_redact(char *s, size_t *len, const char *key);

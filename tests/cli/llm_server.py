@@ -8,11 +8,15 @@
 # Listens on 127.0.0.1 at a free port (written to PORTFILE once listening).
 # Every request takes the next line of SCRIPT as its action (ok when the
 # script is used up) and is appended to LOG as one JSON line: time, path,
-# headers, body. Actions:
+# headers (every one it got, names lowercased: Authorization, x-api-key,
+# x-goog-api-key are there when sent), body. Actions:
 #   ok        one ```cuda block          two      a ```cpp block, then a ```cuda block
 #   nocode    prose only                 trunc    cut at the token limit
 #   badjson   a 200 that is not JSON     429      Retry-After: 1, no body of use
 #   500       a server error             401      bad key          404  unknown model
+#   html      a 200 holding a proxy's HTML error page (not the API's JSON)
+#   errobj    a 200 holding an error object (a router's upstream failure)
+#   noparts   a 200 in the API's shape without the text (a refusal, a SAFETY block)
 #   slow:S    sleep S seconds, then ok   stall    sleep an hour (for kill -9)
 #   echo      ok, with the request's headers in the text (a key must not reach a file)
 #   file:PATH a ```cuda block holding the file PATH (pkb agent's scripted
@@ -69,10 +73,10 @@ class H(BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 
-    def send(self, code, body, extra=()):
+    def send(self, code, body, extra=(), ctype="application/json"):
         data = body.encode() if isinstance(body, str) else body
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
         for k, v in extra:
             self.send_header(k, v)
@@ -109,6 +113,17 @@ class H(BaseHTTPRequestHandler):
             return self.send(int(name), '{"error":{"message":"no such key or model"}}')
         if name == "badjson":
             return self.send(200, '{"choices": [ this is not json')
+        if name == "html":
+            return self.send(200, "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head>"
+                             "<body><h1>502 Bad Gateway</h1><p>nginx</p></body></html>",
+                             ctype="text/html")
+        if name == "errobj":
+            return self.send(200, '{"error":{"message":"upstream provider error","code":502}}')
+        if name == "noparts":
+            return self.send(200, json.dumps({"choices": []} if self.path.endswith("/chat/completions")
+                                             else {"content": None, "stop_reason": "refusal"}
+                                             if self.path.endswith("/messages")
+                                             else {"candidates": [{"finishReason": "SAFETY"}]}))
         r = reply(self.path, name, headers, arg)
         if r is None:
             return self.send(404, '{"error":{"message":"no such path"}}')

@@ -5,7 +5,7 @@
 PKB=${PKB_BIN:-$PKB}   # PKB_BIN: another build of pkb (a sanitizer build)
 
 expect_exit 0 "$PKB" prompt 3
-cp "$TMP/out" "$TMP/p3"
+cp "$TMP/out" "$TMP/p3"; cp "$TMP/err" "$TMP/p3err"
 expect_grep '^=== system ===$' "$TMP/p3"
 expect_grep '^=== user ===$' "$TMP/p3"
 expect_grep 'problem 003_broadcast, backend cuda' "$TMP/p3"
@@ -24,8 +24,25 @@ expect_grep 'known-good solution of another problem: problems/001_allreduce/solu
 if grep -q '{{' "$TMP/p3"; then not_ok "a slot is left in the prompt"; else ok; fi
 
 # deterministic
-"$PKB" prompt 3 >"$TMP/p3b" 2>&1
+"$PKB" prompt 3 >"$TMP/p3b" 2>/dev/null
 if cmp -s "$TMP/p3" "$TMP/p3b"; then ok; else not_ok "two prompts of 003 differ"; fi
+
+# the machine (issue 38): --hw, else this machine's GPUs, else h100_8 with
+# a warning saying why
+if [ "$(ls /proc/driver/nvidia/gpus 2>/dev/null | wc -l)" = 0 ]; then
+	expect_grep '^warning: no GPU on this machine: the prompt describes h100_8, the default' "$TMP/p3err"
+	expect_grep '\(hw/h100_8.json\)' "$TMP/p3"
+else ok; ok; fi
+expect_exit 0 "$PKB" prompt 3 --hw h200_4 --json
+python3 - "$TMP/out" <<'PY' && ok || not_ok "prompt --hw h200_4"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["hw"] == "h200_4" and d["hw_source"] == "--hw", d["hw"]
+assert "(hw/h200_4.json); this run uses 4 of its 4 GPUs" in d["user"] + d["system"]
+PY
+if [ -s "$TMP/err" ]; then not_ok "stderr with --hw: $(cat "$TMP/err")"; else ok; fi
+expect_exit 1 "$PKB" prompt 3 --hw nosuch
+expect_grep "no hardware 'nosuch'" "$TMP/err"
 
 # the instance's dims reach the shapes
 expect_exit 0 "$PKB" prompt 3 --m 512 --n 256 --dtype fp32 --gpus 2

@@ -84,7 +84,16 @@ check 'last_user(2).count("7 of 100") == 1'
 # the pass: speedup, per-rank times, roofline with its bound
 check '"Speedup 2.500x against the reference: median 4.00 us against 10.00 us" in last_user(3)'
 check '"Per rank (median): rank 0 4.00 us, rank 1 4.00 us, rank 2 4.00 us, rank 3 4.00 us" in last_user(3)'
-check '"Roofline: the lower bound is 0.22 us on h200_4, interconnect-bound" in last_user(3)'
+# the roofline is on the machine the prompt described (issue 38: the prompt
+# said h100_8, eval picked the pretend GPUs' h200_4); with no GPU here and
+# no --hw, that is the default, said on stderr, and recorded in run.json
+check '"Roofline: the lower bound is 0.22 us on h100_8, interconnect-bound" in last_user(3)'
+check '"(hw/h100_8.json)" in reqs[0]["body"]["messages"][1]["content"] + reqs[0]["body"]["messages"][0]["content"]'
+check 'json.load(open(R + "/run.json"))["hw"] == "h100_8" and json.load(open(R + "/run.json"))["args"]["hw"] == "h100_8"'
+if [ "$(ls /proc/driver/nvidia/gpus 2>/dev/null | wc -l)" = 0 ]; then
+	check 'json.load(open(R + "/run.json"))["hw_source"] == "default"'
+	expect_grep '^warning: no GPU on this machine: the prompt describes h100_8, the default' "$TMP/err"
+else ok; ok; fi
 check '"Best so far: step 3, 2.500x. Steps left: 1." in last_user(3)'
 check 'T[3]["feedback"].startswith("Step 4: pass.") and "Best so far: step 3, 2.500x" in T[3]["feedback"]'
 # the best candidate is kept, not the last
@@ -196,6 +205,19 @@ start_server "file:$C/s3_fast.cu"
 RUN="$TMP/run json slot"
 expect_exit 0 agent --steps 1 --run "$RUN" --eval-cmd "env PKB_RANK_CMD=$FAKE $PKB eval {id} {file} --gpus {gpus} --m {m} --trials 1 --measure-perf --iters 20 -q --json {json}"
 check 'T[0]["verdict"] == "pass" and T[0]["speedup"] == 2.5'
+# without {hw} the far side picks its own machine: said
+expect_grep '^warning: the evaluation.s roofline is on h200_4, the prompt described h100_8: put --hw \{hw\}' "$TMP/err"
+# --hw h200_4: the prompt and, through {hw}, the feedback on that machine
+start_server "file:$C/s3_fast.cu"
+RUN="$TMP/run_hw"
+expect_exit 0 agent --steps 1 --hw h200_4 --run "$RUN" --eval-cmd "env PKB_RANK_CMD=$FAKE $PKB eval {id} {file} --gpus {gpus} --m {m} --trials 1 --measure-perf --iters 20 --hw {hw} -q --json {json}"
+check '"(hw/h200_4.json)" in reqs[0]["body"]["messages"][1]["content"] + reqs[0]["body"]["messages"][0]["content"]'
+check '" us on h200_4, " in T[0]["feedback"] and json.load(open(R + "/run.json"))["hw_source"] == "--hw"'
+if grep -q 'warning' "$TMP/err"; then not_ok "a warning with --hw and {hw}"; else ok; fi
+# going on in that run without --hw keeps its machine
+start_server "file:$C/s3_fast.cu"
+expect_exit 0 agent --steps 2 --run "$RUN" --eval-cmd "env PKB_RANK_CMD=$FAKE $PKB eval {id} {file} --gpus {gpus} --m {m} --trials 1 --measure-perf --iters 20 --hw {hw} -q --json {json}"
+check 'len(T) == 2 and " us on h200_4, " in T[1]["feedback"]'
 # a command that gives no result: said, exit 9, the step not recorded
 start_server "file:$C/s3_fast.cu"
 RUN=$TMP/run_noresult
@@ -205,10 +227,33 @@ check 'len(T) == 0 and os.path.exists(R + "/agent/001/step_1.reply.json")'
 # the key is not in the evaluation's environment (nor in the run)
 start_server "file:$C/s3_fast.cu"
 RUN=$TMP/run_env
-OPENAI_API_KEY=sk-test-must-not-leak expect_exit 9 agent --steps 1 --run "$RUN" --eval-cmd "sh -c 'env > \"\$0\"' {run}/env.txt"
+# (issue 38: at a --base-url of its own, only the variable --api-key-env
+# names is sent; the provider's is neither sent nor inherited)
+OPENAI_API_KEY=sk-test-must-not-leak MYKEY=sk-test-mine-must-not-leak expect_exit 9 agent --steps 1 \
+	--run "$RUN" --api-key-env MYKEY --eval-cmd "sh -c 'env > \"\$0\"' {run}/env.txt"
 expect_grep '^PATH=' "$RUN/env.txt"
-check 'reqs[0]["headers"]["authorization"] == "Bearer sk-test-must-not-leak"'
+check 'reqs[0]["headers"]["authorization"] == "Bearer sk-test-mine-must-not-leak"'
 if grep -rq "must-not-leak" "$RUN"; then not_ok "the key reached the run or the evaluation"; else ok; fi
+# the provider's key withheld from this endpoint is said; a named variable
+# that is not set is bad input (exit 1), before any request
+start_server "file:$C/s3_fast.cu"
+RUN=$TMP/run_env2
+OPENAI_API_KEY=sk-test-must-not-leak expect_exit 0 agent --steps 1 --run "$RUN"
+expect_grep '^warning: OPENAI_API_KEY is not sent to http://127.0.0.1:[0-9]+/v1' "$TMP/err"
+check '"authorization" not in reqs[0]["headers"]'
+env -u MYKEY "$PKB" agent 1 --base-url "http://127.0.0.1:$PORT/v1" "${A_OPTS[@]}" --steps 1 \
+	--run "$TMP/run_env3" --api-key-env MYKEY >"$TMP/out" 2>"$TMP/err"
+[ $? = 1 ] && ok || not_ok "agent --api-key-env of an unset variable: not exit 1"
+expect_grep '^error: --api-key-env names MYKEY, which is not set' "$TMP/err"
+check 'len(reqs) == 1'
+# a proxy's HTML page in a 200 is asked again, like a 5xx (issue 38); the
+# step goes on with the reply that followed, the attempts recorded
+start_server html "file:$C/s3_fast.cu"
+RUN=$TMP/run_html
+expect_exit 0 agent --steps 1 --run "$RUN"
+check 'len(reqs) == 2 and T[0]["verdict"] == "pass" and T[0]["attempts"] == 2'
+check 'json.load(open(R + "/agent/001/step_1.reply.json"))["retried"][0]["error"] == "a bad reply (the reply is not JSON)"'
+expect_grep 'a bad reply \(the reply is not JSON\); retry 1' "$TMP/err"
 # templates: an unknown slot, command substitution
 expect_exit 2 agent --steps 1 --run "$TMP/r_bad" --eval-cmd "pkb eval {id} {bogus}"
 expect_grep "unknown slot '\{bogus\}'" "$TMP/err"

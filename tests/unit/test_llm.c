@@ -3,6 +3,7 @@
  * headers and body of each API, the reading of each reply shape (and of
  * malformed ones), and the code-block extraction.
  */
+#define _POSIX_C_SOURCE 200809L   /* setenv */
 #include "llm.h"
 #include "t.h"
 
@@ -127,7 +128,12 @@ static void test_replies(void)
 	CHECK(parse(LLM_OPENAI, "{\"choices\":[{\"message\":{\"content\":null},\"finish_reason\":\"length\"}]}", &r) == 0);
 	CHECK(r.truncated && !strcmp(r.text, ""));
 	llm_reply_free(&r);
+	/* what the provider never wrote (a proxy's page, a router's error
+	 * object) is foreign: retried, and never a sample's outcome */
 	CHECK(parse(LLM_OPENAI, "{\"error\":{\"message\":\"upstream\"}}", &r) < 0);
+	CHECK(r.foreign && strstr(r.err, "upstream"));
+	CHECK(parse(LLM_OPENAI, "<!DOCTYPE html><html>502</html>", &r) < 0 && r.foreign);
+	CHECK(parse(LLM_OPENAI, "{\"choices\":[],\"error\":null}", &r) < 0 && !r.foreign);
 	CHECK(parse(LLM_OPENAI, "{\"choices\":[]}", &r) < 0 && strstr(r.err, "choices[0]"));
 	CHECK(parse(LLM_OPENAI, "{\"choices\":[{\"message\":{\"content\":null}}]}", &r) < 0);
 	CHECK(parse(LLM_OPENAI, "not json", &r) < 0 && !strcmp(r.err, "the reply is not JSON"));
@@ -155,6 +161,9 @@ static void test_replies(void)
 	CHECK(r.truncated);
 	llm_reply_free(&r);
 	CHECK(parse(LLM_GEMINI, "{\"candidates\":[{\"finishReason\":\"SAFETY\"}]}", &r) < 0);
+	CHECK(!r.foreign);   /* the provider's own answer: an outcome */
+	CHECK(parse(LLM_ANTHROPIC, "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+				  "\"message\":\"Overloaded\"}}", &r) < 0 && r.foreign);
 	CHECK(parse(LLM_GEMINI, "{\"promptFeedback\":{}}", &r) < 0);
 }
 
@@ -233,8 +242,51 @@ static void test_turns(void)
 	}
 }
 
+/* issue 38: a provider's key goes to its own endpoint only */
+static void test_keys(void)
+{
+	const struct llm_provider *oa = llm_provider_find("openai"),
+				  *oc = llm_provider_find("openai-compatible"),
+				  *gm = llm_provider_find("gemini");
+	struct llm_key k;
+	char err[256];
+	setenv("OPENAI_API_KEY", "sk-oa", 1);
+	setenv("MYKEY", "sk-my", 1);
+	unsetenv("GEMINI_API_KEY");
+	setenv("GOOGLE_API_KEY", "g-key", 1);
+	CHECK(llm_key_find(oa, "https://api.openai.com/v1", NULL, &k, err, sizeof err) == 0);
+	CHECK(k.key && !strcmp(k.key, "sk-oa") && !strcmp(k.var, "OPENAI_API_KEY") && !k.withheld);
+	/* another endpoint: no key, the provider's variable named as withheld */
+	CHECK(llm_key_find(oa, "http://127.0.0.1:8000/v1", NULL, &k, err, sizeof err) == 0);
+	CHECK(!k.key && !k.var && k.withheld && !strcmp(k.withheld, "OPENAI_API_KEY"));
+	CHECK(llm_key_find(oa, "https://api.openai.com.evil.example/v1", NULL, &k, err, sizeof err) == 0);
+	CHECK(!k.key);
+	CHECK(llm_key_find(oc, "http://localhost:8000/v1", NULL, &k, err, sizeof err) == 0 && !k.key);
+	/* named: that variable, at any endpoint */
+	CHECK(llm_key_find(oc, "http://localhost:8000/v1", "MYKEY", &k, err, sizeof err) == 0);
+	CHECK(k.key && !strcmp(k.key, "sk-my") && !strcmp(k.var, "MYKEY"));
+	CHECK(llm_key_find(oa, "https://api.openai.com/v1", "MYKEY", &k, err, sizeof err) == 0);
+	CHECK(!strcmp(k.key, "sk-my"));
+	unsetenv("MYKEY");
+	CHECK(llm_key_find(oc, "http://x/v1", "MYKEY", &k, err, sizeof err) < 0);
+	CHECK(strstr(err, "MYKEY, which is not set"));
+	setenv("MYKEY", "", 1);
+	CHECK(llm_key_find(oc, "http://x/v1", "MYKEY", &k, err, sizeof err) < 0 && strstr(err, "empty"));
+	/* Gemini's second variable, at its own endpoint */
+	CHECK(llm_key_find(gm, "https://generativelanguage.googleapis.com/v1beta", NULL, &k, err,
+			   sizeof err) == 0 && !strcmp(k.key, "g-key") && !strcmp(k.var, "GOOGLE_API_KEY"));
+	/* the own endpoint without a key: an error naming the variables */
+	unsetenv("GOOGLE_API_KEY");
+	CHECK(llm_key_find(gm, "https://generativelanguage.googleapis.com/v1beta", NULL, &k, err,
+			   sizeof err) < 0 && strstr(err, "set GEMINI_API_KEY or GOOGLE_API_KEY"));
+	unsetenv("OPENAI_API_KEY");
+	CHECK(llm_env_name_valid("MY_KEY2") && llm_env_name_valid("_k"));
+	CHECK(!llm_env_name_valid("2KEY") && !llm_env_name_valid("MY-KEY") && !llm_env_name_valid(""));
+}
+
 int main(void)
 {
+	test_keys();
 	test_requests();
 	test_turns();
 	test_replies();

@@ -69,5 +69,29 @@ int main(void)
 	o.world = 3;   /* 003 takes any W >= 2; an odd one is fine */
 	o.hw = "nosuch";
 	CHECK(prompt_build(&o, &pr, err, sizeof err) < 0);
+
+	/* the machine of this GPU for W GPUs (issue 38): what eval's roofline
+	 * picks on it, so that the prompt and the feedback agree */
+	char hw[32], why[300];
+	CHECK(prompt_hw_pick("NVIDIA H200", 4, hw, sizeof hw, why, sizeof why) == 0 &&
+	      !strcmp(hw, "h200_4"));
+	CHECK(prompt_hw_pick("NVIDIA H200", 8, hw, sizeof hw, why, sizeof why) == 0 &&
+	      !strcmp(hw, "h200_8"));
+	CHECK(prompt_hw_pick("NVIDIA H100 80GB HBM3", 2, hw, sizeof hw, why, sizeof why) == 0 &&
+	      !strcmp(hw, "h100_8"));
+	CHECK(prompt_hw_pick("NVIDIA B200", 8, hw, sizeof hw, why, sizeof why) == 0 &&
+	      !strcmp(hw, "b200_8"));
+	CHECK(prompt_hw_pick("NVIDIA A100-SXM4-80GB", 4, hw, sizeof hw, why, sizeof why) < 0 &&
+	      strstr(why, "A100"));
+	CHECK(prompt_hw_pick(NULL, 4, hw, sizeof hw, why, sizeof why) < 0);
+	/* another machine, another prompt */
+	o.hw = "h100_8";
+	CHECK(prompt_build(&o, &pr, err, sizeof err) == 0);
+	o.hw = "h200_4";
+	CHECK(prompt_build(&o, &pr2, err, sizeof err) == 0);
+	CHECK(strcmp(pr.sha256, pr2.sha256) && strstr(pr2.user, "hw/h200_4.json") &&
+	      !strstr(pr2.user, "hw/h100_8.json"));
+	prompt_free(&pr);
+	prompt_free(&pr2);
 	return t_done("test_prompt");
 }
