@@ -12,8 +12,8 @@
  * original's positional order, how the harness fills inputs, and how outputs
  * are compared. Nothing about a problem is written anywhere else.
  *
- * docs/PROBLEMS.md walks through adding one; docs/TOLERANCE.md explains the
- * comparison model behind struct pkb_tol.
+ * problems/README.md walks through adding one; docs/TOLERANCE.md explains
+ * the comparison model behind struct pkb_tol.
  */
 #ifndef PKB_PROBLEM_H
 #define PKB_PROBLEM_H
@@ -149,7 +149,6 @@ struct pkb_problem {
 	/* The cost model of rank d->rank at dims d (describe() accepted them);
 	 * c arrives zeroed with hbm_bytes = -1. May be NULL (no roofline). */
 	void (*cost)(const struct pkb_dims *d, struct pkb_cost *c);
-	const char *folder;      /* set by the harness at discovery */
 };
 
 #define PKB_WORLD(w) (1ull << (w))
