@@ -50,6 +50,10 @@ $(BUILD)/%.o: src/%.cu $(BUILD)/%.d | $(BUILD)
 	@echo "  NVCC    $<"
 	@$(NVCC) $(NVFLAGS) $(DEPFLAGS) -c $< -o $@
 
+# problems see the problem API (include/), not the harness's src/
+PROB_CPPFLAGS := -Iinclude -isystem $(CUDA_HOME)/include
+$(BUILD)/problems/%.o $(BUILD)/san-obj/problems/%.o $(BUILD)/fuzz-obj/problems/%.o: \
+	CPPFLAGS := $(PROB_CPPFLAGS)
 $(BUILD)/problems/%.o: problems/%/problem.c $(BUILD)/problems/%.d | $(BUILD)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"

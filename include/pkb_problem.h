@@ -178,6 +178,21 @@ int pkb_io_fail(struct pkb_io *io, const char *fmt, ...)
 /* struct pkb_tol's scale_axis for dimension k */
 #define PKB_SCALE_AXIS(k)    ((k) + 1)
 
+/* ---- dtypes on the host, for describe() and gen_host --------------------- */
+/* The harness's own (src/dtype.c), so that a problem rounds exactly as the
+ * harness compares. */
+
+/* 2^-8 bf16, 2^-11 fp16, 2^-24 fp32, 2^-53 fp64, fp8's; 0 for integers */
+double pkb_dtype_unit_roundoff(pkb_dtype t);
+/* element i of a float buffer of dtype t (fp32, fp64, bf16, fp16) = v,
+ * rounded to nearest even */
+void pkb_dtype_store(pkb_dtype t, void *buf, int64_t i, double v);
+uint16_t pkb_float_to_bf16(float f);   /* round to nearest even */
+float pkb_bf16_to_float(uint16_t h);
+uint16_t pkb_float_to_fp16(float f);   /* round to nearest even, subnormals,
+					  +-Inf past 65504 */
+float pkb_fp16_to_float(uint16_t h);
+
 /* ---- host random numbers, for gen_host ------------------------------------ */
 /* splitmix64 (Steele, Lea and Flood 2014): the one generator behind every
  * problem's host inputs. What a problem draws is part of its inputs, so none

@@ -34,7 +34,6 @@
 #include <math.h>
 #include <string.h>
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define EXPERTS 8
 #define TOP_K 2
@@ -79,7 +78,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * expert on this rank's MLP, >= 85, 708, 4.7e6 with the second expert
 	 * dropped.
 	 */
-	double u = dtype_unit_roundoff(d->dtype);
+	double u = pkb_dtype_unit_roundoff(d->dtype);
 	double terms = 6 + (double)(d->n + INTER) * 0x1p-24 / u;
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(d->m, d->n));
 	return 0;

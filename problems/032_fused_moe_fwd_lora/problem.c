@@ -42,7 +42,6 @@
 #include <math.h>
 #include <string.h>
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define EXPERTS 8
 #define TOP_K 2
@@ -97,7 +96,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * >= 45, 3.4e6 with the second expert dropped (l2 >= 21u against 8u in
 	 * bf16).
 	 */
-	double u = dtype_unit_roundoff(d->dtype);
+	double u = pkb_dtype_unit_roundoff(d->dtype);
 	double terms = 15 + (double)(d->n + INTER + 2 * LORA_R) * 0x1p-24 / u;
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(d->m, d->n));
 	return 0;

@@ -9,7 +9,6 @@
 #define PKB_MLP_HOST_H
 
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define LR 1e-3
 
@@ -79,7 +78,7 @@ static struct mlp mlp_sizes(const struct pkb_dims *d)
 static void adam_tols(const struct pkb_dims *d, struct mlp s, struct pkb_tol *tp,
 		      struct pkb_tol *tm, struct pkb_tol *tv)
 {
-	double u = dtype_unit_roundoff(d->dtype);
+	double u = pkb_dtype_unit_roundoff(d->dtype);
 	int64_t k = max64(max64(s.chunk, s.d_in), max64(s.hidden, s.d_out));
 	double terms_g = d->world + 2 + (double)k / 16777216.0 / u;
 	*tm = (struct pkb_tol){ .terms = terms_g };

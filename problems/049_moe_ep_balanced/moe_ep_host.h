@@ -9,7 +9,6 @@
 #include <math.h>
 #include <string.h>
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define INTER 128
 

@@ -83,7 +83,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * expert on this rank's MLP (local only) 281+, the second expert
 	 * dropped 75+, experts placed round-robin (e on rank e % W) 295+.
 	 */
-	double u = dtype_unit_roundoff(d->dtype);
+	double u = pkb_dtype_unit_roundoff(d->dtype);
 	double terms = 6 + (double)(d->n + INTER) * 0x1p-24 / u;
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(d->m, d->n));
 	return 0;

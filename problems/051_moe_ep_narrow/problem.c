@@ -98,7 +98,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * dropped 75+, experts on global ranks 0..E-1 (one world group, not
 	 * the sub-groups) 335+ on the ranks past the first group.
 	 */
-	double u = dtype_unit_roundoff(d->dtype);
+	double u = pkb_dtype_unit_roundoff(d->dtype);
 	double terms = 6 + (double)(d->n + INTER) * 0x1p-24 / u;
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(d->m, d->n));
 	return 0;

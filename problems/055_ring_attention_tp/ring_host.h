@@ -10,8 +10,6 @@
 
 #include <math.h>
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: float_to_bf16, bf16_to_float, float_to_fp16,
-		       fp16_to_float, dtype_store */
 
 #define HEADS 8
 #define HEAD_DIM 64
@@ -47,8 +45,8 @@ static double normal(uint64_t *st)
 /* v rounded to T and back (fp32: v) */
 static float round_to(pkb_dtype t, float v)
 {
-	return t == PKB_BF16 ? bf16_to_float(float_to_bf16(v))
-	     : t == PKB_FP16 ? fp16_to_float(float_to_fp16(v)) : v;
+	return t == PKB_BF16 ? pkb_bf16_to_float(pkb_float_to_bf16(v))
+	     : t == PKB_FP16 ? pkb_fp16_to_float(pkb_float_to_fp16(v)) : v;
 }
 
 #endif

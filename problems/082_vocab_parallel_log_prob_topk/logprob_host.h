@@ -10,8 +10,6 @@
 #define PKB_LOGPROB_HOST_H
 
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: float_to_bf16, bf16_to_float, float_to_fp16,
-		       fp16_to_float, dtype_store */
 
 #define VOCAB 256
 #define TOP_K 10
@@ -35,8 +33,8 @@ static int64_t seq_of(const struct pkb_dims *d)
 /* v rounded to T and back (fp32: v) */
 static float round_to(pkb_dtype t, float v)
 {
-	return t == PKB_BF16 ? bf16_to_float(float_to_bf16(v))
-	     : t == PKB_FP16 ? fp16_to_float(float_to_fp16(v)) : v;
+	return t == PKB_BF16 ? pkb_bf16_to_float(pkb_float_to_bf16(v))
+	     : t == PKB_FP16 ? pkb_fp16_to_float(pkb_float_to_fp16(v)) : v;
 }
 
 /* the target of flat token i at this trial: each problem's own */
@@ -56,7 +54,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 				float v = round_to(d->dtype, (float)pkb_rng_normal(&st));
 				if (target_of(d, i) == d->rank * k + j)
 					v = round_to(d->dtype, v + 8.0f);
-				dtype_store(d->dtype, buf, (i * k + j), v);
+				pkb_dtype_store(d->dtype, buf, (i * k + j), v);
 			}
 		return 0;
 	}

@@ -30,7 +30,7 @@
 #include <math.h>
 #include "pkb_problem.h"
 #include "../082_vocab_parallel_log_prob_topk/logprob_host.h"
-/* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, round_to, gen_host (and dtype.h) */
+/* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, round_to, gen_host */
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {

@@ -34,7 +34,7 @@
 #include <math.h>
 #include "pkb_problem.h"
 #include "../082_vocab_parallel_log_prob_topk/logprob_host.h"
-/* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, round_to, gen_host (and dtype.h) */
+/* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, round_to, gen_host */
 
 /* chunk_size = min(roundup(max(W, s // 4), W), s) */
 static int64_t chunk_of(const struct pkb_dims *d)
