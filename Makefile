@@ -50,8 +50,9 @@ $(BUILD)/%.o: src/%.cu $(BUILD)/%.d | $(BUILD)
 	@echo "  NVCC    $<"
 	@$(NVCC) $(NVFLAGS) $(DEPFLAGS) -c $< -o $@
 
-# problems see the problem API (include/), not the harness's src/
-PROB_CPPFLAGS := -Iinclude -isystem $(CUDA_HOME)/include
+# problems see the problem API (include/) and the code siblings share
+# (problems/lib), not the harness's src/
+PROB_CPPFLAGS := -Iinclude -Iproblems/lib -isystem $(CUDA_HOME)/include
 $(BUILD)/problems/%.o $(BUILD)/san-obj/problems/%.o $(BUILD)/fuzz-obj/problems/%.o: \
 	CPPFLAGS := $(PROB_CPPFLAGS)
 $(BUILD)/problems/%.o: problems/%/problem.c $(BUILD)/problems/%.d | $(BUILD)

@@ -13,7 +13,9 @@
  * are compared. Nothing about a problem is written anywhere else.
  *
  * problems/README.md walks through adding one; docs/TOLERANCE.md explains
- * the comparison model behind struct pkb_tol.
+ * the comparison model behind struct pkb_tol. Code that sibling problems
+ * share lives in problems/lib/ (on the include path of problem.c and of
+ * references, not of candidates).
  */
 #ifndef PKB_PROBLEM_H
 #define PKB_PROBLEM_H

@@ -44,7 +44,7 @@ struct hyper {
 	double b1d, b2d;
 };
 
-#include "../040_ddp/mlp_kernels.cuh"   /* defines: rt, fill_rows, relu, mse_grad, relu_mask, colsum */
+#include "mlp_kernels.cuh"   /* defines: rt, fill_rows, relu, mse_grad, relu_mask, colsum */
 
 /* Adam on this rank's slice: p in place in the flat buffer, m and v from
  * the inputs into the outputs */

@@ -33,8 +33,7 @@
 #include <math.h>
 #include <string.h>
 #include "pkb_problem.h"
-#include "../049_moe_ep_balanced/moe_ep_host.h"
-/* defines: INTER, group_size, gen_host, cost */
+#include "moe_ep_host.h"   /* defines: INTER, group_size, moe_ep_gen_host, moe_ep_cost */
 
 /* this problem's width: E experts, top_k of them a token */
 static void moe_width(int world, int *experts, int *top_k)
@@ -85,6 +84,20 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	double terms = 6 + (double)(d->n + INTER) * 0x1p-24 / u;
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(d->m, d->n));
 	return 0;
+}
+
+static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
+{
+	int e, k;
+	moe_width(d->world, &e, &k);
+	return moe_ep_gen_host(d, e, index, seed, buf, bytes);
+}
+
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	int e, k;
+	moe_width(d->world, &e, &k);
+	moe_ep_cost(d, e, k, c);
 }
 
 const struct pkb_problem pkb_problem_049 = {

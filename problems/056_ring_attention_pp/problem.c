@@ -27,7 +27,7 @@
  */
 #include <math.h>
 #include "pkb_problem.h"
-#include "../055_ring_attention_tp/ring_host.h"
+#include "ring_host.h"
 /* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, next, normal,
  * round_to */
 

@@ -29,8 +29,8 @@
  */
 #include <math.h>
 #include "pkb_problem.h"
-#include "../082_vocab_parallel_log_prob_topk/logprob_host.h"
-/* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, round_to, gen_host */
+#include "logprob_host.h"
+/* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, round_to, logprob_gen_host */
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
@@ -73,6 +73,11 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 static int64_t target_of(const struct pkb_dims *d, int64_t i)
 {
 	return (17 * i + 3 + d->trial) % VOCAB;
+}
+
+static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
+{
+	return logprob_gen_host(d, index, seed, buf, bytes, target_of);
 }
 
 /* A token's owner needs at most top_k values from the other shards for

@@ -33,8 +33,8 @@
  */
 #include <math.h>
 #include "pkb_problem.h"
-#include "../082_vocab_parallel_log_prob_topk/logprob_host.h"
-/* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, round_to, gen_host */
+#include "logprob_host.h"
+/* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, round_to, logprob_gen_host */
 
 /* chunk_size = min(roundup(max(W, s // 4), W), s) */
 static int64_t chunk_of(const struct pkb_dims *d)
@@ -86,6 +86,11 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 static int64_t target_of(const struct pkb_dims *d, int64_t i)
 {
 	return (19 * i + 5 + d->trial) % VOCAB;
+}
+
+static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
+{
+	return logprob_gen_host(d, index, seed, buf, bytes, target_of);
 }
 
 /* As 082: chunking moves the same bytes in more steps. A token's owner

@@ -2,8 +2,9 @@
  * mlp_kernels.cuh -- the MLP's element-wise kernels, which 040, 041 and 042
  * run alike: rounding to T, addmm's bias fill, relu and its backward,
  * mse_loss's backward and the bias gradient's column sums. Included by the
- * three reference.cu files after pkb_device.cuh and pkb_ref.cuh, where each
- * defines THREADS (the block size these grid-stride loops assume).
+ * three reference.cu files after pkb_device.cuh and pkb_ref.cuh; the
+ * grid-stride loops take the block size from blockDim.x (the references
+ * launch THREADS = 256).
  */
 #ifndef PKB_MLP_KERNELS_CUH
 #define PKB_MLP_KERNELS_CUH
@@ -17,16 +18,16 @@ template <typename T> __device__ __forceinline__ float rt(float x)
 template <typename T>
 __global__ void fill_rows(T *c, const T *b, int64_t rows, int64_t cols)
 {
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < rows * cols;
-	     i += (int64_t)gridDim.x * THREADS)
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * cols;
+	     i += (int64_t)gridDim.x * blockDim.x)
 		c[i] = b[i % cols];
 }
 
 template <typename T>
 __global__ void relu(T *x, int64_t n)
 {
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * THREADS)
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+	     i += (int64_t)gridDim.x * blockDim.x)
 		if (!(pkb_to_float(x[i]) > 0.0f))
 			x[i] = pkb_from_float<T>(0.0f);
 }
@@ -36,8 +37,8 @@ template <typename T>
 __global__ void mse_grad(T *o, const T *y, float alpha, int64_t n)
 {
 	float a = rt<T>(alpha);
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * THREADS)
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+	     i += (int64_t)gridDim.x * blockDim.x)
 		o[i] = pkb_from_float<T>(a * rt<T>(pkb_to_float(o[i]) - pkb_to_float(y[i])));
 }
 
@@ -45,8 +46,8 @@ __global__ void mse_grad(T *o, const T *y, float alpha, int64_t n)
 template <typename T>
 __global__ void relu_mask(T *dh, const T *h, int64_t n)
 {
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * THREADS)
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+	     i += (int64_t)gridDim.x * blockDim.x)
 		if (!(pkb_to_float(h[i]) > 0.0f))
 			dh[i] = pkb_from_float<T>(0.0f);
 }
@@ -55,7 +56,7 @@ __global__ void relu_mask(T *dh, const T *h, int64_t n)
 template <typename T>
 __global__ void colsum(const T *x, T *out, int64_t rows, int64_t cols)
 {
-	int64_t c = blockIdx.x * (int64_t)THREADS + threadIdx.x;
+	int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
 	if (c >= cols)
 		return;
 	float acc = 0.0f;

@@ -1,10 +1,10 @@
 /*
  * logprob_host.h -- the host side that 082, 083 and 084 share: the shapes
  * (b, s from M and W), the logits' generator (N(0, 1) in T with the
- * target's entry raised by 8) and the rounding to T it needs. Each problem
- * defines target_of(), its own targets (the siblings differ there, so that
- * a candidate tuned on one does not meet the same inputs on another).
- * Included by the three problem.c files (one translation unit each).
+ * target's entry raised by 8) and the rounding to T it needs. The targets
+ * are each problem's own, handed in as a function (the siblings differ
+ * there, so that a candidate tuned on one does not meet the same inputs on
+ * another: 082 17 i + 3, 083/084 19 i + 5).
  */
 #ifndef PKB_LOGPROB_HOST_H
 #define PKB_LOGPROB_HOST_H
@@ -37,12 +37,14 @@ static float round_to(pkb_dtype t, float v)
 	     : t == PKB_FP16 ? pkb_fp16_to_float(pkb_float_to_fp16(v)) : v;
 }
 
-/* the target of flat token i at this trial: each problem's own */
-static int64_t target_of(const struct pkb_dims *d, int64_t i);
+/* the target of flat token i at this trial */
+typedef int64_t (*logprob_target_fn)(const struct pkb_dims *d, int64_t i);
 
 /* logits = T(z) with z ~ N(0, 1), then T(logit + 8) where the entry is the
- * token's target, as the original adds the one-hot mask times 8 in T */
-static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
+ * token's target, as the original adds the one-hot mask times 8 in T;
+ * input 1: the targets */
+static int logprob_gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf,
+			    size_t bytes, logprob_target_fn target_of)
 {
 	int64_t nt = batch_of(d) * seq_of(d), k = VOCAB / d->world;
 	uint64_t st = seed;

@@ -1,7 +1,7 @@
 /*
  * moe_ep_host.h -- the host side that 049, 050 and 051 share: the same EP
- * MoE layer at different widths. Each problem.c defines moe_width() (E
- * experts, top_k), which everything here reads, and its own describe().
+ * MoE layer at different widths, E experts and top_k of them a token, which
+ * each problem works out from W (its moe_width) and hands in.
  */
 #ifndef PKB_MOE_EP_HOST_H
 #define PKB_MOE_EP_HOST_H
@@ -11,9 +11,6 @@
 #include "pkb_problem.h"
 
 #define INTER 128
-
-/* this problem's width: E experts, top_k of them a token (each problem's) */
-static void moe_width(int world, int *experts, int *top_k);
 
 /* the original's EP group: the world if E >= W, else groups of E ranks */
 static int group_size(int world, int experts)
@@ -31,11 +28,11 @@ static int sixteenths(uint64_t *s)
 	return (int)lround(q);
 }
 
-/* hidden_states, gate_weight, gate_bias: sixteenths, per rank and trial */
-static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
+/* hidden_states, gate_weight, gate_bias of a layer of e experts:
+ * sixteenths, per rank and trial */
+static int moe_ep_gen_host(const struct pkb_dims *d, int e, int index, uint64_t seed, void *buf,
+			   size_t bytes)
 {
-	int e, k;
-	moe_width(d->world, &e, &k);
 	size_t n = index == 0 ? (size_t)(d->m * d->n) : index == 1 ? (size_t)e * d->n
 		 : index == 2 ? (size_t)e : 0;
 	if (n == 0 || bytes != n * pkb_dtype_size(d->dtype))
@@ -66,10 +63,8 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
  * row (three GEMMs), top_k*M rows, and the router's 2*N*E per token. HBM:
  * the default.
  */
-static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+static void moe_ep_cost(const struct pkb_dims *d, int e, int k, struct pkb_cost *c)
 {
-	int e, k;
-	moe_width(d->world, &e, &k);
 	double g = group_size(d->world, e), el = e >= d->world ? (double)e / d->world : 1;
 	double es = pkb_dtype_size(d->dtype), m = (double)d->m, n = (double)d->n;
 	/* distinct ranks among a token's k experts, of e: both on one rank
