@@ -1,7 +1,8 @@
 /*
  * moe_ep_host.h -- the host side that 049, 050 and 051 share: the same EP
  * MoE layer at different widths, E experts and top_k of them a token, which
- * each problem works out from W (its moe_width) and hands in.
+ * each problem works out from W (its moe_width) and hands in: describe,
+ * gen_host and cost.
  */
 #ifndef PKB_MOE_EP_HOST_H
 #define PKB_MOE_EP_HOST_H
@@ -18,6 +19,43 @@ static int group_size(int world, int experts)
 	return experts >= world ? world : experts;
 }
 
+
+/*
+ * describe() of the layer with e experts, top_k k: the checks, the inputs
+ * in the original's order, the params and out's tolerance. The routing is
+ * exact (the inputs are sixteenths). What a correct candidate may change:
+ * the fp32 accumulation order of the three GEMMs (K = N, N, 128) and which
+ * of the six roundings to T before the last add (gate, up, silu, the
+ * product, the MLP output, the weighted output) it keeps in fp32: terms =
+ * 6 + (N + 128) 2^-24/u (048's form), and rtol 2u for the last add. Each
+ * problem's describe keeps its host simulation's measurements.
+ */
+static int moe_ep_describe(const struct pkb_dims *d, struct pkb_io *io, int e, int k)
+{
+	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
+		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
+	if (d->m < 1 || d->n < 1)
+		return pkb_io_fail(io, "M and N must be >= 1");
+	if (d->n > 4096)
+		return pkb_io_fail(io, "N must be <= 4096 (router logits exact in fp32)");
+	/* nn.Linear's init: U(+-1/sqrt(fan_in)) */
+	double a = 1 / sqrt((double)d->n), b = 1 / sqrt((double)INTER);
+	pkb_io_input(io, "hidden_states", d->dtype, PKB_HOSTGEN, PKB_SHAPE(d->m, d->n));
+	pkb_io_input(io, "gate_weight", d->dtype, PKB_HOSTGEN, PKB_SHAPE(e, d->n));
+	pkb_io_input(io, "gate_bias", d->dtype, PKB_HOSTGEN, PKB_SHAPE(e));
+	pkb_io_input(io, "gate_proj.weight", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER, d->n));
+	pkb_io_input(io, "gate_proj.bias", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER));
+	pkb_io_input(io, "up_proj.weight", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER, d->n));
+	pkb_io_input(io, "up_proj.bias", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER));
+	pkb_io_input(io, "down_proj.weight", d->dtype, PKB_UNIFORM(-b, b), PKB_SHAPE(d->n, INTER));
+	pkb_io_input(io, "down_proj.bias", d->dtype, PKB_UNIFORM(-b, b), PKB_SHAPE(d->n));
+	pkb_io_param(io, "num_experts", e);
+	pkb_io_param(io, "top_k", k);
+	double u = pkb_dtype_unit_roundoff(d->dtype);
+	double terms = 6 + (double)(d->n + INTER) * 0x1p-24 / u;
+	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(d->m, d->n));
+	return 0;
+}
 
 /* round(16 z) clamped to [-63, 63], z ~ N(0, 1) by Box-Muller: q/16 has at
  * most 6 significant bits, exact in bf16, fp16 and fp32 */
