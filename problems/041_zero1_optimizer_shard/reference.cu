@@ -100,8 +100,7 @@ static int step(pkb_ctx *ctx, struct ref *r)
 	PKB_CK(pkb_ref_nccl_type(ctx, t, &nt));
 	int64_t chunk = ctx->in[0].shape[0], d_in = ctx->in[0].shape[1];
 	int64_t hidden = ctx->in[2].shape[0], d_out = ctx->in[4].shape[0];
-	int64_t nh = chunk * hidden, no = chunk * d_out, p = hidden * d_in + hidden +
-		d_out * hidden + d_out, part = ctx->in[6].numel;
+	int64_t p = hidden * d_in + hidden + d_out * hidden + d_out, part = ctx->in[6].numel;
 
 	/* flatten on every rank (the original's _flatten_dense_tensors), then
 	 * rank 0's values everywhere */
@@ -119,35 +118,9 @@ static int step(pkb_ctx *ctx, struct ref *r)
 	T *g_b2 = g_w2 + d_out * hidden;
 	cublasHandle_t bh = r->blas.h;
 	PKB_CK(pkb_ref_blas_bind(ctx, &r->blas, st));
-	/* forward */
-	fill_rows<T><<<pkb_ref_blocks(nh, THREADS, 1024), THREADS, 0, st>>>(h, b1, chunk, hidden);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 1, chunk, hidden, d_in, 1.0, x, d_in, w1, d_in,
-			       1.0, h, hidden, t));
-	relu<T><<<pkb_ref_blocks(nh, THREADS, 1024), THREADS, 0, st>>>(h, nh);
-	PKB_CK_LAUNCH(ctx);
-	fill_rows<T><<<pkb_ref_blocks(no, THREADS, 1024), THREADS, 0, st>>>(o, b2, chunk, d_out);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 1, chunk, d_out, hidden, 1.0, h, hidden, w2, hidden,
-			       1.0, o, d_out, t));
-
-	/* backward of the mean squared error, then of both layers */
-	mse_grad<T><<<pkb_ref_blocks(no, THREADS, 1024), THREADS, 0, st>>>(
-		o, y, (float)(2.0 / (double)no), no);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 1, 0, d_out, hidden, chunk, 1.0, o, d_out, h, hidden,
-			       0.0, g_w2, hidden, t));
-	colsum<T><<<pkb_ref_blocks(d_out, THREADS, 1024), THREADS, 0, st>>>(o, g_b2, chunk, d_out);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 0, chunk, hidden, d_out, 1.0, o, d_out, w2, hidden,
-			       0.0, dh, hidden, t));
-	relu_mask<T><<<pkb_ref_blocks(nh, THREADS, 1024), THREADS, 0, st>>>(dh, h, nh);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 1, 0, hidden, d_in, chunk, 1.0, dh, hidden, x, d_in,
-			       0.0, g_w1, d_in, t));
-	colsum<T><<<pkb_ref_blocks(hidden, THREADS, 1024), THREADS, 0, st>>>(dh, g_b1, chunk,
-									     hidden);
-	PKB_CK_LAUNCH(ctx);
+	/* forward and backward (mlp_kernels.cuh) */
+	PKB_CK(mlp_fwd_bwd<T>(ctx, bh, st, t, x, y, w1, b1, w2, b2, h, dh, o, g_w1, g_b1, g_w2, g_b2,
+			      chunk, d_in, hidden, d_out));
 
 	/* the gradient all-reduce (sum; the mean is taken in the Adam kernel) */
 	PKB_CK_NCCL(ctx, ncclAllReduce(g, g, (size_t)p, nt, ncclSum, comm, st));

@@ -1,10 +1,10 @@
 /*
  * mlp_kernels.cuh -- the MLP's element-wise kernels, which 040, 041 and 042
  * run alike: rounding to T, addmm's bias fill, relu and its backward,
- * mse_loss's backward and the bias gradient's column sums. Included by the
- * three reference.cu files after pkb_device.cuh and pkb_ref.cuh; the
- * grid-stride loops take the block size from blockDim.x (the references
- * launch THREADS = 256).
+ * mse_loss's backward and the bias gradient's column sums, and the forward
+ * and backward they make with cuBLAS (mlp_fwd_bwd). Included by the three
+ * reference.cu files after pkb_device.cuh and pkb_ref.cuh; the grid-stride
+ * loops take the block size from blockDim.x.
  */
 #ifndef PKB_MLP_KERNELS_CUH
 #define PKB_MLP_KERNELS_CUH
@@ -63,6 +63,57 @@ __global__ void colsum(const T *x, T *out, int64_t rows, int64_t cols)
 	for (int64_t r = 0; r < rows; r++)
 		acc += pkb_to_float(x[r * cols + c]);
 	out[c] = pkb_from_float<T>(acc);
+}
+
+/* The MLP's forward and backward on this rank's chunk of rows, as the
+ * original's autograd: h = relu(T(x W1^T + b1)) and o = T(h W2^T + b2)
+ * (addmm: the bias rows as C, beta = 1), then the mean squared error's
+ * gradient 2 (o - y) / numel into o and the layers' gradients into g_w2,
+ * g_b2, g_w1 and g_b1 (dh: the hidden gradient, masked by relu in place).
+ * cuBLAS on bh, already bound to st; the kernels in blocks of MLP_THREADS.
+ * 0, or 1 after logging a failed call. */
+#define MLP_THREADS 256
+
+template <typename T>
+static int mlp_fwd_bwd(pkb_ctx *ctx, cublasHandle_t bh, cudaStream_t st, pkb_dtype t,
+		       const T *x, const T *y, const T *w1, const T *b1, const T *w2, const T *b2,
+		       T *h, T *dh, T *o, T *g_w1, T *g_b1, T *g_w2, T *g_b2, int64_t chunk,
+		       int64_t d_in, int64_t hidden, int64_t d_out)
+{
+	int64_t nh = chunk * hidden, no = chunk * d_out;
+	/* forward */
+	fill_rows<T><<<pkb_ref_blocks(nh, MLP_THREADS, 1024), MLP_THREADS, 0, st>>>(h, b1, chunk,
+										     hidden);
+	PKB_CK_LAUNCH(ctx);
+	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 1, chunk, hidden, d_in, 1.0, x, d_in, w1, d_in,
+			       1.0, h, hidden, t));
+	relu<T><<<pkb_ref_blocks(nh, MLP_THREADS, 1024), MLP_THREADS, 0, st>>>(h, nh);
+	PKB_CK_LAUNCH(ctx);
+	fill_rows<T><<<pkb_ref_blocks(no, MLP_THREADS, 1024), MLP_THREADS, 0, st>>>(o, b2, chunk,
+										     d_out);
+	PKB_CK_LAUNCH(ctx);
+	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 1, chunk, d_out, hidden, 1.0, h, hidden, w2, hidden,
+			       1.0, o, d_out, t));
+
+	/* backward of the mean squared error, then of both layers */
+	mse_grad<T><<<pkb_ref_blocks(no, MLP_THREADS, 1024), MLP_THREADS, 0, st>>>(
+		o, y, (float)(2.0 / (double)no), no);
+	PKB_CK_LAUNCH(ctx);
+	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 1, 0, d_out, hidden, chunk, 1.0, o, d_out, h, hidden,
+			       0.0, g_w2, hidden, t));
+	colsum<T><<<pkb_ref_blocks(d_out, MLP_THREADS, 1024), MLP_THREADS, 0, st>>>(o, g_b2, chunk,
+										     d_out);
+	PKB_CK_LAUNCH(ctx);
+	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 0, chunk, hidden, d_out, 1.0, o, d_out, w2, hidden,
+			       0.0, dh, hidden, t));
+	relu_mask<T><<<pkb_ref_blocks(nh, MLP_THREADS, 1024), MLP_THREADS, 0, st>>>(dh, h, nh);
+	PKB_CK_LAUNCH(ctx);
+	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 1, 0, hidden, d_in, chunk, 1.0, dh, hidden, x, d_in,
+			       0.0, g_w1, d_in, t));
+	colsum<T><<<pkb_ref_blocks(hidden, MLP_THREADS, 1024), MLP_THREADS, 0, st>>>(dh, g_b1,
+										      chunk, hidden);
+	PKB_CK_LAUNCH(ctx);
+	return 0;
 }
 
 #endif
