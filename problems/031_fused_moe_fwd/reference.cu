@@ -55,10 +55,10 @@
 PKB_SOLUTION;
 
 #include "moe_fused.cuh"
-/* defines: EXPERTS, TOP_K, fill_rows, route, pack, combine, exchange */
+/* defines: EXPERTS, TOP_K, MOE_THREADS, fill_rows, route, pack, combine, exchange */
 
 #define INTER 128
-#define THREADS 256
+#define THREADS MOE_THREADS   /* every kernel's block size, moe_fused.cuh's too */
 #define MAX_WORLD EXPERTS
 
 struct state {

@@ -52,7 +52,8 @@ struct params {
 	int64_t start[5];
 };
 
-#include "mlp_kernels.cuh"   /* defines: rt, fill_rows, relu, mse_grad, relu_mask, colsum */
+#include "mlp_kernels.cuh"
+/* defines: MLP_THREADS, rt, fill_rows, relu, mse_grad, relu_mask, colsum, mlp_fwd_bwd */
 
 template <typename T>
 __global__ void adam(const T *gsum, struct params ps, const int64_t *step, struct hyper h)

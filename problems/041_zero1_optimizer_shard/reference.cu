@@ -44,7 +44,8 @@ struct hyper {
 	double b1d, b2d;
 };
 
-#include "mlp_kernels.cuh"   /* defines: rt, fill_rows, relu, mse_grad, relu_mask, colsum */
+#include "mlp_kernels.cuh"
+/* defines: MLP_THREADS, rt, fill_rows, relu, mse_grad, relu_mask, colsum, mlp_fwd_bwd */
 
 /* Adam on this rank's slice: p in place in the flat buffer, m and v from
  * the inputs into the outputs */

@@ -3,11 +3,14 @@
  * run alike: rounding to T, addmm's bias fill, relu and its backward,
  * mse_loss's backward and the bias gradient's column sums, and the forward
  * and backward they make with cuBLAS (mlp_fwd_bwd). Included by the three
- * reference.cu files after pkb_device.cuh and pkb_ref.cuh; the grid-stride
- * loops take the block size from blockDim.x.
+ * reference.cu files after pkb_device.cuh and pkb_ref.cuh.
  */
 #ifndef PKB_MLP_KERNELS_CUH
 #define PKB_MLP_KERNELS_CUH
+
+/* the block size of these kernels: their loops assume it, and
+ * mlp_fwd_bwd launches them with it (nothing else launches them) */
+#define MLP_THREADS 256
 
 template <typename T> __device__ __forceinline__ float rt(float x)
 {
@@ -18,16 +21,16 @@ template <typename T> __device__ __forceinline__ float rt(float x)
 template <typename T>
 __global__ void fill_rows(T *c, const T *b, int64_t rows, int64_t cols)
 {
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * cols;
-	     i += (int64_t)gridDim.x * blockDim.x)
+	for (int64_t i = blockIdx.x * (int64_t)MLP_THREADS + threadIdx.x; i < rows * cols;
+	     i += (int64_t)gridDim.x * MLP_THREADS)
 		c[i] = b[i % cols];
 }
 
 template <typename T>
 __global__ void relu(T *x, int64_t n)
 {
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * blockDim.x)
+	for (int64_t i = blockIdx.x * (int64_t)MLP_THREADS + threadIdx.x; i < n;
+	     i += (int64_t)gridDim.x * MLP_THREADS)
 		if (!(pkb_to_float(x[i]) > 0.0f))
 			x[i] = pkb_from_float<T>(0.0f);
 }
@@ -37,8 +40,8 @@ template <typename T>
 __global__ void mse_grad(T *o, const T *y, float alpha, int64_t n)
 {
 	float a = rt<T>(alpha);
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * blockDim.x)
+	for (int64_t i = blockIdx.x * (int64_t)MLP_THREADS + threadIdx.x; i < n;
+	     i += (int64_t)gridDim.x * MLP_THREADS)
 		o[i] = pkb_from_float<T>(a * rt<T>(pkb_to_float(o[i]) - pkb_to_float(y[i])));
 }
 
@@ -46,8 +49,8 @@ __global__ void mse_grad(T *o, const T *y, float alpha, int64_t n)
 template <typename T>
 __global__ void relu_mask(T *dh, const T *h, int64_t n)
 {
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * blockDim.x)
+	for (int64_t i = blockIdx.x * (int64_t)MLP_THREADS + threadIdx.x; i < n;
+	     i += (int64_t)gridDim.x * MLP_THREADS)
 		if (!(pkb_to_float(h[i]) > 0.0f))
 			dh[i] = pkb_from_float<T>(0.0f);
 }
@@ -56,7 +59,7 @@ __global__ void relu_mask(T *dh, const T *h, int64_t n)
 template <typename T>
 __global__ void colsum(const T *x, T *out, int64_t rows, int64_t cols)
 {
-	int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+	int64_t c = blockIdx.x * (int64_t)MLP_THREADS + threadIdx.x;
 	if (c >= cols)
 		return;
 	float acc = 0.0f;
@@ -70,9 +73,7 @@ __global__ void colsum(const T *x, T *out, int64_t rows, int64_t cols)
  * (addmm: the bias rows as C, beta = 1), then the mean squared error's
  * gradient 2 (o - y) / numel into o and the layers' gradients into g_w2,
  * g_b2, g_w1 and g_b1 (dh: the hidden gradient, masked by relu in place).
- * cuBLAS on bh, already bound to st; the kernels in blocks of MLP_THREADS.
- * 0, or 1 after logging a failed call. */
-#define MLP_THREADS 256
+ * cuBLAS on bh, already bound to st. 0, or 1 after logging a failed call. */
 
 template <typename T>
 static int mlp_fwd_bwd(pkb_ctx *ctx, cublasHandle_t bh, cudaStream_t st, pkb_dtype t,

@@ -3,8 +3,7 @@
  * with LoRA terms in the MLP): the layer's 8 experts and top 2, the bias
  * fill of addmm, the router (softmax, top 2, the pairs' sort keys and
  * per-expert counts), the pack of rows in expert-major order, the
- * weighted combine, and the grouped NCCL send/recv of row splits. The
- * grid-stride loops take the block size from blockDim.x.
+ * weighted combine, and the grouped NCCL send/recv of row splits.
  */
 #ifndef PKB_MOE_FUSED_CUH
 #define PKB_MOE_FUSED_CUH
@@ -18,12 +17,15 @@
 
 #define EXPERTS 8
 #define TOP_K 2
+/* the block size these kernels assume: the references launch every
+ * kernel with it (their THREADS) */
+#define MOE_THREADS 256
 
 template <typename T>
 __global__ void fill_rows(T *c, const T *bias, int64_t rows, int64_t cols)
 {
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * cols;
-	     i += (int64_t)gridDim.x * blockDim.x)
+	for (int64_t i = blockIdx.x * (int64_t)MOE_THREADS + threadIdx.x; i < rows * cols;
+	     i += (int64_t)gridDim.x * MOE_THREADS)
 		c[i] = bias[i % cols];
 }
 
@@ -34,7 +36,7 @@ template <typename T>
 __global__ void route(const T *logits, T *wts, int *keys, int *pairs,
 		      unsigned long long *counts, int64_t m)
 {
-	int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+	int64_t t = blockIdx.x * (int64_t)MOE_THREADS + threadIdx.x;
 	if (t >= m)
 		return;
 	const T *l = logits + t * EXPERTS;
@@ -66,8 +68,8 @@ template <typename T>
 __global__ void pack(const T *x, const int *pairs_sorted, int *row, T *send, int64_t rows,
 		     int64_t n)
 {
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * n;
-	     i += (int64_t)gridDim.x * blockDim.x) {
+	for (int64_t i = blockIdx.x * (int64_t)MOE_THREADS + threadIdx.x; i < rows * n;
+	     i += (int64_t)gridDim.x * MOE_THREADS) {
 		int64_t r = i / n, c = i % n;
 		int pair = pairs_sorted[r];
 		if (c == 0)
@@ -79,8 +81,8 @@ __global__ void pack(const T *x, const int *pairs_sorted, int *row, T *send, int
 template <typename T>
 __global__ void combine(const T *ret, const T *wts, const int *row, T *out, int64_t m, int64_t n)
 {
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < m * n;
-	     i += (int64_t)gridDim.x * blockDim.x) {
+	for (int64_t i = blockIdx.x * (int64_t)MOE_THREADS + threadIdx.x; i < m * n;
+	     i += (int64_t)gridDim.x * MOE_THREADS) {
 		int64_t t = i / n, c = i % n;
 		float o = 0;
 		for (int j = 0; j < TOP_K; j++) {
