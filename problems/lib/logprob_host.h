@@ -16,14 +16,14 @@
 #define TOP_P 0.9
 
 /* b = max(1, min(M // 512, 4)) */
-static int64_t batch_of(const struct pkb_dims *d)
+static inline int64_t batch_of(const struct pkb_dims *d)
 {
 	int64_t b = d->m / 512;
 	return b < 1 ? 1 : b > 4 ? 4 : b;
 }
 
 /* s = roundup(max(W, min(M // 128, 32)), W) */
-static int64_t seq_of(const struct pkb_dims *d)
+static inline int64_t seq_of(const struct pkb_dims *d)
 {
 	int64_t s = d->m / 128 < 32 ? d->m / 128 : 32;
 	s = s < d->world ? d->world : s;
@@ -31,7 +31,7 @@ static int64_t seq_of(const struct pkb_dims *d)
 }
 
 /* v rounded to T and back (fp32: v) */
-static float round_to(pkb_dtype t, float v)
+static inline float round_to(pkb_dtype t, float v)
 {
 	return t == PKB_BF16 ? pkb_bf16_to_float(pkb_float_to_bf16(v))
 	     : t == PKB_FP16 ? pkb_fp16_to_float(pkb_float_to_fp16(v)) : v;
@@ -43,8 +43,8 @@ typedef int64_t (*logprob_target_fn)(const struct pkb_dims *d, int64_t i);
 /* logits = T(z) with z ~ N(0, 1), then T(logit + 8) where the entry is the
  * token's target, as the original adds the one-hot mask times 8 in T;
  * input 1: the targets */
-static int logprob_gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf,
-			    size_t bytes, logprob_target_fn target_of)
+static inline int logprob_gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf,
+				   size_t bytes, logprob_target_fn target_of)
 {
 	int64_t nt = batch_of(d) * seq_of(d), k = VOCAB / d->world;
 	uint64_t st = seed;

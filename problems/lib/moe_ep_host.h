@@ -2,7 +2,8 @@
  * moe_ep_host.h -- the host side that 049, 050 and 051 share: the same EP
  * MoE layer at different widths, E experts and top_k of them a token, which
  * each problem works out from W (its moe_width) and hands in: describe,
- * gen_host and cost.
+ * gen_host and cost. 031 (eight experts over the whole world, fp16 too)
+ * and 032 (the same with LoRA terms) draw their inputs alike.
  */
 #ifndef PKB_MOE_EP_HOST_H
 #define PKB_MOE_EP_HOST_H
@@ -14,11 +15,29 @@
 #define INTER 128
 
 /* the original's EP group: the world if E >= W, else groups of E ranks */
-static int group_size(int world, int experts)
+static inline int group_size(int world, int experts)
 {
 	return experts >= world ? world : experts;
 }
 
+
+/* The layer's nine inputs in the original's order, for e experts: the
+ * tokens and the router's weight and bias (moe_ep_gen_host's sixteenths),
+ * then the MLP's weights and biases (nn.Linear's init: U(+-1/sqrt(fan_in))).
+ * 031 and 032 (eight experts, the whole world) have the same. */
+static inline void moe_ep_inputs(const struct pkb_dims *d, struct pkb_io *io, int e)
+{
+	double a = 1 / sqrt((double)d->n), b = 1 / sqrt((double)INTER);
+	pkb_io_input(io, "hidden_states", d->dtype, PKB_HOSTGEN, PKB_SHAPE(d->m, d->n));
+	pkb_io_input(io, "gate_weight", d->dtype, PKB_HOSTGEN, PKB_SHAPE(e, d->n));
+	pkb_io_input(io, "gate_bias", d->dtype, PKB_HOSTGEN, PKB_SHAPE(e));
+	pkb_io_input(io, "gate_proj.weight", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER, d->n));
+	pkb_io_input(io, "gate_proj.bias", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER));
+	pkb_io_input(io, "up_proj.weight", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER, d->n));
+	pkb_io_input(io, "up_proj.bias", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER));
+	pkb_io_input(io, "down_proj.weight", d->dtype, PKB_UNIFORM(-b, b), PKB_SHAPE(d->n, INTER));
+	pkb_io_input(io, "down_proj.bias", d->dtype, PKB_UNIFORM(-b, b), PKB_SHAPE(d->n));
+}
 
 /*
  * describe() of the layer with e experts, top_k k: the checks, the inputs
@@ -30,7 +49,7 @@ static int group_size(int world, int experts)
  * 6 + (N + 128) 2^-24/u (048's form), and rtol 2u for the last add. Each
  * problem's describe keeps its host simulation's measurements.
  */
-static int moe_ep_describe(const struct pkb_dims *d, struct pkb_io *io, int e, int k)
+static inline int moe_ep_describe(const struct pkb_dims *d, struct pkb_io *io, int e, int k)
 {
 	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
 		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
@@ -38,17 +57,7 @@ static int moe_ep_describe(const struct pkb_dims *d, struct pkb_io *io, int e, i
 		return pkb_io_fail(io, "M and N must be >= 1");
 	if (d->n > 4096)
 		return pkb_io_fail(io, "N must be <= 4096 (router logits exact in fp32)");
-	/* nn.Linear's init: U(+-1/sqrt(fan_in)) */
-	double a = 1 / sqrt((double)d->n), b = 1 / sqrt((double)INTER);
-	pkb_io_input(io, "hidden_states", d->dtype, PKB_HOSTGEN, PKB_SHAPE(d->m, d->n));
-	pkb_io_input(io, "gate_weight", d->dtype, PKB_HOSTGEN, PKB_SHAPE(e, d->n));
-	pkb_io_input(io, "gate_bias", d->dtype, PKB_HOSTGEN, PKB_SHAPE(e));
-	pkb_io_input(io, "gate_proj.weight", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER, d->n));
-	pkb_io_input(io, "gate_proj.bias", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER));
-	pkb_io_input(io, "up_proj.weight", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER, d->n));
-	pkb_io_input(io, "up_proj.bias", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER));
-	pkb_io_input(io, "down_proj.weight", d->dtype, PKB_UNIFORM(-b, b), PKB_SHAPE(d->n, INTER));
-	pkb_io_input(io, "down_proj.bias", d->dtype, PKB_UNIFORM(-b, b), PKB_SHAPE(d->n));
+	moe_ep_inputs(d, io, e);
 	pkb_io_param(io, "num_experts", e);
 	pkb_io_param(io, "top_k", k);
 	double u = pkb_dtype_unit_roundoff(d->dtype);
@@ -59,7 +68,7 @@ static int moe_ep_describe(const struct pkb_dims *d, struct pkb_io *io, int e, i
 
 /* round(16 z) clamped to [-63, 63], z ~ N(0, 1) by Box-Muller: q/16 has at
  * most 6 significant bits, exact in bf16, fp16 and fp32 */
-static int sixteenths(uint64_t *s)
+static inline int sixteenths(uint64_t *s)
 {
 	double q = 16 * pkb_rng_normal(s);
 	q = q < -63 ? -63 : q > 63 ? 63 : q;
@@ -67,9 +76,9 @@ static int sixteenths(uint64_t *s)
 }
 
 /* hidden_states, gate_weight, gate_bias of a layer of e experts:
- * sixteenths, per rank and trial */
-static int moe_ep_gen_host(const struct pkb_dims *d, int e, int index, uint64_t seed, void *buf,
-			   size_t bytes)
+ * sixteenths, per rank and trial, in bf16, fp16 or fp32 */
+static inline int moe_ep_gen_host(const struct pkb_dims *d, int e, int index, uint64_t seed,
+				  void *buf, size_t bytes)
 {
 	size_t n = index == 0 ? (size_t)(d->m * d->n) : index == 1 ? (size_t)e * d->n
 		 : index == 2 ? (size_t)e : 0;
@@ -101,7 +110,7 @@ static int moe_ep_gen_host(const struct pkb_dims *d, int e, int index, uint64_t 
  * row (three GEMMs), top_k*M rows, and the router's 2*N*E per token. HBM:
  * the default.
  */
-static void moe_ep_cost(const struct pkb_dims *d, int e, int k, struct pkb_cost *c)
+static inline void moe_ep_cost(const struct pkb_dims *d, int e, int k, struct pkb_cost *c)
 {
 	double g = group_size(d->world, e), el = e >= d->world ? (double)e / d->world : 1;
 	double es = pkb_dtype_size(d->dtype), m = (double)d->m, n = (double)d->n;
