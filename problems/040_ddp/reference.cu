@@ -34,16 +34,11 @@
 
 PKB_SOLUTION;
 
-#define THREADS 256
+#define THREADS MLP_THREADS   /* every kernel's block size, mlp_kernels.cuh's too */
 
 struct ref {
 	struct pkb_ref_blas blas;
 	void *h, *dh, *o, *g;   /* (chunk, hidden) x2, (chunk, d_out), flat (P) */
-};
-
-struct hyper {
-	float b1, b2, one_m_b1, one_m_b2, eps, neg_lr, inv_w;
-	double b1d, b2d;
 };
 
 /* the 4 parameters, their moments, and where each starts in the flat order */
@@ -53,7 +48,8 @@ struct params {
 };
 
 #include "mlp_kernels.cuh"
-/* defines: MLP_THREADS, rt, fill_rows, relu, mse_grad, relu_mask, colsum, mlp_fwd_bwd */
+/* defines: MLP_THREADS, struct hyper, adam_hyper, rt, fill_rows, relu, mse_grad,
+ * relu_mask, colsum, mlp_fwd_bwd */
 
 template <typename T>
 __global__ void adam(const T *gsum, struct params ps, const int64_t *step, struct hyper h)
@@ -133,17 +129,7 @@ static int step(pkb_ctx *ctx, struct ref *r)
 	/* the gradient all-reduce (sum; the mean is taken in the Adam kernel) */
 	PKB_CK_NCCL(ctx, ncclAllReduce(g, g, (size_t)p, nt, ncclSum, comm, st));
 
-	double b1d = pkb_param_get(ctx, "beta1", 0.9), b2d = pkb_param_get(ctx, "beta2", 0.999);
-	struct hyper hp;
-	hp.b1 = (float)b1d;
-	hp.b2 = (float)b2d;
-	hp.one_m_b1 = (float)(1.0 - b1d);
-	hp.one_m_b2 = (float)(1.0 - b2d);
-	hp.eps = (float)pkb_param_get(ctx, "eps", 1e-8);
-	hp.neg_lr = (float)-pkb_param_get(ctx, "lr", 1e-3);
-	hp.inv_w = 1.0f / (float)ctx->world;   /* div_ by a scalar: times its reciprocal */
-	hp.b1d = b1d;
-	hp.b2d = b2d;
+	struct hyper hp = adam_hyper(ctx);
 	struct params ps;
 	ps.start[0] = 0;
 	for (int i = 0; i < 4; i++) {

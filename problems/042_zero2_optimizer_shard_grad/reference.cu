@@ -33,7 +33,7 @@
 
 PKB_SOLUTION;
 
-#define THREADS 256
+#define THREADS MLP_THREADS   /* every kernel's block size, mlp_kernels.cuh's too */
 
 struct ref {
 	struct pkb_ref_blas blas;
@@ -42,37 +42,9 @@ struct ref {
 	void *gp;               /* this rank's summed slice (part) */
 };
 
-struct hyper {
-	float b1, b2, one_m_b1, one_m_b2, eps, neg_lr, inv_w;
-	double b1d, b2d;
-};
-
 #include "mlp_kernels.cuh"
-/* defines: MLP_THREADS, rt, fill_rows, relu, mse_grad, relu_mask, colsum, mlp_fwd_bwd */
-
-/* Adam on this rank's slice: p in place in the flat buffer, m and v from
- * the inputs into the outputs */
-template <typename T>
-__global__ void adam(const T *gsum, T *p, const T *m_in, const T *v_in, T *m_out, T *v_out,
-		     int64_t part, const int64_t *step, struct hyper h)
-{
-	double t = (double)*step;
-	float inv_bc1 = 1.0f / (float)(1.0 - pow(h.b1d, t));
-	float inv_bc2 = 1.0f / (float)(1.0 - pow(h.b2d, t));
-	for (int64_t j = blockIdx.x * (int64_t)THREADS + threadIdx.x; j < part;
-	     j += (int64_t)gridDim.x * THREADS) {
-		float g = rt<T>(pkb_to_float(gsum[j]) * h.inv_w);
-		float m2 = rt<T>(rt<T>(pkb_to_float(m_in[j]) * h.b1) + h.one_m_b1 * g);
-		float v2 = rt<T>(rt<T>(pkb_to_float(v_in[j]) * h.b2) + h.one_m_b2 * g * g);
-		float mh = rt<T>(m2 * inv_bc1);
-		float vh = rt<T>(v2 * inv_bc2);
-		float den = rt<T>(rt<T>(sqrtf(vh)) + h.eps);
-		float upd = rt<T>(rt<T>(mh / den) * h.neg_lr);
-		m_out[j] = pkb_from_float<T>(m2);
-		v_out[j] = pkb_from_float<T>(v2);
-		p[j] = pkb_from_float<T>(pkb_to_float(p[j]) + upd);
-	}
-}
+/* defines: MLP_THREADS, struct hyper, adam_hyper, rt, fill_rows, relu, mse_grad,
+ * relu_mask, colsum, mlp_fwd_bwd, adam_slice */
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
@@ -131,19 +103,9 @@ static int step(pkb_ctx *ctx, struct ref *r)
 	 * kernel): this rank's slice of the sum */
 	PKB_CK_NCCL(ctx, ncclReduceScatter(g, r->gp, (size_t)part, nt, ncclSum, comm, st));
 
-	double b1d = pkb_param_get(ctx, "beta1", 0.9), b2d = pkb_param_get(ctx, "beta2", 0.999);
-	struct hyper hp;
-	hp.b1 = (float)b1d;
-	hp.b2 = (float)b2d;
-	hp.one_m_b1 = (float)(1.0 - b1d);
-	hp.one_m_b2 = (float)(1.0 - b2d);
-	hp.eps = (float)pkb_param_get(ctx, "eps", 1e-8);
-	hp.neg_lr = (float)-pkb_param_get(ctx, "lr", 1e-3);
-	hp.inv_w = 1.0f / (float)ctx->world;   /* div_ by a scalar: times its reciprocal */
-	hp.b1d = b1d;
-	hp.b2d = b2d;
+	struct hyper hp = adam_hyper(ctx);
 	int64_t start = (int64_t)ctx->rank * part;
-	adam<T><<<pkb_ref_blocks(part, THREADS, 1024), THREADS, 0, st>>>(
+	adam_slice<T><<<pkb_ref_blocks(part, THREADS, 1024), THREADS, 0, st>>>(
 		(const T *)r->gp, f + start, (const T *)ctx->in[6].data, (const T *)ctx->in[7].data,
 		(T *)ctx->out[4].data, (T *)ctx->out[5].data, part,
 		(const int64_t *)ctx->in[8].data, hp);

@@ -2,7 +2,8 @@
  * mlp_kernels.cuh -- the MLP's element-wise kernels, which 040, 041 and 042
  * run alike: rounding to T, addmm's bias fill, relu and its backward,
  * mse_loss's backward and the bias gradient's column sums, and the forward
- * and backward they make with cuBLAS (mlp_fwd_bwd). Included by the three
+ * and backward they make with cuBLAS (mlp_fwd_bwd); Adam's hyper-parameters
+ * (adam_hyper) and 041/042's Adam on a slice. Included by the three
  * reference.cu files after pkb_device.cuh and pkb_ref.cuh.
  */
 #ifndef PKB_MLP_KERNELS_CUH
@@ -115,6 +116,54 @@ static int mlp_fwd_bwd(pkb_ctx *ctx, cublasHandle_t bh, cudaStream_t st, pkb_dty
 										      chunk, hidden);
 	PKB_CK_LAUNCH(ctx);
 	return 0;
+}
+
+/* Adam's hyper-parameters from the params (torch's defaults where one is
+ * missing), as the kernels take them: fp32 and, for the bias corrections'
+ * powers, fp64; the mean over the W ranks as a product with 1/W */
+struct hyper {
+	float b1, b2, one_m_b1, one_m_b2, eps, neg_lr, inv_w;
+	double b1d, b2d;
+};
+
+static struct hyper adam_hyper(pkb_ctx *ctx)
+{
+	double b1d = pkb_param_get(ctx, "beta1", 0.9), b2d = pkb_param_get(ctx, "beta2", 0.999);
+	struct hyper hp;
+	hp.b1 = (float)b1d;
+	hp.b2 = (float)b2d;
+	hp.one_m_b1 = (float)(1.0 - b1d);
+	hp.one_m_b2 = (float)(1.0 - b2d);
+	hp.eps = (float)pkb_param_get(ctx, "eps", 1e-8);
+	hp.neg_lr = (float)-pkb_param_get(ctx, "lr", 1e-3);
+	hp.inv_w = 1.0f / (float)ctx->world;   /* div_ by a scalar: times its reciprocal */
+	hp.b1d = b1d;
+	hp.b2d = b2d;
+	return hp;
+}
+
+/* 041/042 (ZeRO): Adam on this rank's slice: p in place in the flat
+ * buffer, m and v from the inputs into the outputs */
+template <typename T>
+__global__ void adam_slice(const T *gsum, T *p, const T *m_in, const T *v_in, T *m_out,
+			   T *v_out, int64_t part, const int64_t *step, struct hyper h)
+{
+	double t = (double)*step;
+	float inv_bc1 = 1.0f / (float)(1.0 - pow(h.b1d, t));
+	float inv_bc2 = 1.0f / (float)(1.0 - pow(h.b2d, t));
+	for (int64_t j = blockIdx.x * (int64_t)MLP_THREADS + threadIdx.x; j < part;
+	     j += (int64_t)gridDim.x * MLP_THREADS) {
+		float g = rt<T>(pkb_to_float(gsum[j]) * h.inv_w);
+		float m2 = rt<T>(rt<T>(pkb_to_float(m_in[j]) * h.b1) + h.one_m_b1 * g);
+		float v2 = rt<T>(rt<T>(pkb_to_float(v_in[j]) * h.b2) + h.one_m_b2 * g * g);
+		float mh = rt<T>(m2 * inv_bc1);
+		float vh = rt<T>(v2 * inv_bc2);
+		float den = rt<T>(rt<T>(sqrtf(vh)) + h.eps);
+		float upd = rt<T>(rt<T>(mh / den) * h.neg_lr);
+		m_out[j] = pkb_from_float<T>(m2);
+		v_out[j] = pkb_from_float<T>(v2);
+		p[j] = pkb_from_float<T>(pkb_to_float(p[j]) + upd);
+	}
 }
 
 #endif
