@@ -26,6 +26,9 @@ comma := ,
 CUDA_LIBDIRS := $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib)
 CPPFLAGS  := -Iinclude -Isrc -I$(BUILD) -isystem $(CUDA_HOME)/include $(addprefix -isystem ,$(DEPS_INC))
 CFLAGS    ?= -std=c11 -O2 -g -Wall -Wextra -Wshadow -Wstrict-prototypes $(EXTRA_CFLAGS)
+# -MMD -MP: each object's .d names the headers it included (gcc and nvcc
+# alike), so a header change rebuilds only what includes it
+DEPFLAGS  := -MMD -MP
 NVFLAGS   := -std=c++17 -O3 -gencode=arch=compute_$(subst sm_,,$(ARCH)),code=$(ARCH) -Iinclude -Isrc
 LDLIBS    := $(addprefix -L,$(CUDA_LIBDIRS)) $(addprefix -Wl$(comma)-rpath$(comma),$(CUDA_LIBDIRS)) \
              -lcudart -lcublas -lnccl -l:libjansson.so.4 -l:libelf.so.1 -lcrypto -l:libseccomp.so.2 -l:libcurl.so.4 -ldl -lm -lstdc++
@@ -39,25 +42,23 @@ CU_OBJ    := $(BUILD)/kernels.o $(BUILD)/calibrate.o
 .PHONY: all run test test-gpu unit sanitize cli nvcc-check fuzz deps clean bench sandbox-probe judge-probe FORCE
 all: $(BUILD)/pkb
 
-$(BUILD)/%.o: src/%.c $(wildcard src/*.h include/*.h) | $(BUILD)
+$(BUILD)/%.o: src/%.c $(BUILD)/%.d | $(BUILD)
 	@echo "  CC      $<"
-	@$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	@$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/kernels.o: src/kernels.cu src/kernels.h include/pkb.h include/pkb_device.cuh include/pkb_problem.h | $(BUILD)
+$(BUILD)/%.o: src/%.cu $(BUILD)/%.d | $(BUILD)
 	@echo "  NVCC    $<"
-	@$(NVCC) $(NVFLAGS) -c $< -o $@
+	@$(NVCC) $(NVFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/calibrate.o: src/calibrate.cu src/kernels.h | $(BUILD)
-	@echo "  NVCC    $<"
-	@$(NVCC) $(NVFLAGS) -c $< -o $@
-
-# a header in a problem folder (sibling problems sharing host code) is a
-# dependency of every problem: the ones that include it are not named here
-PROB_HDR  := $(wildcard problems/*/*.h)
-$(BUILD)/problems/%.o: problems/%/problem.c include/pkb_problem.h include/pkb.h $(PROB_HDR) | $(BUILD)
+# problems see the problem API (include/) and the code siblings share
+# (problems/lib), not the harness's src/
+PROB_CPPFLAGS := -Iinclude -Iproblems/lib -isystem $(CUDA_HOME)/include
+$(BUILD)/problems/%.o $(BUILD)/san-obj/problems/%.o $(BUILD)/fuzz-obj/problems/%.o: \
+	CPPFLAGS := $(PROB_CPPFLAGS)
+$(BUILD)/problems/%.o: problems/%/problem.c $(BUILD)/problems/%.d | $(BUILD)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	@$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	@$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # the registry: one table entry per problems/NNN_name/problem.c (written
 # aside and renamed: two makes at once never read it half-written)
@@ -79,8 +80,8 @@ $(BUILD)/problems_table.c: $(PROB_SRC) $(BUILD)/problems.list Makefile | $(BUILD
 	   echo 'const int pkb_problem_table_len = $(words $(PROB_SRC));'; } > $@.$$$$.tmp && \
 	  mv -f $@.$$$$.tmp $@
 
-$(BUILD)/problems_table.o: $(BUILD)/problems_table.c
-	@$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+$(BUILD)/problems_table.o: $(BUILD)/problems_table.c $(BUILD)/problems_table.d
+	@$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/pkb: $(BUILD)/main.o $(HOST_OBJ) $(CU_OBJ) $(PROB_OBJ) $(BUILD)/problems_table.o
 	@echo "  LINK    $@"
@@ -118,25 +119,25 @@ FUZZ_OBJ := $(patsubst %.c,$(BUILD)/fuzz-obj/%.o,$(UNIT_DEPS) $(PROB_SRC) $(BUIL
 FUZZ_CFLAGS := -std=c11 -g -O1 -fno-sanitize-recover=undefined
 .SECONDARY: $(SAN_OBJ) $(FUZZ_OBJ)   # kept between runs, not removed as intermediates
 
-$(BUILD)/san-obj/%.o: %.c $(wildcard src/*.h include/*.h) $(PROB_HDR)
+$(BUILD)/san-obj/%.o: %.c $(BUILD)/san-obj/%.d
 	@mkdir -p $(dir $@)
 	@echo "  CC+SAN  $<"
-	@$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -c $< -o $@
+	@$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/fuzz-obj/%.o: %.c $(wildcard src/*.h include/*.h) $(PROB_HDR)
+$(BUILD)/fuzz-obj/%.o: %.c $(BUILD)/fuzz-obj/%.d
 	@mkdir -p $(dir $@)
 	@echo "  CLANG   $<"
-	@clang $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+	@clang $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%: tests/unit/%.c $(UNIT_OBJ) tests/unit/t.h
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_OBJ) $(BUILD)/tests/%.d
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(UNIT_OBJ) $(UNIT_LIBS)
+	@$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -o $@ $< $(UNIT_OBJ) $(UNIT_LIBS)
 
-$(BUILD)/san/%: tests/unit/%.c $(SAN_OBJ) tests/unit/t.h
+$(BUILD)/san/%: tests/unit/%.c $(SAN_OBJ) $(BUILD)/san/%.d
 	@mkdir -p $(dir $@)
 	@echo "  CC+SAN  $<"
-	@$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -o $@ $< $(SAN_OBJ) $(UNIT_LIBS)
+	@$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) $(DEPFLAGS) -o $@ $< $(SAN_OBJ) $(UNIT_LIBS)
 
 $(BUILD)/tests/fake_rank: tests/unit/fake_rank.c src/proto.c src/util.c src/exitcode.c src/wire.c \
                          src/sandbox.c
@@ -150,11 +151,11 @@ $(BUILD)/tests/fake_rank: tests/unit/fake_rank.c src/proto.c src/util.c src/exit
 # temporary folder
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_RUNS  ?= 30000
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ) $(BUILD)/fuzz/%.d
 	@mkdir -p $(dir $@)
 	@echo "  CLANG   $<"
-	@clang $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_OBJ) \
-		$(UNIT_LIBS)
+	@clang $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $(DEPFLAGS) -o $@ $< \
+		$(FUZZ_OBJ) $(UNIT_LIBS)
 
 # the sandbox on one GPU (tests/gpu/sandbox_probe.cu): built here, run on a
 # GPU machine
@@ -214,3 +215,15 @@ run: deps
 
 clean:
 	rm -rf $(BUILD)
+
+# the headers each object and test included at its last compile (DEPFLAGS).
+# Each rule above also names its own .d: one missing (an object built before
+# this scheme, or its .d lost) is "remade" by the empty rule below, which
+# rebuilds the object and writes it (the GNU make manual's auto-dependency
+# idiom)
+DEP_FILES := $(patsubst %.o,%.d,$(BUILD)/main.o $(HOST_OBJ) $(CU_OBJ) $(PROB_OBJ) \
+	       $(BUILD)/problems_table.o $(SAN_OBJ) $(FUZZ_OBJ)) \
+	     $(addsuffix .d,$(UNIT_TESTS) $(patsubst $(BUILD)/tests/%,$(BUILD)/san/%,$(UNIT_TESTS)) \
+	       $(FUZZ_TARGETS) $(BUILD)/tests/dump_problems)
+-include $(wildcard $(DEP_FILES))
+$(DEP_FILES): ;

@@ -12,8 +12,10 @@
  * original's positional order, how the harness fills inputs, and how outputs
  * are compared. Nothing about a problem is written anywhere else.
  *
- * docs/PROBLEMS.md walks through adding one; docs/TOLERANCE.md explains the
- * comparison model behind struct pkb_tol.
+ * problems/README.md walks through adding one; docs/TOLERANCE.md explains
+ * the comparison model behind struct pkb_tol. Code that sibling problems
+ * share lives in problems/lib/ (on the include path of problem.c and of
+ * references, not of candidates).
  */
 #ifndef PKB_PROBLEM_H
 #define PKB_PROBLEM_H
@@ -149,7 +151,6 @@ struct pkb_problem {
 	/* The cost model of rank d->rank at dims d (describe() accepted them);
 	 * c arrives zeroed with hbm_bytes = -1. May be NULL (no roofline). */
 	void (*cost)(const struct pkb_dims *d, struct pkb_cost *c);
-	const char *folder;      /* set by the harness at discovery */
 };
 
 #define PKB_WORLD(w) (1ull << (w))
@@ -178,6 +179,21 @@ int pkb_io_fail(struct pkb_io *io, const char *fmt, ...)
 #define PKB_TOL_SUM(k)       ((struct pkb_tol){ .terms = (k) })
 /* struct pkb_tol's scale_axis for dimension k */
 #define PKB_SCALE_AXIS(k)    ((k) + 1)
+
+/* ---- dtypes on the host, for describe() and gen_host --------------------- */
+/* The harness's own (src/dtype.c), so that a problem rounds exactly as the
+ * harness compares. */
+
+/* 2^-8 bf16, 2^-11 fp16, 2^-24 fp32, 2^-53 fp64, fp8's; 0 for integers */
+double pkb_dtype_unit_roundoff(pkb_dtype t);
+/* element i of a float buffer of dtype t (fp32, fp64, bf16, fp16) = v,
+ * rounded to nearest even */
+void pkb_dtype_store(pkb_dtype t, void *buf, int64_t i, double v);
+uint16_t pkb_float_to_bf16(float f);   /* round to nearest even */
+float pkb_bf16_to_float(uint16_t h);
+uint16_t pkb_float_to_fp16(float f);   /* round to nearest even, subnormals,
+					  +-Inf past 65504 */
+float pkb_fp16_to_float(uint16_t h);
 
 /* ---- host random numbers, for gen_host ------------------------------------ */
 /* splitmix64 (Steele, Lea and Flood 2014): the one generator behind every

@@ -105,11 +105,12 @@ static unsigned libs_of(const char *text)
 }
 
 /* Local headers (#include "x") change what compiles as much as the source
- * does: each one found next to the including file or in include/ goes into
+ * does: each one found next to the including file or in a folder of `path`
+ * (NULL-terminated: include/, and problems/lib/ for a reference) goes into
  * the key, recursively (a known-bad candidate may include a known-good one).
  * *libs gets the optional libraries they include. */
-static void hash_includes(EVP_MD_CTX *md, const char *text, const char *from, const char *inc,
-			  int depth, unsigned *libs)
+static void hash_includes(EVP_MD_CTX *md, const char *text, const char *from,
+			  const char *const *path, int depth, unsigned *libs)
 {
 	if (depth > 8)
 		return;
@@ -137,21 +138,21 @@ static void hash_includes(EVP_MD_CTX *md, const char *text, const char *from, co
 		if (!q || (nl && q > nl))
 			continue;
 		char *name = xstrfmt("%.*s", (int)(q - p - 1), p + 1);
-		char *path = name[0] == '/' ? xstrdup(name) : xstrfmt("%s/%s", dir, name);
-		if (access(path, R_OK) != 0) {
-			free(path);
-			path = xstrfmt("%s/%s", inc, name);
+		char *file = name[0] == '/' ? xstrdup(name) : xstrfmt("%s/%s", dir, name);
+		for (int i = 0; path[i] && name[0] != '/' && access(file, R_OK) != 0; i++) {
+			free(file);
+			file = xstrfmt("%s/%s", path[i], name);
 		}
 		size_t len = 0;
-		char *body = read_file(path, &len);
+		char *body = read_file(file, &len);
 		if (body) {
-			EVP_DigestUpdate(md, path, strlen(path) + 1);
+			EVP_DigestUpdate(md, file, strlen(file) + 1);
 			EVP_DigestUpdate(md, body, len);
 			*libs |= libs_of(body);
-			hash_includes(md, body, path, inc, depth + 1, libs);
+			hash_includes(md, body, file, path, depth + 1, libs);
 			free(body);
 		}
-		free(path);
+		free(file);
 		free(name);
 	}
 	free(dir);
@@ -432,6 +433,10 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 		len = strlen(text);
 	}
 	char *inc = xstrfmt("%s/include", pkb_root());
+	/* code that sibling problems' references share (problems/lib): on the
+	 * include path of references only, candidates stay standalone */
+	char *lib = o->reference ? xstrfmt("%s/problems/lib", pkb_root()) : NULL;
+	const char *path[] = { inc, lib, NULL };
 	char *gencode = xstrfmt("-gencode=arch=compute_%s,code=%s", o->arch + 3, o->arch);
 
 	/* the key: source, ABI headers, local headers, flags, compiler */
@@ -447,15 +452,16 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	/* cuDNN and cuFFT are linked only for a source that includes their
 	 * header, itself or through a local header */
 	unsigned libs = libs_of(text);
-	hash_includes(md, text, src, inc, 0, &libs);
+	hash_includes(md, text, src, path, 0, &libs);
 	char extra[64] = "";
 	for (size_t i = 0; i < sizeof opt_libs / sizeof *opt_libs; i++)
 		if (libs >> i & 1)
 			snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " %s",
 				 opt_libs[i].flag);
 	r->flags = xstrfmt("nvcc -std=c++17 -O3 -lineinfo -Xcompiler -fPIC -shared --cudart shared "
-			   "%s -I%s -o OUT.so SRC.cu -lcublas -lcublasLt -lcurand%s%s",
-			   gencode, inc, extra, o->reference ? " -lnccl" : "");
+			   "%s -I%s%s%s -o OUT.so SRC.cu -lcublas -lcublasLt -lcurand%s%s",
+			   gencode, inc, lib ? " -I" : "", lib ? lib : "", extra,
+			   o->reference ? " -lnccl" : "");
 	EVP_DigestUpdate(md, r->flags, strlen(r->flags));
 	const char *ver = build_nvcc_version();
 	EVP_DigestUpdate(md, ver, strlen(ver));
@@ -468,6 +474,7 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	if (mkdir_p(dir) < 0) {
 		free(text);
 		free(inc);
+		free(lib);
 		free(gencode);
 		return error("cannot create cache '%s': %s", dir, strerror(errno));
 	}
@@ -478,6 +485,7 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 		r->seconds = (double)(now_ns() - t0) / 1e9;
 		free(text);
 		free(inc);
+		free(lib);
 		free(gencode);
 		return 0;
 	}
@@ -495,6 +503,7 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 			free(cu);
 			free(srcdir);
 			free(inc);
+			free(lib);
 			free(gencode);
 			return rc;
 		}
@@ -504,6 +513,7 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	char *tmp = xstrfmt("%s/%s.%d.tmp.so", dir, r->key, (int)getpid());
 	char *log = xstrfmt("%s/%s.%d.log", dir, r->key, (int)getpid());
 	char *iflag = xstrfmt("-I%s", inc);
+	char *libflag = lib ? xstrfmt("-I%s", lib) : NULL;
 	char *argv[24];
 	int a = 0;
 	argv[a++] = (char *)nvcc_path();
@@ -517,6 +527,8 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	argv[a++] = "shared";
 	argv[a++] = gencode;
 	argv[a++] = iflag;
+	if (libflag)
+		argv[a++] = libflag;
 	if (srcdir)
 		argv[a++] = srcdir;
 	argv[a++] = "-o";
@@ -550,6 +562,8 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	free(log);
 	free(tmp);
 	free(iflag);
+	free(libflag);
+	free(lib);
 	free(inc);
 	free(gencode);
 	r->seconds = (double)(now_ns() - t0) / 1e9;

@@ -3,6 +3,7 @@
  * descriptors call from describe(). See problem.h and include/pkb_problem.h.
  */
 #include "problem.h"
+#include "dtype.h"
 #include "util.h"   /* defines: xstrfmt, pkb_root */
 
 #include <jansson.h>
@@ -110,6 +111,38 @@ void tensor_desc_shape_str(const struct pkb_tensor_desc *t, char *buf, size_t n)
 					(long long)t->shape[i]);
 	if (off < n)
 		snprintf(buf + off, n - off, "%s)", t->ndim == 1 ? "," : "");
+}
+
+/* ---- pkb_problem.h's dtype helpers: dtype.c's, under the API's names ---- */
+
+double pkb_dtype_unit_roundoff(pkb_dtype t)
+{
+	return dtype_unit_roundoff(t);
+}
+
+void pkb_dtype_store(pkb_dtype t, void *buf, int64_t i, double v)
+{
+	dtype_store(t, buf, i, v);
+}
+
+uint16_t pkb_float_to_bf16(float f)
+{
+	return float_to_bf16(f);
+}
+
+float pkb_bf16_to_float(uint16_t h)
+{
+	return bf16_to_float(h);
+}
+
+uint16_t pkb_float_to_fp16(float f)
+{
+	return float_to_fp16(f);
+}
+
+float pkb_fp16_to_float(uint16_t h)
+{
+	return fp16_to_float(h);
 }
 
 /* ---- pkb_io_* ----------------------------------------------------------- */

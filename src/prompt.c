@@ -300,6 +300,52 @@ static char *read_under_root(const char *rel, char *err, size_t n)
 	return t;
 }
 
+/* The reference as a candidate author should read it: each line
+ * `#include "x"` that names a header of problems/lib (code sibling
+ * problems share, 049-051's whole reference among it) is replaced by the
+ * header's text, recursively, each header once; a candidate cannot
+ * include them (it is one standalone file), so the prompt shows them. */
+static void inline_lib(const char *text, struct sbuf *b, char **seen, int *n_seen, int depth)
+{
+	for (const char *l = text; *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl ? (size_t)(nl - l + 1) : strlen(l);
+		char name[128];
+		char *body = NULL;
+		if (depth < 8 && sscanf(l, "#include \"%127[^\"]\"", name) == 1 && !strchr(name, '/')) {
+			char *path = xstrfmt("%s/problems/lib/%s", pkb_root(), name);
+			body = read_file(path, NULL);
+			free(path);
+		}
+		if (!body) {
+			sb_add(b, l, len);
+		} else {
+			int dup = 0;
+			for (int i = 0; i < *n_seen; i++)
+				dup |= !strcmp(seen[i], name);
+			if (!dup && *n_seen < 32) {
+				seen[(*n_seen)++] = xstrdup(name);
+				sb_printf(b, "/* ---- %s (problems/lib), included here ---- */\n", name);
+				inline_lib(body, b, seen, n_seen, depth + 1);
+				sb_printf(b, "/* ---- end of %s ---- */\n", name);
+			}
+			free(body);
+		}
+		l += len;
+	}
+}
+
+static char *reference_text(const char *text)
+{
+	struct sbuf b = { 0 };
+	char *seen[32];
+	int n_seen = 0;
+	inline_lib(text, &b, seen, &n_seen, 0);
+	for (int i = 0; i < n_seen; i++)
+		free(seen[i]);
+	return sb_take(&b);
+}
+
 int prompt_build(const struct prompt_opts *o, struct prompt *out, char *err, size_t n)
 {
 	memset(out, 0, sizeof *out);
@@ -340,6 +386,11 @@ int prompt_build(const struct prompt_opts *o, struct prompt *out, char *err, siz
 	char *task = read_file(readme_path, NULL);
 	char *ref_path = problem_reference_path(p);
 	char *reference = read_file(ref_path, NULL);
+	if (reference) {
+		char *whole = reference_text(reference);
+		free(reference);
+		reference = whole;
+	}
 	char *abi = read_under_root("include/pkb.h", err, n);
 	char *dev = abi ? read_under_root("include/pkb_device.cuh", err, n) : NULL;
 	char *ex_text = NULL;

@@ -15,7 +15,6 @@
  * FLOPs per rank (1.07 GFLOP at M = N = 1024).
  */
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define K_DIM 512
 
@@ -33,7 +32,7 @@
  */
 static struct pkb_tol gemm_tol(pkb_dtype t)
 {
-	return (struct pkb_tol){ .terms = 1.0 + K_DIM * 0x1p-24 / dtype_unit_roundoff(t) };
+	return (struct pkb_tol){ .terms = 1.0 + K_DIM * 0x1p-24 / pkb_dtype_unit_roundoff(t) };
 }
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)

@@ -14,7 +14,6 @@
  * GEMM: 2*M*K*N FLOPs per rank (1.07 GFLOP at M = N = 1024).
  */
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define K_DIM 512
 
@@ -38,7 +37,7 @@
 static struct pkb_tol sum_tol(pkb_dtype t, int world)
 {
 	return (struct pkb_tol){
-		.terms = world + world * K_DIM * 0x1p-24 / dtype_unit_roundoff(t) };
+		.terms = world + world * K_DIM * 0x1p-24 / pkb_dtype_unit_roundoff(t) };
 }
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)

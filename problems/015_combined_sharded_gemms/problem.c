@@ -19,7 +19,6 @@
  * 2*Ml*H*F * 2 per rank (134 MFLOP at M = 1024, W = 4).
  */
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define H_BASE 256
 #define F_DIM 512
@@ -42,7 +41,7 @@ static int64_t roundup(int64_t a, int64_t b)
  */
 static struct pkb_tol mlp_tol(pkb_dtype t, int64_t h)
 {
-	return (struct pkb_tol){ .terms = 2.0 + (h + F_DIM) * 0x1p-24 / dtype_unit_roundoff(t) };
+	return (struct pkb_tol){ .terms = 2.0 + (h + F_DIM) * 0x1p-24 / pkb_dtype_unit_roundoff(t) };
 }
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)

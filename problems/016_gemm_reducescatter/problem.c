@@ -17,7 +17,6 @@
  * per rank (268 MFLOP there).
  */
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define K_DIM 512
 
@@ -39,7 +38,7 @@
  */
 static struct pkb_tol sum_tol(pkb_dtype t, int world)
 {
-	return (struct pkb_tol){ .terms = world + K_DIM * 0x1p-24 / dtype_unit_roundoff(t) };
+	return (struct pkb_tol){ .terms = world + K_DIM * 0x1p-24 / pkb_dtype_unit_roundoff(t) };
 }
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)

@@ -25,7 +25,6 @@
  */
 #include <math.h>
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_store (gen_host's rounding), dtype_unit_roundoff */
 
 #define EXPERTS 8
 #define TOP_K 2
@@ -63,7 +62,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * trial. A candidate with exp2f, reciprocal and pairwise sums matched
 	 * the reference bit for bit on every trial.
 	 */
-	double u = dtype_unit_roundoff(d->dtype), u32 = 0x1p-24;
+	double u = pkb_dtype_unit_roundoff(d->dtype), u32 = 0x1p-24;
 	double tol = 2 * u + u32 * (16 + 4 * sqrt((double)d->m));
 	struct pkb_tol t = { .rtol = tol, .l2 = tol };
 	pkb_io_output(io, "overall_loss", PKB_FP32, t, 0, (int64_t[]){ 0 });
@@ -83,7 +82,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		bias[e] = pkb_rng_normal(&s);
 	for (size_t i = 0; i < n; i++) {
 		float v = (float)(pkb_rng_normal(&s) + bias[i % EXPERTS]);
-		dtype_store(d->dtype, buf, (int64_t)i, v);
+		pkb_dtype_store(d->dtype, buf, (int64_t)i, v);
 	}
 	return 0;
 }

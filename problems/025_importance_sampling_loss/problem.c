@@ -23,7 +23,6 @@
  */
 #include <stdint.h>
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define VOCAB 32000
 #define IGNORE_INDEX (-100)
@@ -86,7 +85,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * - per_token_loss: a function of that token's CE and inputs, exact
 	 *   while CE is (clamped tokens: r0 * adv); the default bound.
 	 */
-	double u = dtype_unit_roundoff(d->dtype), w = d->world;
+	double u = pkb_dtype_unit_roundoff(d->dtype), w = d->world;
 	double r0 = d->dtype == PKB_FP16 ? 0 : 2.07e-9;
 	double tiny = d->dtype == PKB_BF16 ? 0x1p-133 : d->dtype == PKB_FP16 ? 0x1p-24 : 0x1p-149;
 	double wm = w * (double)m, ng = 0.75 * wm - 3 * sqrt_pos(0.1875 * wm);

@@ -41,11 +41,11 @@
  */
 #include <stdlib.h>
 #include "pkb_problem.h"
-
-#define ROUTING_SALT 0x28d15ull   /* routing_host.h's streams start here */
-#include "../028_moe_pre_all2all/routing_host.h"
+#include "routing_host.h"
 /* defines: EXPERTS, TOPK, min64, keep_cap, capacity, stream, split_matrix,
  * expert_counts, routing_pairs */
+
+#define ROUTING_SALT 0x28d15ull   /* this problem's routing streams start here */
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
@@ -81,7 +81,7 @@ static int routing_mask(const struct pkb_dims *d, const int64_t *cnt, float *mas
 {
 	int64_t m = d->m;
 	uint64_t st;
-	uint8_t *pair = routing_pairs(d, cnt, &st);
+	uint8_t *pair = routing_pairs(d, ROUTING_SALT, cnt, &st);
 	if (!pair)
 		return -1;
 	for (int64_t i = 0; i < EXPERTS * TOPK * m; i++)
@@ -104,10 +104,10 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	if (index < 1 || index > 4 || bytes != want)
 		return -1;
 	int64_t s[EXPERTS * EXPERTS], cnt[EXPERTS], *out = (int64_t *)buf;
-	split_matrix(d, s);
+	split_matrix(d, ROUTING_SALT, s);
 	switch (index) {
 	case 1:
-		expert_counts(d, s, r, cnt);
+		expert_counts(d, ROUTING_SALT, s, r, cnt);
 		return routing_mask(d, cnt, (float *)buf);
 	case 2:   /* rows to each rank: row r of S */
 		for (int k = 0; k < w; k++)
@@ -119,7 +119,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		return 0;
 	default:  /* [j][l]: rank j's hits on our expert r*E_l + l */
 		for (int j = 0; j < w; j++) {
-			expert_counts(d, s, j, cnt);
+			expert_counts(d, ROUTING_SALT, s, j, cnt);
 			for (int l = 0; l < el; l++)
 				out[j * el + l] = cnt[r * el + l];
 		}

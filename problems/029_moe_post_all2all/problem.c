@@ -40,11 +40,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pkb_problem.h"
-
-#define ROUTING_SALT 0x29c0bull   /* routing_host.h's streams start here */
-#include "../028_moe_pre_all2all/routing_host.h"
+#include "routing_host.h"
 /* defines: EXPERTS, TOPK, min64, keep_cap, capacity, stream, split_matrix,
  * expert_counts, routing_pairs */
+
+#define ROUTING_SALT 0x29c0bull   /* this problem's routing streams start here */
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
@@ -95,7 +95,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 static uint8_t *sorted_pairs(const struct pkb_dims *d, const int64_t *cnt)
 {
 	uint64_t st;
-	uint8_t *pair = routing_pairs(d, cnt, &st);
+	uint8_t *pair = routing_pairs(d, ROUTING_SALT, cnt, &st);
 	if (!pair)
 		return NULL;
 	for (int64_t t = 0; t < d->m; t++)
@@ -198,7 +198,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		return 0;
 	}
 	int64_t s[EXPERTS * EXPERTS], cnt[EXPERTS], *out = (int64_t *)buf;
-	split_matrix(d, s);
+	split_matrix(d, ROUTING_SALT, s);
 	switch (index) {
 	case 3:   /* rows of our tokens for each rank: row r of S */
 		for (int k = 0; k < w; k++)
@@ -210,13 +210,13 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		return 0;
 	case 5:   /* [j][l]: rank j's hits on our expert r*E_l + l */
 		for (int j = 0; j < w; j++) {
-			expert_counts(d, s, j, cnt);
+			expert_counts(d, ROUTING_SALT, s, j, cnt);
 			for (int l = 0; l < el; l++)
 				out[j * el + l] = cnt[r * el + l];
 		}
 		return 0;
 	}
-	expert_counts(d, s, r, cnt);
+	expert_counts(d, ROUTING_SALT, s, r, cnt);
 	uint8_t *pair = sorted_pairs(d, cnt);
 	if (!pair)
 		return -1;

@@ -34,43 +34,18 @@
 #include <math.h>
 #include <string.h>
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
+#include "moe_ep_host.h"
+/* defines: INTER, moe_ep_describe, moe_ep_gen_host (049-051's layer: the same
+ * inputs and tolerance) */
 
 #define EXPERTS 8
 #define TOP_K 2
-#define INTER 128
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
-	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
-		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
-	if (d->m < 1 || d->n < 1)
-		return pkb_io_fail(io, "M and N must be >= 1");
-	if (d->n > 4096)
-		return pkb_io_fail(io, "N must be <= 4096 (router logits exact in fp32)");
-	if (EXPERTS % d->world)
-		return pkb_io_fail(io, "W must divide the %d experts", EXPERTS);
-	/* nn.Linear's init: U(+-1/sqrt(fan_in)) */
-	double a = 1 / sqrt((double)d->n), b = 1 / sqrt((double)INTER);
-	pkb_io_input(io, "hidden_states", d->dtype, PKB_HOSTGEN, PKB_SHAPE(d->m, d->n));
-	pkb_io_input(io, "gate_weight", d->dtype, PKB_HOSTGEN, PKB_SHAPE(EXPERTS, d->n));
-	pkb_io_input(io, "gate_bias", d->dtype, PKB_HOSTGEN, PKB_SHAPE(EXPERTS));
-	pkb_io_input(io, "gate_proj.weight", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER, d->n));
-	pkb_io_input(io, "gate_proj.bias", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER));
-	pkb_io_input(io, "up_proj.weight", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER, d->n));
-	pkb_io_input(io, "up_proj.bias", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER));
-	pkb_io_input(io, "down_proj.weight", d->dtype, PKB_UNIFORM(-b, b), PKB_SHAPE(d->n, INTER));
-	pkb_io_input(io, "down_proj.bias", d->dtype, PKB_UNIFORM(-b, b), PKB_SHAPE(d->n));
-	pkb_io_param(io, "num_experts", EXPERTS);
-	pkb_io_param(io, "top_k", TOP_K);
-
 	/*
-	 * The routing is exact (above). What a correct candidate may change:
-	 * the fp32 accumulation order of the three GEMMs (K = N, N, 128) and
-	 * which of the six roundings to T before the last add (gate, up, silu,
-	 * the product, the MLP output, the weighted output) it keeps in fp32:
-	 * terms = 6 + (N + 128) 2^-24/u (049's form), and rtol 2u for the last
-	 * add. Host simulation (numpy, bf16, fp16, fp32; W = 2, 4, 8; ranks 0
+	 * out's tolerance: moe_ep_describe's terms = 6 + (N + 128) 2^-24/u.
+	 * Host simulation (numpy, bf16, fp16, fp32; W = 2, 4, 8; ranks 0
 	 * and 1; M = N = 1024): another accumulation order needs <= 0.18
 	 * terms in bf16, 0.38 in fp16, 10 in fp32 (of 1158); the whole chain
 	 * fused in fp32 <= 1.07 (l2 1.05u against 5.3u); a softmax by exp2f
@@ -79,42 +54,16 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * expert on this rank's MLP, >= 85, 708, 4.7e6 with the second expert
 	 * dropped.
 	 */
-	double u = dtype_unit_roundoff(d->dtype);
-	double terms = 6 + (double)(d->n + INTER) * 0x1p-24 / u;
-	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(d->m, d->n));
+	if (moe_ep_describe(d, io, EXPERTS, TOP_K) < 0)
+		return -1;
+	if (EXPERTS % d->world)
+		return pkb_io_fail(io, "W must divide the %d experts", EXPERTS);
 	return 0;
 }
 
-/* round(16 z) clamped to [-63, 63], z ~ N(0, 1) by Box-Muller: q/16 has at
- * most 6 significant bits, exact in bf16, fp16 and fp32 */
-static int sixteenths(uint64_t *s)
-{
-	double q = 16 * pkb_rng_normal(s);
-	q = q < -63 ? -63 : q > 63 ? 63 : q;
-	return (int)lround(q);
-}
-
-/* hidden_states, gate_weight, gate_bias: sixteenths, per rank and trial */
 static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
 {
-	size_t n = index == 0 ? (size_t)(d->m * d->n) : index == 1 ? (size_t)EXPERTS * d->n
-		 : index == 2 ? (size_t)EXPERTS : 0;
-	if (n == 0 || bytes != n * pkb_dtype_size(d->dtype))
-		return -1;
-	uint64_t s = seed;
-	for (size_t i = 0; i < n; i++) {
-		float v = (float)sixteenths(&s) / 16;
-		uint32_t b;
-		memcpy(&b, &v, sizeof b);
-		if (d->dtype == PKB_FP32)
-			((float *)buf)[i] = v;
-		else if (d->dtype == PKB_BF16)   /* exact: the low 16 bits are 0 */
-			((uint16_t *)buf)[i] = (uint16_t)(b >> 16);
-		else                             /* exact: 2^-4 <= |v| < 4, or 0 */
-			((uint16_t *)buf)[i] = (uint16_t)(((b >> 16) & 0x8000u) |
-				(v == 0 ? 0 : (((b >> 23) & 0xffu) - 112) << 10 | (b & 0x7fffffu) >> 13));
-	}
-	return 0;
+	return moe_ep_gen_host(d, EXPERTS, index, seed, buf, bytes);
 }
 
 /*

@@ -54,10 +54,11 @@
 
 PKB_SOLUTION;
 
-#define EXPERTS 8
-#define TOP_K 2
+#include "moe_fused.cuh"
+/* defines: EXPERTS, TOP_K, MOE_THREADS, fill_rows, route, pack, combine, exchange */
+
 #define INTER 128
-#define THREADS 256
+#define THREADS MOE_THREADS   /* every kernel's block size, moe_fused.cuh's too */
 #define MAX_WORLD EXPERTS
 
 struct state {
@@ -78,63 +79,6 @@ struct state {
 	void *gate, *up, *h;  /* [cap][128] */
 };
 
-template <typename T>
-__global__ void fill_rows(T *c, const T *bias, int64_t rows, int64_t cols)
-{
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < rows * cols;
-	     i += (int64_t)gridDim.x * THREADS)
-		c[i] = bias[i % cols];
-}
-
-/* one thread a token: softmax in fp32 rounded to T, the top 2 (ties: the
- * lower index, as strictly greater replaces), the pairs' sort keys and the
- * per-expert counts */
-template <typename T>
-__global__ void route(const T *logits, T *wts, int *keys, int *pairs,
-		      unsigned long long *counts, int64_t m)
-{
-	int64_t t = blockIdx.x * (int64_t)THREADS + threadIdx.x;
-	if (t >= m)
-		return;
-	const T *l = logits + t * EXPERTS;
-	float mx = -INFINITY, sum = 0, p[EXPERTS];
-	for (int i = 0; i < EXPERTS; i++)
-		mx = fmaxf(mx, pkb_to_float(l[i]));
-	for (int i = 0; i < EXPERTS; i++) {
-		p[i] = expf(pkb_to_float(l[i]) - mx);
-		sum += p[i];
-	}
-	for (int i = 0; i < EXPERTS; i++)
-		p[i] = pkb_to_float(pkb_from_float<T>(p[i] / sum));
-	int taken = 0;
-	for (int j = 0; j < TOP_K; j++) {
-		int best = -1;
-		for (int i = 0; i < EXPERTS; i++)
-			if (!(taken >> i & 1) && (best < 0 || p[i] > p[best]))
-				best = i;
-		taken |= 1 << best;
-		keys[t * TOP_K + j] = best;
-		pairs[t * TOP_K + j] = (int)(t * TOP_K + j);
-		wts[t * TOP_K + j] = pkb_from_float<T>(p[best]);
-		atomicAdd(&counts[best], 1ull);
-	}
-}
-
-/* row i of the expert-major order is the token of pair pairs_sorted[i] */
-template <typename T>
-__global__ void pack(const T *x, const int *pairs_sorted, int *row, T *send, int64_t rows,
-		     int64_t n)
-{
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < rows * n;
-	     i += (int64_t)gridDim.x * THREADS) {
-		int64_t r = i / n, c = i % n;
-		int pair = pairs_sorted[r];
-		if (c == 0)
-			row[pair] = (int)r;
-		send[i] = x[(int64_t)(pair / TOP_K) * n + c];
-	}
-}
-
 /* h = T(T(silu(gate)) * up), silu(v) = v / (1 + e^-v) in fp32 */
 template <typename T>
 __global__ void silu_mul(const T *gate, const T *up, T *h, int64_t count)
@@ -145,47 +89,6 @@ __global__ void silu_mul(const T *gate, const T *up, T *h, int64_t count)
 		float s = pkb_to_float(pkb_from_float<T>(g / (1.0f + expf(-g))));
 		h[i] = pkb_from_float<T>(s * pkb_to_float(up[i]));
 	}
-}
-
-template <typename T>
-__global__ void combine(const T *ret, const T *wts, const int *row, T *out, int64_t m, int64_t n)
-{
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < m * n;
-	     i += (int64_t)gridDim.x * THREADS) {
-		int64_t t = i / n, c = i % n;
-		float o = 0;
-		for (int j = 0; j < TOP_K; j++) {
-			float y = pkb_to_float(ret[row[t * TOP_K + j] * n + c]);
-			float a = pkb_to_float(pkb_from_float<T>(y * pkb_to_float(wts[t * TOP_K + j])));
-			o = j == 0 ? a : pkb_to_float(pkb_from_float<T>(o + a));
-		}
-		out[i] = pkb_from_float<T>(o);
-	}
-}
-
-/* rows [off[q], off[q] + cnt[q]) of `from` to rank q, rows [roff[p], ...
- * + rcnt[p]) of `to` from rank p; empty splits are skipped on both sides
- * (both derive them from the same gathered counts) */
-static int exchange(pkb_ctx *ctx, struct state *s, ncclDataType_t t, size_t row_elems,
-		    const void *from, const int64_t *off, const int64_t *cnt, void *to,
-		    const int64_t *roff, const int64_t *rcnt)
-{
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	size_t es = pkb_dtype_size(ctx->in[0].dtype);
-	PKB_CK_NCCL(ctx, ncclGroupStart());
-	for (int i = 0; i < s->w; i++) {
-		/* pair up with rank me+i sending and me-i receiving */
-		int q = (ctx->rank + i) % s->w, p = (ctx->rank - i + s->w) % s->w;
-		if (cnt[q])
-			PKB_CK_NCCL(ctx, ncclSend((const char *)from + off[q] * row_elems * es,
-						  cnt[q] * row_elems, t, q, comm, st));
-		if (rcnt[p])
-			PKB_CK_NCCL(ctx, ncclRecv((char *)to + roff[p] * row_elems * es,
-						  rcnt[p] * row_elems, t, p, comm, st));
-	}
-	PKB_CK_NCCL(ctx, ncclGroupEnd());
-	return 0;
 }
 
 extern "C" int pkb_init(pkb_ctx *ctx)
@@ -286,7 +189,7 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	}
 
 	/* 4. dispatch, the MLP, back */
-	PKB_CK(exchange(ctx, s, nt, n, s->send, in_off, in_split, s->recv, out_off, out_split));
+	PKB_CK(exchange(ctx, nt, n, s->send, in_off, in_split, s->recv, out_off, out_split));
 	if (rows) {
 		fill_rows<T><<<pkb_ref_blocks(rows * INTER, THREADS, 2048), THREADS, 0, st>>>(
 			(T *)s->gate, bg, rows, INTER);
@@ -305,7 +208,7 @@ static int launch(pkb_ctx *ctx, struct state *s)
 		PKB_CK(pkb_ref_gemm_rm(ctx, h, 0, 1, rows, n, INTER, 1.0, s->h, INTER, wd, INTER,
 				       1.0, s->y, n, dt));
 	}
-	PKB_CK(exchange(ctx, s, nt, n, s->y, out_off, out_split, s->ret, in_off, in_split));
+	PKB_CK(exchange(ctx, nt, n, s->y, out_off, out_split, s->ret, in_off, in_split));
 
 	/* 5. combine */
 	combine<T><<<pkb_ref_blocks(m * n, THREADS, 4096), THREADS, 0, st>>>(

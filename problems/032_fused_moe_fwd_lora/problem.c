@@ -42,11 +42,11 @@
 #include <math.h>
 #include <string.h>
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
+#include "moe_ep_host.h"
+/* defines: INTER, moe_ep_inputs, moe_ep_gen_host (031's and 049-051's inputs) */
 
 #define EXPERTS 8
 #define TOP_K 2
-#define INTER 128
 #define LORA_R 8
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
@@ -97,39 +97,16 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * >= 45, 3.4e6 with the second expert dropped (l2 >= 21u against 8u in
 	 * bf16).
 	 */
-	double u = dtype_unit_roundoff(d->dtype);
+	double u = pkb_dtype_unit_roundoff(d->dtype);
 	double terms = 15 + (double)(d->n + INTER + 2 * LORA_R) * 0x1p-24 / u;
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(d->m, d->n));
 	return 0;
 }
 
-/* round(16 z) clamped to [-63, 63], z ~ N(0, 1) by Box-Muller: q/16 has at
- * most 6 significant bits, exact in bf16, fp16 and fp32 */
-static int sixteenths(uint64_t *s)
-{
-	double q = 16 * pkb_rng_normal(s);
-	q = q < -63 ? -63 : q > 63 ? 63 : q;
-	return (int)lround(q);
-}
-
-/* hidden_states, gate_weight, gate_bias: sixteenths, per rank and trial */
+/* moe_ep_gen_host's (bf16 and fp32 only: describe refuses fp16) */
 static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
 {
-	size_t n = index == 0 ? (size_t)(d->m * d->n) : index == 1 ? (size_t)EXPERTS * d->n
-		 : index == 2 ? (size_t)EXPERTS : 0;
-	if (n == 0 || bytes != n * pkb_dtype_size(d->dtype))
-		return -1;
-	uint64_t s = seed;
-	for (size_t i = 0; i < n; i++) {
-		float v = (float)sixteenths(&s) / 16;
-		uint32_t b;
-		memcpy(&b, &v, sizeof b);
-		if (d->dtype == PKB_FP32)
-			((float *)buf)[i] = v;
-		else                             /* bf16, exact: the low 16 bits are 0 */
-			((uint16_t *)buf)[i] = (uint16_t)(b >> 16);
-	}
-	return 0;
+	return moe_ep_gen_host(d, EXPERTS, index, seed, buf, bytes);
 }
 
 /*

@@ -51,7 +51,6 @@
  * at W = 8 only, where a group is one head).
  */
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define HEADS 8
 #define HEAD_DIM 64
@@ -77,7 +76,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	pkb_io_param(io, "num_heads", HEADS);
 	pkb_io_param(io, "causal", 0);
 	struct pkb_tol tol = {
-		.terms = 4.0 + (1088 + g) * 0x1p-24 / dtype_unit_roundoff(d->dtype) };
+		.terms = 4.0 + (1088 + g) * 0x1p-24 / pkb_dtype_unit_roundoff(d->dtype) };
 	pkb_io_output(io, "out", d->dtype, tol, PKB_SHAPE(b, s, HID));
 	return 0;
 }

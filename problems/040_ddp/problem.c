@@ -41,7 +41,7 @@
  */
 #include <stdio.h>
 #include "pkb_problem.h"
-#include "../040_ddp/mlp_host.h"
+#include "mlp_host.h"
 /* defines: LR, struct mlp, clamp64, max64, mlp_sizes, adam_tols */
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)

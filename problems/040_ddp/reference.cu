@@ -34,16 +34,11 @@
 
 PKB_SOLUTION;
 
-#define THREADS 256
+#define THREADS MLP_THREADS   /* every kernel's block size, mlp_kernels.cuh's too */
 
 struct ref {
 	struct pkb_ref_blas blas;
 	void *h, *dh, *o, *g;   /* (chunk, hidden) x2, (chunk, d_out), flat (P) */
-};
-
-struct hyper {
-	float b1, b2, one_m_b1, one_m_b2, eps, neg_lr, inv_w;
-	double b1d, b2d;
 };
 
 /* the 4 parameters, their moments, and where each starts in the flat order */
@@ -52,7 +47,9 @@ struct params {
 	int64_t start[5];
 };
 
-#include "../040_ddp/mlp_kernels.cuh"   /* defines: rt, fill_rows, relu, mse_grad, relu_mask, colsum */
+#include "mlp_kernels.cuh"
+/* defines: MLP_THREADS, struct hyper, adam_hyper, rt, fill_rows, relu, mse_grad,
+ * relu_mask, colsum, mlp_fwd_bwd */
 
 template <typename T>
 __global__ void adam(const T *gsum, struct params ps, const int64_t *step, struct hyper h)
@@ -121,55 +118,18 @@ static int step(pkb_ctx *ctx, struct ref *r)
 	T *h = (T *)r->h, *dh = (T *)r->dh, *o = (T *)r->o, *g = (T *)r->g;
 	T *g_w1 = g, *g_b1 = g_w1 + hidden * d_in, *g_w2 = g_b1 + hidden;
 	T *g_b2 = g_w2 + d_out * hidden;
-	int64_t nh = chunk * hidden, no = chunk * d_out, p = hidden * d_in + hidden +
-		d_out * hidden + d_out;
+	int64_t p = hidden * d_in + hidden + d_out * hidden + d_out;
 	cublasHandle_t bh = r->blas.h;
 	PKB_CK(pkb_ref_blas_bind(ctx, &r->blas, st));
 
-	/* forward */
-	fill_rows<T><<<pkb_ref_blocks(nh, THREADS, 1024), THREADS, 0, st>>>(h, b1, chunk, hidden);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 1, chunk, hidden, d_in, 1.0, x, d_in, w1, d_in,
-			       1.0, h, hidden, t));
-	relu<T><<<pkb_ref_blocks(nh, THREADS, 1024), THREADS, 0, st>>>(h, nh);
-	PKB_CK_LAUNCH(ctx);
-	fill_rows<T><<<pkb_ref_blocks(no, THREADS, 1024), THREADS, 0, st>>>(o, b2, chunk, d_out);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 1, chunk, d_out, hidden, 1.0, h, hidden, w2, hidden,
-			       1.0, o, d_out, t));
-
-	/* backward of the mean squared error, then of both layers */
-	mse_grad<T><<<pkb_ref_blocks(no, THREADS, 1024), THREADS, 0, st>>>(
-		o, y, (float)(2.0 / (double)no), no);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 1, 0, d_out, hidden, chunk, 1.0, o, d_out, h, hidden,
-			       0.0, g_w2, hidden, t));
-	colsum<T><<<pkb_ref_blocks(d_out, THREADS, 1024), THREADS, 0, st>>>(o, g_b2, chunk, d_out);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 0, chunk, hidden, d_out, 1.0, o, d_out, w2, hidden,
-			       0.0, dh, hidden, t));
-	relu_mask<T><<<pkb_ref_blocks(nh, THREADS, 1024), THREADS, 0, st>>>(dh, h, nh);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 1, 0, hidden, d_in, chunk, 1.0, dh, hidden, x, d_in,
-			       0.0, g_w1, d_in, t));
-	colsum<T><<<pkb_ref_blocks(hidden, THREADS, 1024), THREADS, 0, st>>>(dh, g_b1, chunk,
-									     hidden);
-	PKB_CK_LAUNCH(ctx);
+	/* forward and backward (mlp_kernels.cuh) */
+	PKB_CK(mlp_fwd_bwd<T>(ctx, bh, st, t, x, y, w1, b1, w2, b2, h, dh, o, g_w1, g_b1, g_w2, g_b2,
+			      chunk, d_in, hidden, d_out));
 
 	/* the gradient all-reduce (sum; the mean is taken in the Adam kernel) */
 	PKB_CK_NCCL(ctx, ncclAllReduce(g, g, (size_t)p, nt, ncclSum, comm, st));
 
-	double b1d = pkb_param_get(ctx, "beta1", 0.9), b2d = pkb_param_get(ctx, "beta2", 0.999);
-	struct hyper hp;
-	hp.b1 = (float)b1d;
-	hp.b2 = (float)b2d;
-	hp.one_m_b1 = (float)(1.0 - b1d);
-	hp.one_m_b2 = (float)(1.0 - b2d);
-	hp.eps = (float)pkb_param_get(ctx, "eps", 1e-8);
-	hp.neg_lr = (float)-pkb_param_get(ctx, "lr", 1e-3);
-	hp.inv_w = 1.0f / (float)ctx->world;   /* div_ by a scalar: times its reciprocal */
-	hp.b1d = b1d;
-	hp.b2d = b2d;
+	struct hyper hp = adam_hyper(ctx);
 	struct params ps;
 	ps.start[0] = 0;
 	for (int i = 0; i < 4; i++) {

@@ -31,7 +31,7 @@
 
 PKB_SOLUTION;
 
-#define THREADS 256
+#define THREADS MLP_THREADS   /* every kernel's block size, mlp_kernels.cuh's too */
 
 struct ref {
 	struct pkb_ref_blas blas;
@@ -39,36 +39,9 @@ struct ref {
 	void *h, *dh, *o, *g;   /* (chunk, hidden) x2, (chunk, d_out), flat (P) */
 };
 
-struct hyper {
-	float b1, b2, one_m_b1, one_m_b2, eps, neg_lr, inv_w;
-	double b1d, b2d;
-};
-
-#include "../040_ddp/mlp_kernels.cuh"   /* defines: rt, fill_rows, relu, mse_grad, relu_mask, colsum */
-
-/* Adam on this rank's slice: p in place in the flat buffer, m and v from
- * the inputs into the outputs */
-template <typename T>
-__global__ void adam(const T *gsum, T *p, const T *m_in, const T *v_in, T *m_out, T *v_out,
-		     int64_t part, const int64_t *step, struct hyper h)
-{
-	double t = (double)*step;
-	float inv_bc1 = 1.0f / (float)(1.0 - pow(h.b1d, t));
-	float inv_bc2 = 1.0f / (float)(1.0 - pow(h.b2d, t));
-	for (int64_t j = blockIdx.x * (int64_t)THREADS + threadIdx.x; j < part;
-	     j += (int64_t)gridDim.x * THREADS) {
-		float g = rt<T>(pkb_to_float(gsum[j]) * h.inv_w);
-		float m2 = rt<T>(rt<T>(pkb_to_float(m_in[j]) * h.b1) + h.one_m_b1 * g);
-		float v2 = rt<T>(rt<T>(pkb_to_float(v_in[j]) * h.b2) + h.one_m_b2 * g * g);
-		float mh = rt<T>(m2 * inv_bc1);
-		float vh = rt<T>(v2 * inv_bc2);
-		float den = rt<T>(rt<T>(sqrtf(vh)) + h.eps);
-		float upd = rt<T>(rt<T>(mh / den) * h.neg_lr);
-		m_out[j] = pkb_from_float<T>(m2);
-		v_out[j] = pkb_from_float<T>(v2);
-		p[j] = pkb_from_float<T>(pkb_to_float(p[j]) + upd);
-	}
-}
+#include "mlp_kernels.cuh"
+/* defines: MLP_THREADS, struct hyper, adam_hyper, rt, fill_rows, relu, mse_grad,
+ * relu_mask, colsum, mlp_fwd_bwd, adam_slice */
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
@@ -100,8 +73,7 @@ static int step(pkb_ctx *ctx, struct ref *r)
 	PKB_CK(pkb_ref_nccl_type(ctx, t, &nt));
 	int64_t chunk = ctx->in[0].shape[0], d_in = ctx->in[0].shape[1];
 	int64_t hidden = ctx->in[2].shape[0], d_out = ctx->in[4].shape[0];
-	int64_t nh = chunk * hidden, no = chunk * d_out, p = hidden * d_in + hidden +
-		d_out * hidden + d_out, part = ctx->in[6].numel;
+	int64_t p = hidden * d_in + hidden + d_out * hidden + d_out, part = ctx->in[6].numel;
 
 	/* flatten on every rank (the original's _flatten_dense_tensors), then
 	 * rank 0's values everywhere */
@@ -119,52 +91,16 @@ static int step(pkb_ctx *ctx, struct ref *r)
 	T *g_b2 = g_w2 + d_out * hidden;
 	cublasHandle_t bh = r->blas.h;
 	PKB_CK(pkb_ref_blas_bind(ctx, &r->blas, st));
-	/* forward */
-	fill_rows<T><<<pkb_ref_blocks(nh, THREADS, 1024), THREADS, 0, st>>>(h, b1, chunk, hidden);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 1, chunk, hidden, d_in, 1.0, x, d_in, w1, d_in,
-			       1.0, h, hidden, t));
-	relu<T><<<pkb_ref_blocks(nh, THREADS, 1024), THREADS, 0, st>>>(h, nh);
-	PKB_CK_LAUNCH(ctx);
-	fill_rows<T><<<pkb_ref_blocks(no, THREADS, 1024), THREADS, 0, st>>>(o, b2, chunk, d_out);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 1, chunk, d_out, hidden, 1.0, h, hidden, w2, hidden,
-			       1.0, o, d_out, t));
-
-	/* backward of the mean squared error, then of both layers */
-	mse_grad<T><<<pkb_ref_blocks(no, THREADS, 1024), THREADS, 0, st>>>(
-		o, y, (float)(2.0 / (double)no), no);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 1, 0, d_out, hidden, chunk, 1.0, o, d_out, h, hidden,
-			       0.0, g_w2, hidden, t));
-	colsum<T><<<pkb_ref_blocks(d_out, THREADS, 1024), THREADS, 0, st>>>(o, g_b2, chunk, d_out);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 0, chunk, hidden, d_out, 1.0, o, d_out, w2, hidden,
-			       0.0, dh, hidden, t));
-	relu_mask<T><<<pkb_ref_blocks(nh, THREADS, 1024), THREADS, 0, st>>>(dh, h, nh);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 1, 0, hidden, d_in, chunk, 1.0, dh, hidden, x, d_in,
-			       0.0, g_w1, d_in, t));
-	colsum<T><<<pkb_ref_blocks(hidden, THREADS, 1024), THREADS, 0, st>>>(dh, g_b1, chunk,
-									     hidden);
-	PKB_CK_LAUNCH(ctx);
+	/* forward and backward (mlp_kernels.cuh) */
+	PKB_CK(mlp_fwd_bwd<T>(ctx, bh, st, t, x, y, w1, b1, w2, b2, h, dh, o, g_w1, g_b1, g_w2, g_b2,
+			      chunk, d_in, hidden, d_out));
 
 	/* the gradient all-reduce (sum; the mean is taken in the Adam kernel) */
 	PKB_CK_NCCL(ctx, ncclAllReduce(g, g, (size_t)p, nt, ncclSum, comm, st));
 
-	double b1d = pkb_param_get(ctx, "beta1", 0.9), b2d = pkb_param_get(ctx, "beta2", 0.999);
-	struct hyper hp;
-	hp.b1 = (float)b1d;
-	hp.b2 = (float)b2d;
-	hp.one_m_b1 = (float)(1.0 - b1d);
-	hp.one_m_b2 = (float)(1.0 - b2d);
-	hp.eps = (float)pkb_param_get(ctx, "eps", 1e-8);
-	hp.neg_lr = (float)-pkb_param_get(ctx, "lr", 1e-3);
-	hp.inv_w = 1.0f / (float)ctx->world;   /* div_ by a scalar: times its reciprocal */
-	hp.b1d = b1d;
-	hp.b2d = b2d;
+	struct hyper hp = adam_hyper(ctx);
 	int64_t start = (int64_t)ctx->rank * part;
-	adam<T><<<pkb_ref_blocks(part, THREADS, 1024), THREADS, 0, st>>>(
+	adam_slice<T><<<pkb_ref_blocks(part, THREADS, 1024), THREADS, 0, st>>>(
 		g + start, f + start, (const T *)ctx->in[6].data, (const T *)ctx->in[7].data,
 		(T *)ctx->out[4].data, (T *)ctx->out[5].data, part,
 		(const int64_t *)ctx->in[8].data, hp);

@@ -32,7 +32,7 @@
  * step = 1 + trial % 7 is an int64 0-dim gen_host input.
  */
 #include "pkb_problem.h"
-#include "../041_zero1_optimizer_shard/zero_host.h"   /* defines: describe, gen_host, cost */
+#include "zero_host.h"   /* defines: zero_describe, zero_gen_host, zero_cost */
 
 const struct pkb_problem pkb_problem_042 = {
 	.id = 42,
@@ -41,7 +41,7 @@ const struct pkb_problem pkb_problem_042 = {
 	.category = "FSDP / ZeRO",
 	.origin = "DeepSpeed ZeRO stage 2 (textbook; inferred)",
 	.worlds = PKB_WORLDS_ANY,
-	.describe = describe,
-	.gen_host = gen_host,
-	.cost = cost,
+	.describe = zero_describe,
+	.gen_host = zero_gen_host,
+	.cost = zero_cost,
 };

@@ -14,7 +14,6 @@
  */
 #include <stdint.h>
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 static int64_t grad_len(const struct pkb_dims *d)
 {
@@ -50,7 +49,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * all-reduce of the raw gradients) or truncating toward zero fails
 	 * even though it is inside the default bf16 sum tolerance.
 	 */
-	double u = dtype_unit_roundoff(d->dtype);
+	double u = pkb_dtype_unit_roundoff(d->dtype);
 	pkb_io_output(io, "out", d->dtype,
 		      (struct pkb_tol){ .rtol = 2 * u, .atol = 0x1p-16,
 					.terms = d->world * 0x1p-24 / u, .l2 = 2 * u },

@@ -14,7 +14,6 @@
  * bytes of weight (2 MiB), about 0.5 us of HBM.
  */
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
 {
@@ -65,7 +64,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * two apart without failing correct candidates; a dropped bias (l2 0.03)
 	 * fails.
 	 */
-	struct pkb_tol tol = { .terms = 2 + hidden * 0x1p-24 / dtype_unit_roundoff(d->dtype) };
+	struct pkb_tol tol = { .terms = 2 + hidden * 0x1p-24 / pkb_dtype_unit_roundoff(d->dtype) };
 	pkb_io_output(io, "logits", d->dtype, tol, PKB_SHAPE(tokens, vocab));
 	return 0;
 }

@@ -35,7 +35,6 @@
  */
 #include <stdint.h>
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define LR 1e-3
 
@@ -120,7 +119,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * by ~2 lr |dg|, more than an ulp of a small theta; it still fails a
 	 * missing weight decay (1e-5 |p|) wherever |p| > 0.03.
 	 */
-	double u = dtype_unit_roundoff(d->dtype);
+	double u = pkb_dtype_unit_roundoff(d->dtype);
 	double acc = (double)(g.d_in + g.hidden + g.d_out + g.ch) * 0x1p-24 / u;
 	double tm = d->world + 2 + d->world * acc;
 	struct pkb_tol tt = { .rtol = 2 * u, .atol = 10 * u * LR, .terms = 0x1p-24 / u };

@@ -26,7 +26,6 @@
  */
 #include <math.h>
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_store (gen_host's rounding), dtype_unit_roundoff */
 
 struct dims48 {
 	int64_t n_tp, n_fsdp, d, d_ff, b, bf, dl, fl;
@@ -99,7 +98,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * the reversed order at n_tp = 3 0.47; skipping the TP all-reduce
 	 * needs >= 170, a W3 gathered as a flat concatenation >= 350.
 	 */
-	double u = dtype_unit_roundoff(d->dtype);
+	double u = pkb_dtype_unit_roundoff(d->dtype);
 	double terms = g.n_tp + 4 + g.n_tp * (double)(g.d + g.fl) * 0x1p-24 / u;
 	pkb_io_output(io, "y", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(g.bf, g.d));
 	return 0;
@@ -120,7 +119,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		uint64_t r = pkb_rng_mix(seed ^ pkb_rng_mix(first + k));
 		double u1 = ((double)(r >> 40) + 0.5) * 0x1p-24, u2 = (double)(r & 0xffffffu) * 0x1p-24;
 		float v = (float)pkb_rng_box_muller(u1, u2);
-		dtype_store(d->dtype, buf, (int64_t)k, v);
+		pkb_dtype_store(d->dtype, buf, (int64_t)k, v);
 	}
 	return 0;
 }

@@ -33,8 +33,8 @@
 #include <math.h>
 #include <string.h>
 #include "pkb_problem.h"
-#include "../049_moe_ep_balanced/moe_ep_host.h"
-/* defines: INTER, group_size, gen_host, cost */
+#include "moe_ep_host.h"
+/* defines: INTER, group_size, moe_ep_describe, moe_ep_gen_host, moe_ep_cost */
 
 /* this problem's width: E experts, top_k of them a token */
 static void moe_width(int world, int *experts, int *top_k)
@@ -46,34 +46,10 @@ static void moe_width(int world, int *experts, int *top_k)
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
 	int e, k;
-	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
-		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
-	if (d->m < 1 || d->n < 1)
-		return pkb_io_fail(io, "M and N must be >= 1");
-	if (d->n > 4096)
-		return pkb_io_fail(io, "N must be <= 4096 (router logits exact in fp32)");
 	moe_width(d->world, &e, &k);
-	/* nn.Linear's init: U(+-1/sqrt(fan_in)) */
-	double a = 1 / sqrt((double)d->n), b = 1 / sqrt((double)INTER);
-	pkb_io_input(io, "hidden_states", d->dtype, PKB_HOSTGEN, PKB_SHAPE(d->m, d->n));
-	pkb_io_input(io, "gate_weight", d->dtype, PKB_HOSTGEN, PKB_SHAPE(e, d->n));
-	pkb_io_input(io, "gate_bias", d->dtype, PKB_HOSTGEN, PKB_SHAPE(e));
-	pkb_io_input(io, "gate_proj.weight", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER, d->n));
-	pkb_io_input(io, "gate_proj.bias", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER));
-	pkb_io_input(io, "up_proj.weight", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER, d->n));
-	pkb_io_input(io, "up_proj.bias", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER));
-	pkb_io_input(io, "down_proj.weight", d->dtype, PKB_UNIFORM(-b, b), PKB_SHAPE(d->n, INTER));
-	pkb_io_input(io, "down_proj.bias", d->dtype, PKB_UNIFORM(-b, b), PKB_SHAPE(d->n));
-	pkb_io_param(io, "num_experts", e);
-	pkb_io_param(io, "top_k", k);
-
 	/*
-	 * The routing is exact (above). What a correct candidate may change:
-	 * the fp32 accumulation order of the three GEMMs (K = N, N, 128) and
-	 * which of the six roundings to T before the last add (gate, up, silu,
-	 * the product, the MLP output, the weighted output) it keeps in fp32:
-	 * terms = 6 + (N + 128) 2^-24/u (048's form), and rtol 2u for the last
-	 * add. Host simulation (bf16, fp16, fp32; W = 2, 4, 8; the default
+	 * out's tolerance: moe_ep_describe's terms = 6 + (N + 128) 2^-24/u.
+	 * Host simulation (bf16, fp16, fp32; W = 2, 4, 8; the default
 	 * shape): another accumulation order needs <= 0.7 terms in bf16/fp16,
 	 * 11 in fp32; the whole chain fused in fp32 <= 1.1 (bf16/fp16); a
 	 * softmax by exp2f and a reciprocal changes no routing and needs <=
@@ -81,10 +57,21 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * expert on this rank's MLP (local only) 277+, the second expert
 	 * dropped 75+.
 	 */
-	double u = dtype_unit_roundoff(d->dtype);
-	double terms = 6 + (double)(d->n + INTER) * 0x1p-24 / u;
-	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(d->m, d->n));
-	return 0;
+	return moe_ep_describe(d, io, e, k);
+}
+
+static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
+{
+	int e, k;
+	moe_width(d->world, &e, &k);
+	return moe_ep_gen_host(d, e, index, seed, buf, bytes);
+}
+
+static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+{
+	int e, k;
+	moe_width(d->world, &e, &k);
+	moe_ep_cost(d, e, k, c);
 }
 
 const struct pkb_problem pkb_problem_049 = {

@@ -1,6 +1,6 @@
 /*
- * 051_moe_ep_narrow reference: 049_moe_ep_balanced's reference, which reads
+ * 051_moe_ep_narrow reference: problems/lib/moe_ep_reference.cuh, which reads
  * the width (num_experts, top_k) from the params, so one file serves 049,
  * 050 and 051 (see its header for the algorithm).
  */
-#include "../049_moe_ep_balanced/reference.cu"
+#include "moe_ep_reference.cuh"

@@ -19,7 +19,6 @@
  */
 #include <string.h>
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define HIST 16
 #define E4M3_MAX 448.0
@@ -65,7 +64,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * they land within 1% at W = 2 on ~7% of draws, never five trials
 	 * running.
 	 */
-	double u = dtype_unit_roundoff(d->dtype);
+	double u = pkb_dtype_unit_roundoff(d->dtype);
 	struct pkb_tol tf = { .rtol = 0x1p-3 + 4 * u, .terms = 1.25 * 0x1p-9 / (E4M3_MAX * u),
 			      .l2 = 0x1p-7 };
 	pkb_io_output(io, "full", d->dtype, tf, PKB_SHAPE((int64_t)d->world * p));

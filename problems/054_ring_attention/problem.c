@@ -28,7 +28,6 @@
  * elements (64 KiB at W = 4, bf16): at the default, latency.
  */
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define HEADS 8
 #define HEAD_DIM 64
@@ -79,7 +78,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * 183+ (right on rank 0 at one tile a block), partials added 378+ or
 	 * averaged 219+ instead of weighed by their lse.
 	 */
-	double u = dtype_unit_roundoff(d->dtype);
+	double u = pkb_dtype_unit_roundoff(d->dtype);
 	double terms = 2 + (double)(d->world * g.s + HEAD_DIM) * 0x1p-24 / u;
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms),
 		      PKB_SHAPE(g.b, g.s, HEADS, HEAD_DIM));

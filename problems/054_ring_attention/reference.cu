@@ -38,7 +38,7 @@
 
 PKB_SOLUTION;
 
-#include "../054_ring_attention/ring_block.cuh"   /* defines: HD, QT, KT, NT, block_attn */
+#include "ring_block.cuh"   /* defines: HD, QT, KT, NT, block_attn */
 
 struct state {
 	int64_t b, s, heads, x;      /* x = B*S*H*64, one of q, k, v */

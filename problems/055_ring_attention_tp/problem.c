@@ -30,9 +30,9 @@
  */
 #include <math.h>
 #include "pkb_problem.h"
-#include "../055_ring_attention_tp/ring_host.h"
+#include "ring_host.h"
 /* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, next, normal,
- * round_to (and dtype.h) */
+ * round_to */
 
 #define TP 2
 #define HIDDEN (HEADS * HEAD_DIM)
@@ -76,7 +76,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * rank's partial) 198+, local data only (no ring either) 198+ at
 	 * W = 2 and 785+ at W >= 4.
 	 */
-	double u = dtype_unit_roundoff(d->dtype);
+	double u = pkb_dtype_unit_roundoff(d->dtype);
 	double terms = 6 + (double)(HIDDEN + LOCAL + HEAD_DIM + g.cp * g.s) * 0x1p-24 / u;
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(g.b, g.s, HIDDEN));
 	return 0;
@@ -98,7 +98,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	uint64_t st = pkb_rng_mix(d->common_seed ^ pkb_rng_mix(((uint64_t)index << 32) | (uint64_t)(index ? tp : c)));
 	for (size_t i = 0; i < n; i++) {
 		float v = round_to(d->dtype, (float)normal(&st));
-		dtype_store(d->dtype, buf, i, index ? round_to(d->dtype, v * 0.02f) : v);
+		pkb_dtype_store(d->dtype, buf, i, index ? round_to(d->dtype, v * 0.02f) : v);
 	}
 	return 0;
 }

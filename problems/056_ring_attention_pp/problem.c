@@ -27,9 +27,9 @@
  */
 #include <math.h>
 #include "pkb_problem.h"
-#include "../055_ring_attention_tp/ring_host.h"
+#include "ring_host.h"
 /* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, next, normal,
- * round_to (and dtype.h) */
+ * round_to */
 
 #define PP 2
 #define HIDDEN (HEADS * HEAD_DIM)
@@ -72,7 +72,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * >= 653 terms in bf16 (5200 fp16, 4e7 fp32): stage 1 on its own
 	 * hidden_states instead of y0 1220+ at every W, no ring 653+ at W >= 4.
 	 */
-	double u = dtype_unit_roundoff(d->dtype);
+	double u = pkb_dtype_unit_roundoff(d->dtype);
 	double terms = 4 + (double)(2 * HIDDEN + HEAD_DIM + g.cp * g.s) * 0x1p-24 / u;
 	int stage = d->rank / (int)g.cp;
 	pkb_io_output(io, "stage_output", d->dtype, PKB_TOL_SUM(stage ? 2 * terms : terms),
@@ -96,7 +96,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	uint64_t st = pkb_rng_mix(d->common_seed ^ pkb_rng_mix(((uint64_t)index << 32) | (uint64_t)(index ? p : c)));
 	for (size_t i = 0; i < n; i++) {
 		float v = round_to(d->dtype, (float)normal(&st));
-		dtype_store(d->dtype, buf, i, index ? round_to(d->dtype, v * 0.02f) : v);
+		pkb_dtype_store(d->dtype, buf, i, index ? round_to(d->dtype, v * 0.02f) : v);
 	}
 	return 0;
 }

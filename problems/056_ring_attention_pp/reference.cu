@@ -31,7 +31,7 @@
 
 PKB_SOLUTION;
 
-#include "../054_ring_attention/ring_block.cuh"   /* defines: HD, QT, KT, NT, block_attn */
+#include "ring_block.cuh"   /* defines: HD, QT, KT, NT, block_attn */
 #define PP 2
 #define HIDDEN 512
 

@@ -33,9 +33,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include "pkb_problem.h"
-#include "../055_ring_attention_tp/ring_host.h"
+#include "ring_host.h"
 /* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, next, normal,
- * round_to (and dtype.h) */
+ * round_to */
 
 #define DP 2
 
@@ -82,7 +82,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * dK, dV left on the rank that holds the accumulator last (not
 	 * returned to their owner) 348+ at W >= 4.
 	 */
-	double u = dtype_unit_roundoff(d->dtype);
+	double u = pkb_dtype_unit_roundoff(d->dtype);
 	double terms = 4 + (double)(g.cp * g.s + HEAD_DIM) * 0x1p-24 / u;
 	pkb_io_output(io, "dq", d->dtype, PKB_TOL_SUM(terms), 4, x);
 	pkb_io_output(io, "dk", d->dtype, PKB_TOL_SUM(terms), 4, x);
@@ -116,7 +116,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 			return -1;
 		draw(d, index, v, n);
 		for (size_t i = 0; i < n; i++)
-			dtype_store(d->dtype, buf, i, v[i]);
+			pkb_dtype_store(d->dtype, buf, i, v[i]);
 		free(v);
 		return 0;
 	}
@@ -152,7 +152,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 					double o = 0;
 					for (int64_t j = 0; j < g.s; j++)
 						o += p[j] * v[(b * g.s + j) * ts + h * HEAD_DIM + c];
-					dtype_store(d->dtype, buf, ((b * g.s + i) * ts + h * HEAD_DIM + c),
+					pkb_dtype_store(d->dtype, buf, ((b * g.s + i) * ts + h * HEAD_DIM + c),
 					      (float)(o / l));
 				}
 			}

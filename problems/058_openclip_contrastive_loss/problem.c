@@ -20,7 +20,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dtype.h"   /* defines: dtype_store (gen_host's rounding), dtype_unit_roundoff */
 #include "pkb_problem.h"
 
 #define CLUSTERS 8
@@ -62,7 +61,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * loss (22% at W = 4, 11% at W = 8 in bf16, rtol 7.8%): a rank that
 	 * skips any peer, or all of them, fails. No amax term (0-dim).
 	 */
-	double u = dtype_unit_roundoff(d->dtype), r = (2.0 * d->world + 4) * u;
+	double u = pkb_dtype_unit_roundoff(d->dtype), r = (2.0 * d->world + 4) * u;
 	pkb_io_output(io, "loss", d->dtype,
 		      (struct pkb_tol){ .rtol = r, .terms = 1e-9, .l2 = r }, 0, (int64_t[]){ 0 });
 	return 0;
@@ -113,7 +112,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 			x[j] = c[k * dm + j] + SPREAD * pkb_rng_normal(&sn) / sqrt((double)dm);
 		normalize(x, dm);
 		for (int64_t j = 0; j < dm; j++)
-			dtype_store(d->dtype, buf, i * dm + j, x[j]);
+			pkb_dtype_store(d->dtype, buf, i * dm + j, x[j]);
 	}
 	free(c);
 	return 0;

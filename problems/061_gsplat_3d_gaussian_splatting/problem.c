@@ -42,7 +42,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dtype.h"   /* defines: float_to_bf16, bf16_to_float */
 #include "pkb_problem.h"
 
 #define EPS2D 0.3
@@ -126,7 +125,7 @@ static double gauss(uint64_t *s)
 /* v rounded to bf16, as the input holds it */
 static double bf(double v)
 {
-	return bf16_to_float(float_to_bf16((float)v));
+	return pkb_bf16_to_float(pkb_float_to_bf16((float)v));
 }
 
 struct cam {
@@ -388,7 +387,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		struct cam c;
 		camera(d, d->rank, &c);
 		for (int64_t i = 0; i < count; i++)
-			dtype_store(PKB_BF16, buf, i, index == 5 ? c.v[i] : c.k[i]);
+			pkb_dtype_store(PKB_BF16, buf, i, index == 5 ? c.v[i] : c.k[i]);
 		return 0;
 	}
 	double *v = malloc((size_t)count * sizeof *v);
@@ -397,7 +396,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	int rc = gaussians(d, index == 0 ? v : NULL, index == 1 ? v : NULL,
 			   index == 2 ? v : NULL);
 	for (int64_t i = 0; rc == 0 && i < count; i++)
-		dtype_store(PKB_BF16, buf, i, v[i]);
+		pkb_dtype_store(PKB_BF16, buf, i, v[i]);
 	free(v);
 	return rc;
 }

@@ -36,7 +36,6 @@
  */
 #include <stdlib.h>
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 static int64_t table_rows(const struct pkb_dims *d)
 {
@@ -77,7 +76,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * transposed, moves elements by their own size.
 	 */
 	pkb_io_output(io, "out", d->dtype,
-		      (struct pkb_tol){ .terms = 1.0 + e * 0x1p-24 / dtype_unit_roundoff(d->dtype) },
+		      (struct pkb_tol){ .terms = 1.0 + e * 0x1p-24 / pkb_dtype_unit_roundoff(d->dtype) },
 		      PKB_SHAPE(q, e));
 	return 0;
 }

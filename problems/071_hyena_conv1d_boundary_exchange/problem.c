@@ -20,7 +20,6 @@
  * elements (24 KiB at bf16) each way: a latency-bound exchange.
  */
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define CH 1024
 #define CHUNK 1024
@@ -43,7 +42,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * 0.02 (bf16), 0.3 (fp16), 0.2 (fp32) of its bound. Zero halos: the
 	 * first 6 outputs of a half fail, 68x (bf16) to 1e6x (fp32) the bound.
 	 */
-	struct pkb_tol tol = { .terms = 1 + TAPS * 0x1p-24 / dtype_unit_roundoff(d->dtype) };
+	struct pkb_tol tol = { .terms = 1 + TAPS * 0x1p-24 / pkb_dtype_unit_roundoff(d->dtype) };
 	pkb_io_output(io, "y", d->dtype, tol, PKB_SHAPE(1, CH, 2 * CHUNK));
 	return 0;
 }

@@ -39,7 +39,6 @@
  */
 #include <math.h>
 #include <stdint.h>
-#include "dtype.h"   /* defines: dtype_store, float_to_bf16, bf16_to_float */
 #include "pkb_problem.h"
 
 #define CH 1024       /* channels */
@@ -114,7 +113,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 /* T(bf16(i) / scale): the original's bf16 arange, divided by a power of two */
 static void store_bf16_ratio(pkb_dtype t, void *buf, int64_t at, int64_t i, double scale)
 {
-	dtype_store(t, buf, at, bf16_to_float(float_to_bf16((float)i)) / scale);
+	pkb_dtype_store(t, buf, at, pkb_bf16_to_float(pkb_float_to_bf16((float)i)) / scale);
 }
 
 /* h[g][t] = bf16(g K + k) / K and conv_bias[c] = bf16(k') / C, with k, k'

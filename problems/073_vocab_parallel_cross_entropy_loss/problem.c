@@ -22,7 +22,6 @@
  * in T move 2 (W-1)/W * 3 * R * e, 72 KiB).
  */
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define VOCAB 512
 #define BATCH 8
@@ -61,7 +60,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * with no rescaling (14-20x), one shard missing from S (1.6x at W = 8,
 	 * and l2 2.0e-2).
 	 */
-	double u = dtype_unit_roundoff(d->dtype), u32 = 0x1p-24;
+	double u = pkb_dtype_unit_roundoff(d->dtype), u32 = 0x1p-24;
 	struct pkb_tol tol = { .rtol = 4 * u, .atol = 2 * d->world * u + 2 * k * u32 };
 	pkb_io_output(io, "loss", d->dtype, tol, PKB_SHAPE(BATCH, SEQ));
 	return 0;

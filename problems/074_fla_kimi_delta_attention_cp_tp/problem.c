@@ -58,7 +58,6 @@
  * columns' norms <= ~5.3 over 448 tokens; outputs' amax 0.11-0.2).
  */
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define L 64        /* tokens a rank */
 #define H 16        /* heads */
@@ -121,7 +120,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * sum) 178+, no TP sum (W >= 4) 184+, a history of 32 tokens 118+, the
 	 * earliest CP chunk left out 37+ (on the last CP rank).
 	 */
-	double terms = tp + 128 * 0x1p-24 / dtype_unit_roundoff(d->dtype);
+	double terms = tp + 128 * 0x1p-24 / pkb_dtype_unit_roundoff(d->dtype);
 	pkb_io_output(io, "out", d->dtype, PKB_TOL_SUM(terms), PKB_SHAPE(1, L, H, D));
 	return 0;
 }

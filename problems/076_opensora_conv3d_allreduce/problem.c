@@ -21,7 +21,6 @@
  * receives less, (W-1)/W * 99 MB = 74 MB at W = 4, at W times the FLOPs.
  */
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
@@ -58,7 +57,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * (TF32 still fails the l2 bound, 1.4e-5, by more than 10x).
 	 */
 	struct pkb_tol tol = {
-		.terms = d->world + d->world * 27.0 * cin * 0x1p-24 / dtype_unit_roundoff(d->dtype),
+		.terms = d->world + d->world * 27.0 * cin * 0x1p-24 / pkb_dtype_unit_roundoff(d->dtype),
 	};
 	pkb_io_output(io, "out", d->dtype, tol, PKB_SHAPE(1, cout, 17, 64, 64));
 	return 0;

@@ -23,7 +23,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dtype.h"   /* defines: dtype_store (gen_host's rounding) */
 #include "pkb_problem.h"
 
 #define MAX_K 200
@@ -115,7 +114,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	for (int64_t i = 0; i < rows; i++) {
 		feature_row(&s, x, f);
 		for (int64_t j = 0; j < f; j++)
-			dtype_store(d->dtype, buf, index == 0 ? i * f + j : j * t + i, x[j]);
+			pkb_dtype_store(d->dtype, buf, index == 0 ? i * f + j : j * t + i, x[j]);
 	}
 	free(x);
 	return 0;

@@ -23,7 +23,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include "dtype.h"   /* defines: dtype_store (gen_host's rounding) */
 #include "pkb_problem.h"
 
 #define SIDE 256
@@ -112,7 +111,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 		for (int y = 0; y < SIDE; y++)
 			for (int x = 0; x < SIDE; x++) {
 				double v = sigma * gauss(&s) + ((y + x + phase) % 5 == 0 ? 3 : -1);
-				dtype_store(d->dtype, buf, (o * SIDE + y) * SIDE + x, v);
+				pkb_dtype_store(d->dtype, buf, (o * SIDE + y) * SIDE + x, v);
 			}
 	}
 	return 0;

@@ -33,59 +33,30 @@
  */
 #include <math.h>
 #include "pkb_problem.h"
-#include "../082_vocab_parallel_log_prob_topk/logprob_host.h"
-/* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, round_to, gen_host (and dtype.h) */
-
-/* chunk_size = min(roundup(max(W, s // 4), W), s) */
-static int64_t chunk_of(const struct pkb_dims *d)
-{
-	int64_t s = seq_of(d), c = s / 4 > d->world ? s / 4 : d->world;
-	c = (c + d->world - 1) / d->world * d->world;
-	return c < s ? c : s;
-}
+#include "logprob_host.h"
+/* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, chunk_of, logprob_inputs,
+ * logprob_output, logprob_gen_host */
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
-	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
-		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
-	if (d->m < 1 || d->n < 1)
-		return pkb_io_fail(io, "M and N must be >= 1");
-	if (VOCAB % d->world)
-		return pkb_io_fail(io, "W = %d does not divide the vocabulary (256)", d->world);
-	int64_t b = batch_of(d), s = seq_of(d), k = VOCAB / d->world;
-	/* N(0, 1) in T, the target's entry then + 8 in T: gen_host */
-	pkb_io_input(io, "vocab_parallel_logits", d->dtype, PKB_HOSTGEN, PKB_SHAPE(b, s, k));
-	/* (19 i + 5 + trial) mod 256, the same on every rank: gen_host */
-	pkb_io_input(io, "target", PKB_I64, PKB_HOSTGEN, PKB_SHAPE(b, s));
+	if (logprob_inputs(d, io) < 0)
+		return -1;
 	pkb_io_param(io, "top_k", TOP_K);
 	pkb_io_param(io, "top_p", TOP_P);
 	pkb_io_param(io, "chunk_size", (double)chunk_of(d));
-
-	/*
-	 * The filter is a step function of T-rounded values: a candidate that
-	 * follows the recipe keeps the same entries, and then its value differs
-	 * from the reference only by the fp32 log_softmax over the kept
-	 * entries: S = sum exp(x - max) over at most ~V terms in another order
-	 * with expf's 2 ulps, logf's, and S's own rounding near 1 (u32
-	 * absolute): atol = 2^-16 is > 50x that. A token whose kept set
-	 * differs moves by log(1 + p_j / p_kept) of the entry j that flips, at
-	 * least 0.013 over 200000 simulated tokens: 800x atol. l2 = 2^-10: the
-	 * element bound does the work (an output may hold a single non-zero
-	 * ~1e-3, where S's absolute rounding is 1e-4 relative). Host
-	 * simulation of 200000 tokens: expf as exp2f, the softmax sum reversed
-	 * and a reciprocal matched the reference on every token; the cumulative
-	 * sum in fp32 without rounding to T flips 0.1% of tokens (0.015-0.042);
-	 * comparing with bf16(0.1) instead of fp32(0.1) 0.19%; skipping top-p
-	 * moves every token (>= 2.8e-4).
-	 */
-	struct pkb_tol tol = { .atol = 0x1p-16, .l2 = 0x1p-10 };
-	pkb_io_output(io, "logprobs", PKB_FP32, tol, PKB_SHAPE(b, s));
+	logprob_output(d, io);
 	return 0;
 }
 
+/* the target of flat token i: (19 i + 5 + trial) mod 256, the same on every rank */
 static int64_t target_of(const struct pkb_dims *d, int64_t i)
 {
 	return (19 * i + 5 + d->trial) % VOCAB;
+}
+
+static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
+{
+	return logprob_gen_host(d, index, seed, buf, bytes, target_of);
 }
 
 /* As 082: chunking moves the same bytes in more steps. A token's owner

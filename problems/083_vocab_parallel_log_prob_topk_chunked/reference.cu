@@ -35,71 +35,13 @@
 
 PKB_SOLUTION;
 
-#define V 256   /* the vocabulary: one thread per entry */
-
-typedef cub::BlockRadixSort<float, V, 1, int> row_sort;
-typedef cub::BlockReduce<float, V> row_sum;
+#include "logprob_filter.cuh"   /* defines: V, row_sort, row_sum, filter_logprob */
 
 struct state {
 	void *seq;       /* [W][L][K] T: this rank's tokens of a chunk, every shard */
 	float *lp;       /* [L] this rank's tokens' log-probs, a chunk's */
 	int64_t tokens;  /* NT */
 };
-
-/* One block per local token l. seq holds shard q of token l at
- * seq[(q*L + l)*K ...] (the all-to-all's layout); target points at this
- * rank's tokens' targets. */
-template <typename T>
-__global__ void __launch_bounds__(V)
-filter_logprob(const T *seq, const int64_t *target, float *lp, int local, int k, int top_k,
-	       float p_cut)
-{
-	__shared__ union {
-		typename row_sort::TempStorage sort;
-		typename row_sum::TempStorage sum;
-	} tmp;
-	__shared__ float p_sorted[V];
-	__shared__ unsigned char keep_sorted[V], keep_vocab[V];
-	__shared__ float thr, mx, total, x_target;
-	int l = blockIdx.x, v = threadIdx.x;
-	int64_t t = target[l];
-	float key[1] = { pkb_to_float(seq[((int64_t)(v / k) * local + l) * k + v % k]) };
-	int idx[1] = { v };
-	if (v == t)
-		x_target = key[0];
-	row_sort(tmp.sort).Sort(key, idx);   /* thread i now holds sorted position i */
-	int i = threadIdx.x;
-	if (i == V - top_k)
-		thr = key[0];
-	if (i == V - 1)
-		mx = key[0];
-	__syncthreads();
-	bool kk = key[0] >= thr;
-	int first = V - __syncthreads_count(kk);   /* keep_k is a suffix */
-	float e = kk ? expf(key[0] - mx) : 0.f;
-	float s = row_sum(tmp.sum).Sum(e);
-	if (i == 0)
-		total = s;
-	__syncthreads();
-	p_sorted[i] = kk ? pkb_to_float(pkb_from_float<T>(e / total)) : 0.f;
-	__syncthreads();
-	if (i == 0) {
-		float c = 0.f;
-		for (int j = 0; j < V; j++) {
-			if (j >= first)
-				c = pkb_to_float(pkb_from_float<T>(c + p_sorted[j]));
-			keep_sorted[j] = c > p_cut || j == V - 1;
-		}
-	}
-	__syncthreads();
-	bool keep = kk && keep_sorted[i];
-	keep_vocab[idx[0]] = keep;
-	float e2 = keep ? expf(key[0] - mx) : 0.f;
-	__syncthreads();   /* tmp is reused; keep_vocab complete */
-	float s2 = row_sum(tmp.sum).Sum(e2);
-	if (i == 0)
-		lp[l] = keep_vocab[t] ? (x_target - mx) - logf(s2) : -INFINITY;
-}
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {

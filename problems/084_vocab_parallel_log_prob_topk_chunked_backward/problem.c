@@ -37,30 +37,15 @@
  */
 #include <math.h>
 #include "pkb_problem.h"
-#include "../082_vocab_parallel_log_prob_topk/logprob_host.h"
-/* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, round_to, gen_host (and dtype.h) */
-
-/* chunk_size = min(roundup(max(W, s // 4), W), s) */
-static int64_t chunk_of(const struct pkb_dims *d)
-{
-	int64_t s = seq_of(d), c = s / 4 > d->world ? s / 4 : d->world;
-	c = (c + d->world - 1) / d->world * d->world;
-	return c < s ? c : s;
-}
+#include "logprob_host.h"
+/* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, chunk_of, logprob_inputs,
+ * logprob_output, logprob_gen_host */
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
-	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
-		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
-	if (d->m < 1 || d->n < 1)
-		return pkb_io_fail(io, "M and N must be >= 1");
-	if (VOCAB % d->world)
-		return pkb_io_fail(io, "W = %d does not divide the vocabulary (256)", d->world);
+	if (logprob_inputs(d, io) < 0)
+		return -1;
 	int64_t b = batch_of(d), s = seq_of(d), k = VOCAB / d->world;
-	/* N(0, 1) in T, the target's entry then + 8 in T: gen_host */
-	pkb_io_input(io, "vocab_parallel_logits", d->dtype, PKB_HOSTGEN, PKB_SHAPE(b, s, k));
-	/* (19 i + 5 + trial) mod 256, the same on every rank: gen_host */
-	pkb_io_input(io, "target", PKB_I64, PKB_HOSTGEN, PKB_SHAPE(b, s));
 	/* bf16 whatever the harness dtype, as the original's linspace(-1, 1);
 	 * drawn from U(-1, 1), the same on every rank as the original's */
 	pkb_io_input(io, "grad_output", PKB_BF16, PKB_UNIFORM(-1, 1), PKB_SHAPE(b, s))
@@ -92,9 +77,15 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
+/* the target of flat token i: (19 i + 5 + trial) mod 256, the same on every rank */
 static int64_t target_of(const struct pkb_dims *d, int64_t i)
 {
 	return (19 * i + 5 + d->trial) % VOCAB;
+}
+
+static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
+{
+	return logprob_gen_host(d, index, seed, buf, bytes, target_of);
 }
 
 /* A token's owner needs at most top_k values from the other shards for

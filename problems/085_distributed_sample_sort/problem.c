@@ -26,7 +26,6 @@
  * original's many duplicates.
  */
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_store (gen_host's rounding) */
 
 static int64_t shard_len(const struct pkb_dims *d)
 {
@@ -75,7 +74,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	for (int64_t i = 0; i < l; i++) {
 		int64_t u = (int64_t)(pkb_rng_next(&s) % (uint64_t)(2 * k)) - k;
 		float v = (float)(u - shift);   /* exact: |v| < 2^24 */
-		dtype_store(d->dtype, buf, i, v);
+		pkb_dtype_store(d->dtype, buf, i, v);
 	}
 	return 0;
 }

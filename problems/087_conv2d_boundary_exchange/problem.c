@@ -23,7 +23,6 @@
  * 8192 x 11520 x 1280); 29.5 MB of weight; the halo is two rows, 640 KiB.
  */
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 static int64_t channels_of(const struct pkb_dims *d)
 {
@@ -69,7 +68,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * elements fail at bf16 (the channels with |bias| > 2.7), half at
 	 * fp16 and fp32. TF32 at fp32: l2 23x its limit.
 	 */
-	struct pkb_tol tol = { .terms = 1 + 9.0 * c * 0x1p-24 / dtype_unit_roundoff(d->dtype) };
+	struct pkb_tol tol = { .terms = 1 + 9.0 * c * 0x1p-24 / pkb_dtype_unit_roundoff(d->dtype) };
 	pkb_io_output(io, "y", d->dtype, tol, PKB_SHAPE(1, c, lh, 128));
 	return 0;
 }

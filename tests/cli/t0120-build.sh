@@ -36,6 +36,39 @@ expect_grep "\(cached " "$TMP/out"
 printf '// changed\n' >> "$TMP/body.cuh"
 expect_exit 0 "$PKB" build "$TMP/inc.cu"
 expect_grep "\(compiled " "$TMP/out"
+# problems/lib (code sibling problems share) is on a reference's include path
+# and in its key, recursively: a change to a lib header the reference
+# includes, or to one that header includes, compiles it again; a candidate
+# does not see problems/lib (candidates stay standalone)
+mkdir -p "$TMP/root/problems/lib"
+cp -r "$ROOT/include" "$TMP/root/"
+printf '#include "lib_inner.h"\n' > "$TMP/root/problems/lib/lib_outer.cuh"
+printf '#define LIB_PART 1\n' > "$TMP/root/problems/lib/lib_inner.h"
+cat > "$TMP/libref.cu" <<'CU'
+#include "pkb.h"
+#include "lib_outer.cuh"
+PKB_SOLUTION;
+extern "C" int pkb_init(pkb_ctx *ctx) { return LIB_PART - 1; }
+extern "C" int pkb_run(pkb_ctx *ctx) { return 0; }
+extern "C" int pkb_fini(pkb_ctx *ctx) { return 0; }
+CU
+export PKB_ROOT=$TMP/root
+expect_exit 0 "$PKB" build --backend reference "$TMP/libref.cu"
+expect_grep "\(compiled " "$TMP/out"
+key1=$(grep -oE '(compiled|cached) [0-9a-f]{12}' "$TMP/out")
+expect_exit 0 "$PKB" build --backend reference "$TMP/libref.cu"
+expect_grep "\(cached " "$TMP/out"
+printf '// changed\n' >> "$TMP/root/problems/lib/lib_inner.h"
+expect_exit 0 "$PKB" build --backend reference "$TMP/libref.cu"
+expect_grep "\(compiled " "$TMP/out"
+key2=$(grep -oE '(compiled|cached) [0-9a-f]{12}' "$TMP/out")
+[ "${key1#* }" != "${key2#* }" ] && ok || not_ok "a lib header's change left the key ${key1#* }"
+printf '// changed\n' >> "$TMP/root/problems/lib/lib_outer.cuh"
+expect_exit 0 "$PKB" build --backend reference "$TMP/libref.cu"
+expect_grep "\(compiled " "$TMP/out"
+expect_exit 4 "$PKB" build --backend cuda "$TMP/libref.cu"
+expect_grep "lib_outer.cuh" "$TMP/out"
+export PKB_ROOT=$ROOT
 # cuDNN is linked for a source that includes cudnn.h through a local header
 # too (a variant that includes a cuDNN candidate): the library is NEEDED
 cat > "$TMP/dnn.cuh" <<'CU'

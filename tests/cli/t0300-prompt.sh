@@ -12,6 +12,17 @@ expect_grep 'problem 003_broadcast, backend cuda' "$TMP/p3"
 expect_grep "$(head -1 problems/003_*/README.md | sed 's/[][\\.*^$]/./g')" "$TMP/p3"
 expect_grep "$(grep -m1 'pkb_run' problems/003_*/reference.cu | sed 's/[][\\.*^$()|+?{}]/./g')" "$TMP/p3"
 expect_grep 'PKB_ABI_VERSION' "$TMP/p3"                 # include/pkb.h
+# a reference's problems/lib headers are shown in place of their #include
+# (049's reference is one include of moe_ep_reference.cuh; 041's includes
+# mlp_kernels.cuh), each once
+expect_exit 0 "$PKB" prompt 49
+expect_grep '^/\* ---- moe_ep_reference.cuh \(problems/lib\), included here ---- \*/$' "$TMP/out"
+expect_grep "$(grep -m1 'ncclGroupStart' problems/lib/moe_ep_reference.cuh | sed 's/[][\\.*^$()|+?{}]/./g')" "$TMP/out"
+expect_exit 1 grep -q '^#include "moe_ep_reference.cuh"' "$TMP/out"
+expect_exit 0 "$PKB" prompt 41
+expect_grep 'mlp_fwd_bwd' "$TMP/out"
+[ "$(grep -c '^/\* ---- mlp_kernels.cuh (problems/lib), included here' "$TMP/out")" = 1 ] && ok ||
+	not_ok "041's prompt does not show mlp_kernels.cuh once"
 expect_grep "$(grep -m1 -o '__device__[^(]*' include/pkb_device.cuh | sed 's/[][\\.*^$()|+?{}]/./g')" "$TMP/p3"
 expect_grep '^- input tensor: bf16 \(1024, 1024\)' "$TMP/p3"
 expect_grep '^- out: bit-exact' "$TMP/p3"

@@ -4,7 +4,7 @@
  * are checked here even where no 8-GPU machine is at hand): unique ids that
  * match the folder, shapes positive, inputs random (never constants), an
  * output, a README, a reference, an ok_ candidate, bad_ candidates naming
- * their expected category.
+ * their expected category; no problem includes another's folder.
  */
 #include "t.h"
 #include "exitcode.h"
@@ -16,6 +16,39 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* Code that problems share lives in problems/lib/ (on the include path of
+ * problem.c and references): no file of a problem folder, nor of lib,
+ * includes another folder's ("../"), and solutions stay standalone. */
+static int is_code(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	return dot && (!strcmp(dot, ".c") || !strcmp(dot, ".h") || !strcmp(dot, ".cu") ||
+		       !strcmp(dot, ".cuh"));
+}
+
+static void check_no_climb(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!is_code(e->d_name))
+			continue;
+		char *path = xstrfmt("%s/%s", dir, e->d_name);
+		char *text = read_file(path, NULL);
+		for (const char *s = text ? strstr(text, "#include") : NULL; s;
+		     s = strstr(s + 1, "#include")) {
+			const char *q = s + strlen("#include");
+			q += strspn(q, " \t");
+			CHECKF(strncmp(q, "\"../", 4), "%s includes another folder's file: %.40s "
+			       "(shared code goes to problems/lib)", path, s);
+		}
+		free(text);
+		free(path);
+	}
+	if (d)
+		closedir(d);
+}
 
 static void check_folder(const struct pkb_problem *p)
 {
@@ -57,6 +90,8 @@ static void check_folder(const struct pkb_problem *p)
 	}
 	if (d)
 		closedir(d);
+	check_no_climb(dir);
+	check_no_climb(sdir);
 	CHECKF(ok >= 1, "%03d_%s has no ok_ candidate", p->id, p->name);
 	CHECKF(bad >= 1, "%03d_%s has no bad_ candidate", p->id, p->name);
 	free(sdir);
@@ -126,6 +161,9 @@ int main(void)
 	few.n_params = 0;
 	CHECK(!strcmp(pj = problem_params_json(&few), "{}"));
 	free(pj);
+	char *lib = xstrfmt("%s/problems/lib", pkb_root());
+	check_no_climb(lib);
+	free(lib);
 	CHECK(problem_find("nonexistent") == NULL && problem_find("999") == NULL);
 	CHECK(problem_find("001_allreduce") && problem_find("1") && problem_find("allreduce"));
 	return t_done("test_problems");

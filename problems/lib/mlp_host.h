@@ -9,7 +9,6 @@
 #define PKB_MLP_HOST_H
 
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: dtype_unit_roundoff */
 
 #define LR 1e-3
 
@@ -17,12 +16,12 @@ struct mlp {
 	int64_t n_total, chunk, d_in, hidden, d_out, p;
 };
 
-static int64_t clamp64(int64_t x, int64_t lo, int64_t hi)
+static inline int64_t clamp64(int64_t x, int64_t lo, int64_t hi)
 {
 	return x < lo ? lo : x > hi ? hi : x;
 }
 
-static int64_t max64(int64_t a, int64_t b)
+static inline int64_t max64(int64_t a, int64_t b)
 {
 	return a > b ? a : b;
 }
@@ -30,7 +29,7 @@ static int64_t max64(int64_t a, int64_t b)
 /* n = roundup(max(M, W), W) rows, chunk = n/W a rank; d_in = clamp(N, 16,
  * 256), hidden = clamp(N/2, 32, 512), d_out = clamp(N/4, 8, 256); P
  * parameters in W1, b1, W2, b2 */
-static struct mlp mlp_sizes(const struct pkb_dims *d)
+static inline struct mlp mlp_sizes(const struct pkb_dims *d)
 {
 	struct mlp s;
 	int64_t w = d->world, m = d->m > w ? d->m : w;
@@ -76,10 +75,10 @@ static struct mlp mlp_sizes(const struct pkb_dims *d)
  * update is below half an ulp of |p| >= 0.5 the small ones) to all of
  * them (fp32); so does the bias correction of step 1 at a later step.
  */
-static void adam_tols(const struct pkb_dims *d, struct mlp s, struct pkb_tol *tp,
-		      struct pkb_tol *tm, struct pkb_tol *tv)
+static inline void adam_tols(const struct pkb_dims *d, struct mlp s, struct pkb_tol *tp,
+			     struct pkb_tol *tm, struct pkb_tol *tv)
 {
-	double u = dtype_unit_roundoff(d->dtype);
+	double u = pkb_dtype_unit_roundoff(d->dtype);
 	int64_t k = max64(max64(s.chunk, s.d_in), max64(s.hidden, s.d_out));
 	double terms_g = d->world + 2 + (double)k / 16777216.0 / u;
 	*tm = (struct pkb_tol){ .terms = terms_g };

@@ -3,10 +3,9 @@
  * 028 dispatches): the W x W split matrix S of rows rank j sends rank d,
  * each rank's hits per expert, and its two distinct experts per token, all
  * drawn from streams of the dims and the trial only (every rank draws its
- * peers' routing alike). Each problem defines ROUTING_SALT, its streams'
- * origin (the siblings differ there, so that a candidate tuned on one does
- * not meet the same routing on the other), before including this; both
- * problem.c files include it (one translation unit each).
+ * peers' routing alike). `salt` is the streams' origin, each problem's own
+ * (the siblings differ there, so that a candidate tuned on one does not
+ * meet the same routing on the other: 028 0x28d15, 029 0x29c0b).
  */
 #ifndef PKB_ROUTING_HOST_H
 #define PKB_ROUTING_HOST_H
@@ -14,30 +13,29 @@
 #include <stdlib.h>
 #include "pkb_problem.h"
 
-#ifndef ROUTING_SALT
-#error "define ROUTING_SALT before including routing_host.h"
-#endif
-
 #define EXPERTS 8
 #define TOPK 2
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* ceil(2M/W): the most rows a rank keeps (S[r][r]) */
-static int64_t keep_cap(const struct pkb_dims *d) { return (TOPK * d->m + d->world - 1) / d->world; }
+static inline int64_t keep_cap(const struct pkb_dims *d)
+{
+	return (TOPK * d->m + d->world - 1) / d->world;
+}
 
 /* C: the most rows one rank sends another -- a capacity factor of 2, and
  * at most M per expert (a token hits an expert once) */
-static int64_t capacity(const struct pkb_dims *d)
+static inline int64_t capacity(const struct pkb_dims *d)
 {
 	return min64(TOPK * d->m, min64(EXPERTS / d->world * d->m, 2 * keep_cap(d)));
 }
 
 /* a stream for (what, rank) of this trial: a function of the dims only,
  * not of the seed, so that every rank draws its peers' routing alike */
-static uint64_t stream(const struct pkb_dims *d, uint64_t what, int rank)
+static inline uint64_t stream(const struct pkb_dims *d, uint64_t salt, uint64_t what, int rank)
 {
-	uint64_t s = ROUTING_SALT ^ ((uint64_t)(uint32_t)d->trial << 24) ^ ((uint64_t)d->world << 16);
+	uint64_t s = salt ^ ((uint64_t)(uint32_t)d->trial << 24) ^ ((uint64_t)d->world << 16);
 	s = pkb_rng_next(&s) ^ (uint64_t)d->m;
 	s = pkb_rng_next(&s) ^ (what << 8) ^ (uint64_t)(uint32_t)rank;
 	pkb_rng_next(&s);
@@ -52,14 +50,14 @@ static uint64_t stream(const struct pkb_dims *d, uint64_t what, int rank)
  * column sum, t drawn up to what keeps every entry in [0, C] and the
  * diagonal in [0, ceil(2M/W)].
  */
-static void split_matrix(const struct pkb_dims *d, int64_t *s)
+static inline void split_matrix(const struct pkb_dims *d, uint64_t salt, int64_t *s)
 {
 	int w = d->world;
 	int64_t m2 = TOPK * d->m, q = m2 / w, rem = m2 % w, kc = keep_cap(d), cap = capacity(d);
 	for (int j = 0; j < w; j++)
 		for (int k = 0; k < w; k++)
 			s[j * w + k] = q + ((k - j + w) % w < rem);
-	uint64_t st = stream(d, 1, 0);
+	uint64_t st = stream(d, salt, 1, 0);
 	for (int i = 0; i < 16 * w * w; i++) {
 		int a = (int)(pkb_rng_next(&st) % w), c = (int)(pkb_rng_next(&st) % (w - 1));
 		int b = (int)(pkb_rng_next(&st) % w), e = (int)(pkb_rng_next(&st) % (w - 1));
@@ -79,10 +77,11 @@ static void split_matrix(const struct pkb_dims *d, int64_t *s)
 
 /* Rank j's hits per expert: S[j][d] split at random over rank d's E_l
  * experts, each part in [0, M] (S[j][d] <= C <= E_l M). Sums to 2M. */
-static void expert_counts(const struct pkb_dims *d, const int64_t *s, int j, int64_t *cnt)
+static inline void expert_counts(const struct pkb_dims *d, uint64_t salt, const int64_t *s, int j,
+				 int64_t *cnt)
 {
 	int w = d->world, el = EXPERTS / w;
-	uint64_t st = stream(d, 2, j);
+	uint64_t st = stream(d, salt, 2, j);
 	for (int r = 0; r < w; r++) {
 		int64_t left = s[j * w + r];
 		for (int l = 0; l < el; l++) {
@@ -104,7 +103,8 @@ static void expert_counts(const struct pkb_dims *d, const int64_t *s, int j, int
  * keep both tokens' experts distinct and a random token order: the counts
  * stay exact, the pairing is mixed.
  */
-static uint8_t *routing_pairs(const struct pkb_dims *d, const int64_t *cnt, uint64_t *st)
+static inline uint8_t *routing_pairs(const struct pkb_dims *d, uint64_t salt, const int64_t *cnt,
+				     uint64_t *st)
 {
 	int64_t m = d->m;
 	uint8_t *ex = malloc((size_t)(TOPK * m)), *pair = malloc((size_t)(TOPK * m));
@@ -113,7 +113,7 @@ static uint8_t *routing_pairs(const struct pkb_dims *d, const int64_t *cnt, uint
 		free(pair);
 		return NULL;
 	}
-	*st = stream(d, 3, d->rank);
+	*st = stream(d, salt, 3, d->rank);
 	int order[EXPERTS];
 	for (int e = 0; e < EXPERTS; e++)
 		order[e] = e;

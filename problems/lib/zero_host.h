@@ -2,17 +2,17 @@
  * zero_host.h -- the host side of 041 (ZeRO-1) and 042 (ZeRO-2), which is
  * one: the same MLP shapes, inputs, tolerances and cost (a lower bound does
  * not depend on whether the gradient is all-reduced or reduce-scattered:
- * only the slice is used). Each problem.c includes it and names itself.
+ * only the slice is used). Each problem.c includes it and names itself, its
+ * descriptor pointing at zero_describe, zero_gen_host and zero_cost.
  */
 #ifndef PKB_ZERO_HOST_H
 #define PKB_ZERO_HOST_H
 
 #include "pkb_problem.h"
-#include "../040_ddp/mlp_host.h"
-/* defines: LR, struct mlp, clamp64, max64, mlp_sizes, adam_tols */
+#include "mlp_host.h"   /* defines: LR, struct mlp, clamp64, max64, mlp_sizes, adam_tols */
 
 /* the original's _ddp_mlp_shapes_divisible_by_dp; hidden = 0: none found */
-static struct mlp sizes(const struct pkb_dims *d)
+static inline struct mlp sizes(const struct pkb_dims *d)
 {
 	struct mlp s = mlp_sizes(d);
 	for (int i = 0; i < 1024; i++, s.hidden++) {
@@ -24,7 +24,7 @@ static struct mlp sizes(const struct pkb_dims *d)
 	return s;
 }
 
-static int describe(const struct pkb_dims *d, struct pkb_io *io)
+static inline int zero_describe(const struct pkb_dims *d, struct pkb_io *io)
 {
 	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
 		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
@@ -72,7 +72,8 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
+static inline int zero_gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf,
+				size_t bytes)
 {
 	(void)seed;
 	if (index == 8 && bytes == sizeof(int64_t)) {
@@ -90,7 +91,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
  * at the default, W = 4, bf16. FLOPs as 040: 2 chunk hidden (2 d_in +
  * 3 d_out) in GEMMs; Adam on part elements is noise. HBM: the default.
  */
-static void cost(const struct pkb_dims *d, struct pkb_cost *c)
+static inline void zero_cost(const struct pkb_dims *d, struct pkb_cost *c)
 {
 	struct mlp s = sizes(d);
 	double w = d->world, e = (double)pkb_dtype_size(d->dtype), p = (double)s.p;

@@ -10,8 +10,6 @@
 
 #include <math.h>
 #include "pkb_problem.h"
-#include "dtype.h"   /* defines: float_to_bf16, bf16_to_float, float_to_fp16,
-		       fp16_to_float, dtype_store */
 
 #define HEADS 8
 #define HEAD_DIM 64
@@ -20,7 +18,7 @@ struct ring_dims {
 	int64_t cp, b, t, s;
 };
 
-static void attn_dims(const struct pkb_dims *d, struct ring_dims *g)
+static inline void attn_dims(const struct pkb_dims *d, struct ring_dims *g)
 {
 	g->cp = d->world / 2;
 	g->b = d->m / 64 > 1 ? d->m / 64 : 1;
@@ -30,14 +28,14 @@ static void attn_dims(const struct pkb_dims *d, struct ring_dims *g)
 
 /* splitmix64 one gamma ahead of pkb_rng_next (the mix of the advanced state):
  * the stream these inputs were drawn from since the problem was written */
-static uint64_t next(uint64_t *st)
+static inline uint64_t next(uint64_t *st)
 {
 	*st += PKB_RNG_GAMMA;
 	return pkb_rng_mix(*st);
 }
 
 /* N(0, 1) by Box-Muller; u1 in (0, 1) */
-static double normal(uint64_t *st)
+static inline double normal(uint64_t *st)
 {
 	double u1 = pkb_rng_open(next(st));
 	double u2 = pkb_rng_unit(next(st));
@@ -45,10 +43,10 @@ static double normal(uint64_t *st)
 }
 
 /* v rounded to T and back (fp32: v) */
-static float round_to(pkb_dtype t, float v)
+static inline float round_to(pkb_dtype t, float v)
 {
-	return t == PKB_BF16 ? bf16_to_float(float_to_bf16(v))
-	     : t == PKB_FP16 ? fp16_to_float(float_to_fp16(v)) : v;
+	return t == PKB_BF16 ? pkb_bf16_to_float(pkb_float_to_bf16(v))
+	     : t == PKB_FP16 ? pkb_fp16_to_float(pkb_float_to_fp16(v)) : v;
 }
 
 #endif
