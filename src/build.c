@@ -287,7 +287,7 @@ static char *mutant_source(const char *src, const char *text, char **err)
  * an error, into the log that reaches the candidate's author. So nvcc runs
  * with an environment of its own (PATH, locale, a private TMPDIR: no key of
  * the user's), under Landlock: it reads only the source's folder, pkb's
- * headers, the problems (a reference's shared headers), the CUDA toolkit and
+ * headers, problems/lib (a reference's shared headers), the CUDA toolkit and
  * the system's compiler folders; it writes only the compile cache and its
  * private temporary folder. The log kept is its head. */
 
@@ -353,7 +353,7 @@ static int compile_confined(char *const *argv, const char *log, const char *src,
 		return -1;
 	}
 	char *srcdir = folder_of(src), *inc = xstrfmt("%s/include", pkb_root());
-	char *problems = xstrfmt("%s/problems", pkb_root());
+	char *problems = xstrfmt("%s/problems/lib", pkb_root());
 	char *nvcc = argv[0][0] == '/' ? realpath(argv[0], NULL) : NULL;
 	char *cuda = nvcc ? folder_of(nvcc) : NULL;   /* CUDA/bin */
 	char *cuda_root = cuda ? folder_of(cuda) : NULL;
@@ -362,7 +362,7 @@ static int compile_confined(char *const *argv, const char *log, const char *src,
 	c.ro[k++] = srcdir ? srcdir : "/nonexistent";
 	c.ro[k++] = inc;
 	if (o->reference)
-		c.ro[k++] = problems;   /* references include shared problem headers */
+		c.ro[k++] = problems;   /* references include problems/lib */
 	if (cuda_root)
 		c.ro[k++] = cuda_root;
 	static const char *sys[] = { "/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache",
