@@ -111,6 +111,7 @@ struct agent {
 struct conv {
 	const struct pkb_problem *p;
 	struct prompt pr;
+	char *prompt_file;        /* prompts/SHA.json in the run: the whole prompt */
 	char *dir;                /* RUN/agent/NNN */
 	struct llm_turn *turns;   /* assistant, user, ... */
 	char **texts;             /* owned strings of turns */
@@ -764,6 +765,7 @@ static int write_answer(const struct agent *a, struct conv *c, const char *stop)
 				c->model_s, "attempts", c->attempts, "tokens_in", (json_int_t)0,
 				"tokens_out", (json_int_t)0);
 	json_object_set_new(rec, "tokens", json_integer(c->tokens));
+	json_object_set_new(rec, "prompt", json_string(c->prompt_file));
 	json_object_set_new(rec, "candidate", c->answer_step
 			    ? json_string(cand + strlen(a->run_dir) + 1) : json_null());
 	json_t *ag = json_pack("{s:i,s:s,s:s}", "steps", c->step, "trajectory",
@@ -1083,6 +1085,7 @@ static void conv_free(struct conv *c)
 	free(c->texts);
 	free(c->turns);
 	free(c->dir);
+	free(c->prompt_file);
 	prompt_free(&c->pr);
 }
 
@@ -1346,6 +1349,14 @@ int cmd_agent(int argc, char **argv)
 		free(d2);
 		if (mk) {
 			error("cannot create '%s': %s", c->dir, strerror(errno));
+			f.code = PKB_EXIT_INPUT;
+			break;
+		}
+		/* the whole first prompt, kept before the first request (issue 38),
+		 * as generate keeps its samples' */
+		c->prompt_file = rundir_store_prompt(a.run_dir, c->pr.sha256, c->pr.template_sha256,
+						     c->pr.system, c->pr.user);
+		if (!c->prompt_file) {
 			f.code = PKB_EXIT_INPUT;
 			break;
 		}

@@ -100,6 +100,10 @@ check 'T[3]["feedback"].startswith("Step 4: pass.") and "Best so far: step 3, 2.
 check 'read(R + "/candidates/001/sample_0.cu") == read("'"$C"'/s3_fast.cu")'
 check 'A["agent"]["best_step"] == 3 and A["agent"]["stop"] == "steps" and A["outcome"] == "ok" and A["candidate"] == "candidates/001/sample_0.cu"'
 check 'A["tokens"] == 4200 and A["model"] == "test-model"'
+# the whole first prompt is kept in the run, as generate keeps its samples'
+# (issue 38): the record points at it, and it is what the first request sent
+check 'A["prompt"] == "prompts/" + A["prompt_sha256"] + ".json"'
+check 'json.load(open(R + "/" + A["prompt"]))["user"] == last_user(0)'
 check 'read(R + "/agent/001/step_2.cu") == read("'"$C"'/s2_mismatch.cu")'
 check 'json.load(open(R + "/agent/001/step_3.eval.json"))["outcome"] == "pass"'
 check 'json.load(open(R + "/run.json"))["args"]["mode"] == "agent" and json.load(open(R + "/run.json"))["budgets"]["steps"] == 4'
