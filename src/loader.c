@@ -36,7 +36,10 @@ static const char *const forbid_loader[] = {
 	"nccl*", "pnccl*", "nvshmem*",
 	"dlopen", "dlmopen", "dlsym", "dlvsym", "dlinfo", "dladdr", "dladdr1",
 	"dl_iterate_phdr", "__libc_dl*", "_dl_*",
-	"cuGetProcAddress*", "cudaGetDriverEntryPoint*", NULL,
+	"cuGetProcAddress*", "cudaGetDriverEntryPoint*",
+	/* the context's limits are the harness's: an L2 set-aside for
+	 * persisting accesses keeps lines through the cold timing's flush */
+	"cudaDeviceSetLimit", "cuCtxSetLimit", NULL,
 };
 static const char *const allow_nccl_device[] = {
 	"ncclMemAlloc", "ncclMemFree", "ncclCommWindowRegister", "ncclCommWindowDeregister",
@@ -50,13 +53,14 @@ static const char *const none[] = { NULL };
 static const struct backend backends[] = {
 	{ "cuda", none, forbid_loader, forbid_lib_cuda,
 	  "no NCCL or NVSHMEM symbol or library at all, and no dynamic lookup (dlopen, dlsym, "
-	  "cuGetProcAddress ...); ranks talk through the harness's symmetric memory "
-	  "(pkb_symm_alloc, peer pointers, the barriers of pkb_device.cuh)" },
+	  "cuGetProcAddress ...), no change of the context's limits (cudaDeviceSetLimit: "
+	  "an L2 set-aside for persisting accesses); ranks talk through the harness's "
+	  "symmetric memory (pkb_symm_alloc, peer pointers, the barriers of pkb_device.cuh)" },
 	{ "nccl-device", allow_nccl_device, forbid_loader, forbid_lib_nccl_device,
 	  "NCCL's symmetric windows and device API only (ncclMemAlloc, "
 	  "ncclCommWindowRegister, ncclDevCommCreate and device-side calls); no host "
 	  "collective or point-to-point call (ncclAllReduce, ncclSend ...), no NVSHMEM, "
-	  "no dynamic lookup" },
+	  "no dynamic lookup, no change of the context's limits" },
 	{ "reference", none, none, none, "anything" },
 };
 static const char *const required_sym[] = {

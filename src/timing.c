@@ -141,6 +141,31 @@ static void perf_prepare(struct rank_env *E, struct perf_set *ps, enum perf_mode
 	ps->flush = dev_alloc(E, ps->flush_bytes);
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemset(ps->flush, 0, ps->flush_bytes));
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamSynchronize(E->stream));
+	/* no L2 set aside for persisting accesses: lines marked persisting
+	 * would survive the cold timing's flush (issue 44). A candidate cannot
+	 * set the limit (the loader refuses cudaDeviceSetLimit/cuCtxSetLimit);
+	 * perf_l2_check makes sure of it after the timed calls. */
+	cudaError_t e = cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
+	if (e == cudaErrorUnsupportedLimit)   /* a GPU without it (before Ampere) */
+		cudaGetLastError();
+	else
+		CUDA_OR(E, OUT_RUNTIME_ERROR, e);
+	if (e == cudaSuccess)
+		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaCtxResetPersistingL2Cache());
+}
+
+/* the L2 set-aside still 0 after the timed calls, else flagged */
+static void perf_l2_check(struct rank_env *E)
+{
+	size_t persisting = 0;
+	if (cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) != cudaSuccess) {
+		cudaGetLastError();   /* no such limit on this GPU: nothing to set aside */
+		return;
+	}
+	if (persisting)
+		rank_fail(E, OUT_FLAGGED, "%zu bytes of L2 were set aside for persisting accesses "
+			  "during the timed calls: cached lines survive the harness's flush, so the "
+			  "times are not trusted", persisting);
 }
 
 static void perf_release(struct rank_env *E, struct perf_set *ps)
@@ -369,6 +394,7 @@ void do_perf(struct rank_env *E)
 		rank_fail(E, OUT_TIMEOUT, "the harness's alignment barrier gave up (a rank stalled)");
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemcpy(&modified, ps.modified, 4, cudaMemcpyDeviceToHost));
 
+	perf_l2_check(E);
 	phase(E, PH_TIMING, "re-checking the outputs of timed calls");
 	for (int s = 0; s < E->n_sol; s++) {
 		struct solution *sol = &E->sol[s];

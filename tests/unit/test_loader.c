@@ -60,6 +60,12 @@ int main(void)
 		  "int pkb_run(struct pkb_ctx *c) { void *f; (void)c; return cuGetProcAddress_v2(\"cuMulticastCreate\", &f, 12000, 0, 0); }" },
 		{ "cudaGetDriverEntryPoint", "int cudaGetDriverEntryPointByVersion(const char *, void **, unsigned, unsigned long long, void *);\n"
 		  "int pkb_run(struct pkb_ctx *c) { void *f; (void)c; return cudaGetDriverEntryPointByVersion(\"cuMulticastCreate\", &f, 12000, 0, 0); }" },
+		/* issue 44: an L2 set-aside for persisting accesses (0x06:
+		 * cudaLimitPersistingL2CacheSize) keeps lines through the flush */
+		{ "cudaDeviceSetLimit", "int cudaDeviceSetLimit(int, unsigned long);\n"
+		  "int pkb_run(struct pkb_ctx *c) { (void)c; return cudaDeviceSetLimit(6, 1 << 20); }" },
+		{ "cuCtxSetLimit", "int cuCtxSetLimit(int, unsigned long);\n"
+		  "int pkb_run(struct pkb_ctx *c) { (void)c; return cuCtxSetLimit(6, 1 << 20); }" },
 	};
 	for (size_t i = 0; i < sizeof lookups / sizeof *lookups; i++) {
 		char *lk = so(lookups[i][0], lookups[i][1], "-ldl");
