@@ -495,14 +495,19 @@ static void checked_call(struct rank_env *E, struct solution *s, int trial, void
 }
 
 /* eval: reference and candidate on identical inputs, every trial. Stops
- * after the first trial that fails on any rank (all ranks agree on it). */
+ * after the first trial that fails on any rank (all ranks agree on it).
+ * The candidate goes first (issue 44, stale memory): run after the
+ * reference, it could read the reference's result where the reference
+ * left it (a scratch buffer next to its own allocations, in the same
+ * context); run first, it finds only the previous trial's, of other
+ * inputs. */
 static void do_eval(struct rank_env *E, struct solution *ref, struct solution *cand)
 {
 	int t0 = E->job.trial0;
 	int trials = E->job.trials;
 	for (int t = t0; t < t0 + trials; t++) {
-		checked_call(E, ref, t, E->host_ref);
 		checked_call(E, cand, t, E->host_out);
+		checked_call(E, ref, t, E->host_ref);
 		json_t *outs = json_array();
 		int ok = compare_outputs(E, outs);
 		struct wire_trial wt = { .trial = t, .rank = E->rank, .ok = ok, .outputs = outs };
