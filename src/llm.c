@@ -1,7 +1,7 @@
 /*
  * llm.c -- the three request/response shapes of llm.h (docs/GENERATE.md
  * cites the public API reference each follows) and the code-block
- * extraction. No I/O here: cmd_generate.c sends and receives, and the unit
+ * extraction. No I/O here: llm_http.c sends and receives, and the unit
  * test drives these functions directly.
  */
 #include "llm.h"

@@ -2,7 +2,8 @@
  * llm.h -- the model providers of `pkb generate`, as pure functions: the
  * URL, headers and JSON body of one request, the reading of one reply, and
  * the extraction of the candidate from its text (docs/GENERATE.md). The
- * HTTP itself (libcurl's multi interface) is cmd_generate.c's.
+ * HTTP itself (libcurl's multi interface) is llm_http.c's, for generate and
+ * agent alike.
  */
 #ifndef PKB_LLM_H
 #define PKB_LLM_H

@@ -10,7 +10,7 @@ static const char *mode_names[] = { [PERF_WARM] = "warm", [PERF_COLD] = "cold",
 
 int perf_mode_parse(const char *s)
 {
-	for (int m = 0; m < 3; m++)
+	for (int m = 0; m < (int)(sizeof mode_names / sizeof *mode_names); m++)
 		if (s && !strcmp(s, mode_names[m]))
 			return m;
 	return -1;
@@ -18,7 +18,7 @@ int perf_mode_parse(const char *s)
 
 const char *perf_mode_name(enum perf_mode m)
 {
-	return (unsigned)m < 3 ? mode_names[m] : "?";
+	return (unsigned)m < sizeof mode_names / sizeof *mode_names ? mode_names[m] : "?";
 }
 
 void perf_plan_make(struct perf_plan *p, enum perf_mode mode, size_t least_in, size_t most_in,

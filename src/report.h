@@ -23,7 +23,7 @@ struct perf_summary {
 	int escaped;          /* host clock far above the stream's span */
 	double host_ms, span_ms;
 	int groups, block;
-	char mode[8];         /* warm | cold | graph */
+	char mode[16];        /* warm | cold | graph (as long as the wire's) */
 	int inputs_modified;  /* a timed call wrote into its inputs */
 	int gate_expired;     /* timed blocks whose launch gate expired (most on a rank) */
 	char device[64];      /* the GPU's name, as CUDA gives it */

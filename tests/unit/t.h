@@ -1,6 +1,6 @@
 /*
  * t.h -- the unit-test harness: CHECK counts, t_done() prints
- * "<file>: N passed, N failed" and gives the exit status. tests/run-unit
+ * "<file>: N passed, N failed" and gives the exit status. tools/run-tests
  * adds the files up into the final "N passed, N failed" line.
  */
 #ifndef PKB_T_H
