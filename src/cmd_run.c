@@ -52,13 +52,15 @@ int cmd_run(int argc, char **argv)
 		switch (c) {
 		case 's': solution = optarg; break;
 		case 'b': backend = optarg; break;
-		case 'k':
-			o.trial0 = atoi(optarg);
-			if (o.trial0 < 0) {
-				error("--trial takes a non-negative integer");
+		case 'k': {
+			long long t;
+			if (parse_int_in(optarg, 0, 1 << 30, &t) < 0) {
+				error("--trial takes a non-negative integer, not '%s'", optarg);
 				return PKB_EXIT_USAGE;
 			}
+			o.trial0 = (int)t;
 			break;
+		}
 		case OPT_SAVE: save = optarg; break;
 		case 'h': opts_usage(stdout, head, tables, NULL); return 0;
 		default: opts_usage(stderr, head, tables, NULL); return PKB_EXIT_USAGE;

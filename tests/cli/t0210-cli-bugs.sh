@@ -45,4 +45,8 @@ expect_grep "no interconnect bandwidth" "$TMP/err"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["net_bw"]=0.0; json.dump(d, open(sys.argv[1], "w"))' "$TMP/cache/hw/local.json"
 PKB_CACHE=$TMP/cache expect_exit 1 "$PKB" roofline 1 --hw local
 expect_grep "'net_bw' is missing or not a positive number" "$TMP/err"
+# issue 39: --trial went through atoi, so '3x' was trial 3 and 'x' trial 0
+expect_exit 2 "$PKB" run 1 --trial 3x
+expect_grep "^error: --trial takes a non-negative integer, not '3x'" "$TMP/err"
+expect_exit 2 "$PKB" run 1 --trial -1
 done_testing
