@@ -176,8 +176,17 @@ int cmd_eval(int argc, char **argv)
 			       rl_line, sizeof rl_line, msg, sizeof msg);
 		json_object_set_new(rec, "reference_perf", report_perf_json(&ref));
 		json_object_set_new(rec, "candidate_perf", report_perf_json(&cand));
-		double speedup = cand.st.median > 0 ? ref.st.median / cand.st.median : 0;
+		/* the smaller of the ratios of medians and of means (issue 44):
+		 * work moved between calls (one call doing the next ones' work,
+		 * the rest returning at once) lowers the candidate's median but
+		 * not its mean, so it cannot raise the mean ratio, and so not
+		 * the speedup; on tight distributions the two agree to ~2% */
+		double by_median = cand.st.median > 0 ? ref.st.median / cand.st.median : 0;
+		double by_mean = cand.st.mean > 0 ? ref.st.mean / cand.st.mean : 0;
+		double speedup = by_median < by_mean ? by_median : by_mean;
 		json_object_set_new(rec, "speedup", json_real(speedup));
+		json_object_set_new(rec, "speedup_median", json_real(by_median));
+		json_object_set_new(rec, "speedup_mean", json_real(by_mean));
 		json_object_set_new(rec, "timing", json_pack("{s:s,s:i,s:i,s:s}", "mode", cand.mode,
 							     "iters", o.iters, "block", cand.block,
 							     "device", cand.device));
@@ -196,9 +205,10 @@ int cmd_eval(int argc, char **argv)
 				       rows[k]->st.median * 1e3, rows[k]->st.mean * 1e3,
 				       rows[k]->st.min * 1e3, rows[k]->st.p90 * 1e3,
 				       rows[k]->st.std * 1e3, rows[k]->skew_ms * 1e3);
-			printf("speedup %.3fx (reference median / candidate median, n=%d, "
-			       "max over %d ranks, %s, %d input groups)\n",
-			       speedup, cand.st.n, o.world, cand.mode, cand.groups);
+			printf("speedup %.3fx (the smaller of reference / candidate by medians, "
+			       "%.3fx, and by means, %.3fx; n=%d, max over %d ranks, %s, %d input "
+			       "groups)\n", speedup, by_median, by_mean, cand.st.n, o.world, cand.mode,
+			       cand.groups);
 			printf("%s\n", rl_line);
 		}
 	}

@@ -37,10 +37,11 @@ double score_geomean(const struct score_item *it, int n, int clamp, int *used);
  * geomean is KernelBench's: over the correct timed samples, unclamped, so
  * a slower candidate pulls it below 1; the clamped one is a second row. */
 #define SCORE_GEOMEAN_WORDS \
-"geomean    geometric mean of the speedups (reference median / candidate median, same\n" \
-"           launch) of every correct timed candidate, as KernelBench: not clamped, a\n" \
-"           slower candidate pulls it below 1; geomean clamped: the same with each\n" \
-"           speedup taken as max(speedup, 1) (a slow kernel counts as the reference)\n"
+"geomean    geometric mean of the speedups (eval's: the smaller of the ratios of medians\n" \
+"           and of means, same launch) of every correct timed candidate, as KernelBench:\n" \
+"           not clamped, a slower candidate pulls it below 1; geomean clamped: the same\n" \
+"           with each speedup taken as max(speedup, 1) (a slow kernel counts as the\n" \
+"           reference)\n"
 extern const char score_geomean_words[];
 
 /* Speed-of-light score S = 1 / (1 + (tk - tsol) / (tb - tsol)): 0.5 at

@@ -28,6 +28,8 @@
  * also sends a perf record per solution: the reference's calls take 10 us,
  * the candidate's 5 us (start 20 us apart). Perf-only misbehaviour:
  *   escape    the candidate's host clock is far above its events' span
+ *   superbatch the candidate moves work between calls: every tenth call
+ *             takes 55 us, the others 5 us (mean 10 us, the reference's)
  *   stale     the re-check of the candidate's timed outputs fails
  *   modify    a timed call modified its inputs
  * $PKB_FAKE_SAVE=DIR: a run with --save copies DIR/NNN/rank_R_inputs and
@@ -301,6 +303,8 @@ int main(void)
 			double *starts = xcalloc((size_t)iters + 1, sizeof *starts);
 			for (int k = 0; k < iters; k++) {
 				times[k] = cand ? (own_us ? atof(own_us) / 1000 : 0.005) : 0.010;
+				if (cand && !strcmp(mode, "superbatch"))
+					times[k] = k % 10 == 9 ? 0.055 : 0.005;
 				starts[k] = 0.020 * k + 0.001 * rank;
 			}
 			int stale = cand && !strcmp(mode, "stale");
