@@ -72,11 +72,15 @@ int cmd_list(int argc, char **argv)
 		if (tab)
 			fprintf(tab, "%03d  %-36s %-22s %-11s %-14s %-12s %s\n", p->id, p->name,
 				p->category, w, v, x, p->origin);
-		json_array_append_new(arr, json_pack("{s:i,s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "id",
-						     p->id, "name", p->name, "title", p->title,
-						     "category", p->category, "origin", p->origin,
-						     "worlds", w, "gpu_validated", vw,
-						     "vs_original", xw));
+		json_t *o = json_pack("{s:i,s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "id", p->id, "name",
+				      p->name, "title", p->title, "category", p->category, "origin",
+				      p->origin, "worlds", w, "gpu_validated", vw, "vs_original", xw);
+		if (json_path) {   /* what tools/test-gpu stamps on its records */
+			char *sha = validated_files_sha(p);
+			json_object_set_new(o, "files_sha256", sha ? json_string(sha) : json_null());
+			free(sha);
+		}
+		json_array_append_new(arr, o);
 	}
 	json_decref(newest);
 	json_decref(crossed);

@@ -21,6 +21,8 @@
 
 #include <dirent.h>
 #include <jansson.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +106,135 @@ static void each_record(const char *kind, void (*fn)(json_t *r, json_t *acc), js
 	free(dir);
 }
 
+/* ---- the content a record was made with ---------------------------------------- */
+
+struct files {
+	char **rel;   /* paths relative to pkb's root */
+	size_t n;
+};
+
+static int files_has(const struct files *f, const char *rel)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (!strcmp(f->rel[i], rel))
+			return 1;
+	return 0;
+}
+
+static void files_add(struct files *f, const char *rel)
+{
+	f->rel = xrealloc(f->rel, (f->n + 1) * sizeof *f->rel);
+	f->rel[f->n++] = xstrdup(rel);
+}
+
+/* every regular file below root/rel, recursively */
+static int files_walk(struct files *f, const char *root, const char *rel)
+{
+	char *path = xstrfmt("%s/%s", root, rel);
+	DIR *d = opendir(path);
+	free(path);
+	if (!d)
+		return -1;
+	for (struct dirent *e; (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *sub = xstrfmt("%s/%s", rel, e->d_name), *full = xstrfmt("%s/%s", root, sub);
+		struct stat st;
+		size_t l = strlen(e->d_name);
+		if (stat(full, &st) == 0 && S_ISDIR(st.st_mode))
+			files_walk(f, root, sub);
+		else if (S_ISREG(st.st_mode) && !(l > 3 && !strcmp(e->d_name + l - 3, ".md")))
+			files_add(f, sub);   /* the text (README.md) runs nowhere */
+		free(sub);
+		free(full);
+	}
+	closedir(d);
+	return 0;
+}
+
+/* the problems/lib headers that file f->rel[i] includes, added (and, as
+ * the loop reaches them, scanned in turn) */
+static void files_lib_includes(struct files *f, const char *root, size_t i)
+{
+	char *path = xstrfmt("%s/%s", root, f->rel[i]);
+	char *txt = read_file(path, NULL);
+	free(path);
+	for (char *s = txt; s && (s = strstr(s, "#include \""));) {
+		s += 10;
+		char *q = strchr(s, '"');
+		if (!q)
+			break;
+		char *rel = xstrfmt("problems/lib/%.*s", (int)(q - s), s), *full =
+			xstrfmt("%s/%s", root, rel);
+		struct stat st;
+		if (!strstr(rel, "..") && stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
+		    !files_has(f, rel))
+			files_add(f, rel);
+		free(rel);
+		free(full);
+		s = q;
+	}
+	free(txt);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char *validated_files_sha(const struct pkb_problem *p)
+{
+	const char *root = pkb_root();
+	char *dir = problem_dir(p);
+	size_t rl = strlen(root);
+	const char *rel = !strncmp(dir, root, rl) && dir[rl] == '/' ? dir + rl + 1 : dir;
+	struct files f = { 0 };
+	int bad = files_walk(&f, root, rel);
+	free(dir);
+	for (size_t i = 0; !bad && i < f.n; i++)   /* f.n grows as headers join */
+		files_lib_includes(&f, root, i);
+	qsort(f.rel, f.n, sizeof *f.rel, cmp_str);
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+	for (size_t i = 0; i < f.n; i++) {
+		char *path = xstrfmt("%s/%s", root, f.rel[i]);
+		size_t len = 0;
+		char *txt = read_file(path, &len);
+		EVP_DigestUpdate(md, f.rel[i], strlen(f.rel[i]) + 1);
+		if (txt)
+			EVP_DigestUpdate(md, txt, len);
+		EVP_DigestUpdate(md, "", 1);
+		free(txt);
+		free(path);
+		free(f.rel[i]);
+	}
+	free(f.rel);
+	unsigned char dg[32];
+	EVP_DigestFinal_ex(md, dg, NULL);
+	EVP_MD_CTX_free(md);
+	if (bad)
+		return NULL;
+	char *hex = xmalloc(65);
+	for (int i = 0; i < 32; i++)
+		sprintf(hex + 2 * i, "%02x", dg[i]);
+	return hex;
+}
+
+/* the current content hash of the problem named `name` ("001_allreduce"),
+ * cached in shas; NULL for a problem pkb does not know */
+static const char *current_sha(json_t *shas, const char *name)
+{
+	json_t *v = json_object_get(shas, name);
+	if (!v) {
+		const struct pkb_problem *p = problem_find(name);
+		char *h = p ? validated_files_sha(p) : NULL;
+		v = h ? json_string(h) : json_null();
+		json_object_set_new(shas, name, v);
+		free(h);
+	}
+	return json_string_value(v);
+}
+
 /* a suite record: "problem W solution" -> passed */
 static void suite_record(json_t *r, json_t *newest)
 {
@@ -115,9 +246,16 @@ static void suite_record(json_t *r, json_t *newest)
 	 * hide an earlier outcome */
 	if (p && sol && json_is_integer(w) && (!shape || !strcmp(shape, "default")) &&
 	    !json_is_true(json_object_get(r, "not_run"))) {
+		/* made with other files than the problem's now: the case has no
+		 * valid outcome, and older records (of older files still) do not
+		 * come back. Records from before the hash was written are taken
+		 * as they are. */
+		const char *made = json_string_value(json_object_get(r, "problem_sha256"));
+		const char *now = made ? current_sha(json_object_get(newest, ""), p) : NULL;
+		int stale = made && (!now || strcmp(made, now));
 		char *key = xstrfmt("%s %lld %s", p, (long long)json_integer_value(w),
 				    base_name(sol));
-		json_object_set_new(newest, key, json_boolean(record_passed(r)));
+		json_object_set_new(newest, key, json_boolean(!stale && record_passed(r)));
 		free(key);
 	}
 }
@@ -125,6 +263,7 @@ static void suite_record(json_t *r, json_t *newest)
 json_t *validated_load(void)
 {
 	json_t *newest = json_object();   /* "problem W solution" -> true/false */
+	json_object_set_new(newest, "", json_object());   /* the problems' content hashes */
 	each_record("suite", suite_record, newest);
 	return newest;
 }

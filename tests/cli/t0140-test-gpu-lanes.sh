@@ -70,6 +70,13 @@ def runs(f, key):
 print(runs(sys.argv[1], lambda r: not r.get("not_run")) == runs(sys.argv[2], lambda r: r.get("kept_from")))
 ' "$TMP/t0.jsonl" "$TMP/t.jsonl")
 [ "$same" = True ] && ok || not_ok "the kept lines are not the earlier run's"
+# every record carries the problem's files' hash as pkb list gives it
+# (issue 37), and -r keeps only records made with the files as they are now
+sha=$("$PKB" list --json - | python3 -c 'import json,sys; print([p for p in json.load(sys.stdin) if p["id"] == 5][0]["files_sha256"])')
+expect_exit 0 python3 -c 'import json,sys; assert all(json.loads(l)["problem_sha256"] == sys.argv[2] for l in open(sys.argv[1])), sys.argv[2]' "$TMP/t0.jsonl" "$sha"
+sed 's/"problem_sha256":"[0-9a-f]*"/"problem_sha256":"0000"/' "$TMP/t0.jsonl" > "$TMP/old.jsonl"
+expect_exit 1 tools/test-gpu -p 005 -w 2 -j 1 -r "$TMP/old.jsonl" -o "$TMP/o2.jsonl"
+[ "$(grep -c '"kept_from"' "$TMP/o2.jsonl")" = 0 ] && ok || not_ok "a record of other files was kept"
 expect_exit 2 tools/test-gpu -p 005 -w 2 -r "$TMP/none.jsonl" -o "$TMP/x.jsonl"
 expect_grep '^test-gpu: -r .*none.jsonl: no such file$' "$TMP/err"
 echo '{"not json' > "$TMP/bad.jsonl"

@@ -11,13 +11,13 @@ rec() {
 		"$2" "$3" "$4" "$5" "$6" "${7:-}" >> "$R/$1"
 }
 # every case of PROBLEM at W, all as expected
-all_pass() {
-	rec "$1" "$2" "$3" reference pass pass
+all_pass() {   # all_pass FILE PROBLEM W [extra JSON fields]
+	rec "$1" "$2" "$3" reference pass pass "${4:-}"
 	for f in "$ROOT/problems/$2/solutions/"ok_*.cu; do
-		rec "$1" "$2" "$3" "problems/$2/solutions/$(basename "$f")" pass pass
+		rec "$1" "$2" "$3" "problems/$2/solutions/$(basename "$f")" pass pass "${4:-}"
 	done
 	for f in "$ROOT/problems/$2/solutions/"bad_*.cu; do
-		rec "$1" "$2" "$3" "problems/$2/solutions/$(basename "$f")" mismatch mismatch
+		rec "$1" "$2" "$3" "problems/$2/solutions/$(basename "$f")" mismatch mismatch "${4:-}"
 	done
 }
 all_pass 2026-01-01_suite_a.jsonl 001_allreduce 2
@@ -95,4 +95,35 @@ PY
 unset PKB_RESULTS
 expect_exit 0 "$PKB" list
 expect_grep '^002 .* any>=2 +[0-9]' "$TMP/out"
+# issue 37: a record says which files it was made with (problem_sha256, as
+# tools/test-gpu stamps it from `pkb list --json`): the problem's folder and
+# the problems/lib headers it includes. Once any of them changes, the record
+# says nothing; a header it does not include changes nothing
+RT=$TMP/root
+mkdir -p "$RT/problems"
+cp -r "$ROOT/problems/031_fused_moe_fwd" "$ROOT/problems/lib" "$RT/problems/"
+R2=$TMP/results2
+mkdir -p "$R2"
+sha_of() { PKB_ROOT=$RT "$PKB" list --json - | python3 -c 'import json,sys; print([p for p in json.load(sys.stdin) if p["id"] == 31][0]["files_sha256"])'; }
+v31() { PKB_ROOT=$RT PKB_RESULTS=$R2 "$PKB" list --json - | python3 -c 'import json,sys; print(",".join(map(str, [p for p in json.load(sys.stdin) if p["id"] == 31][0]["gpu_validated"])) or "-")'; }
+S0=$(sha_of)
+[ ${#S0} = 64 ] && ok || not_ok "no files_sha256 for 031: '$S0'"
+R=$R2 all_pass 2026-02-01_suite.jsonl 031_fused_moe_fwd 2 ",\"problem_sha256\":\"$S0\""
+[ "$(v31)" = 2 ] && ok || not_ok "031 with its current files: '$(v31)'"
+echo "/* changed */" >> "$RT/problems/lib/logprob_host.h"     # not 031's
+[ "$(sha_of)" = "$S0" ] && [ "$(v31)" = 2 ] && ok || not_ok "another problem's header changed 031"
+echo "/* changed */" >> "$RT/problems/lib/moe_fused.cuh"      # 031's
+[ "$(sha_of)" != "$S0" ] && [ "$(v31)" = - ] && ok || not_ok "031's lib header changed, still '$(v31)'"
+cp "$ROOT/problems/lib/moe_fused.cuh" "$RT/problems/lib/"
+[ "$(v31)" = 2 ] && ok || not_ok "031's files restored: '$(v31)'"
+set -- "$RT/problems/031_fused_moe_fwd/solutions/"ok_*.cu
+echo "// changed" >> "$1"
+[ "$(v31)" = - ] && ok || not_ok "031's ok_ file changed, still '$(v31)'"
+# an older record without the hash does not come back once a newer one is
+# of other files
+cp -r "$ROOT/problems/031_fused_moe_fwd" "$RT/problems/"
+R=$R2 all_pass 2026-01-15_suite.jsonl 031_fused_moe_fwd 4
+[ "$(v31)" = 2,4 ] && ok || not_ok "031 with an old record at W = 4: '$(v31)'"
+R=$R2 all_pass 2026-02-02_suite.jsonl 031_fused_moe_fwd 4 ',"problem_sha256":"00"'
+[ "$(v31)" = 2 ] && ok || not_ok "a newer record of other files let the old one count: '$(v31)'"
 done_testing
