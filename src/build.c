@@ -287,9 +287,10 @@ static char *mutant_source(const char *src, const char *text, char **err)
  * an error, into the log that reaches the candidate's author. So nvcc runs
  * with an environment of its own (PATH, locale, a private TMPDIR: no key of
  * the user's), under Landlock: it reads only the source's folder, pkb's
- * headers, problems/lib (a reference's shared headers), the CUDA toolkit and
- * the system's compiler folders; it writes only the compile cache and its
- * private temporary folder. The log kept is its head. */
+ * headers, problems/lib (a reference's shared headers), the CUDA toolkit
+ * and the system's compiler folders (/usr /lib /lib64 /bin /opt); it
+ * writes only the compile cache and its private temporary folder. The log
+ * kept is its head. */
 
 struct confine {
 	const char *ro[16], *rw[4];
@@ -365,7 +366,9 @@ static int compile_confined(char *const *argv, const char *log, const char *src,
 		c.ro[k++] = problems;   /* references include problems/lib */
 	if (cuda_root)
 		c.ro[k++] = cuda_root;
-	static const char *sys[] = { "/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache",
+	/* /opt: toolkits and libraries installed there (cuDNN, NCCL, a CUDA
+	 * outside /usr/local), as the rank's sandbox reads it too */
+	static const char *sys[] = { "/usr", "/lib", "/lib64", "/bin", "/opt", "/etc/ld.so.cache",
 				     "/etc/alternatives", NULL };
 	for (int i = 0; sys[i]; i++)
 		c.ro[k++] = sys[i];
