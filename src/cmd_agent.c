@@ -24,7 +24,7 @@
 #include "llm_http.h"
 #include "loader.h"    /* defines: loader_backend_valid, loader_backend_rule */
 #include "problem.h"
-#include "prompt.h"    /* defines: prompt_build, sha256_hex */
+#include "prompt.h"    /* defines: prompt_build */
 #include "rundir.h"
 #include "spec.h"
 #include "util.h"
@@ -139,11 +139,6 @@ struct failure {
 static char *step_path(const struct conv *c, int step, const char *what)
 {
 	return xstrfmt("%s/step_%d.%s", c->dir, step, what);
-}
-
-static double now_s(void)
-{
-	return now_ns() / 1e9;
 }
 
 static void add_turn(struct conv *c, int assistant, const char *text)
@@ -426,27 +421,6 @@ static json_t *evaluate(const struct agent *a, const struct conv *c, int step, d
 
 /* ---- feedback: what a kernel engineer wants to see -------------------------- */
 
-struct sbuf {
-	char *s;
-	size_t len;
-};
-
-static void sb_add(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_add(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char *t;
-	if (vasprintf(&t, fmt, ap) < 0)
-		BUG("vasprintf");
-	va_end(ap);
-	size_t l = strlen(t);
-	b->s = xrealloc(b->s, b->len + l + 1);
-	memcpy(b->s + b->len, t, l + 1);
-	b->len += l;
-	free(t);
-}
-
 static const char *jstr(json_t *o, const char *key)
 {
 	const char *s = json_string_value(json_object_get(o, key));
@@ -467,25 +441,25 @@ static void jnum(json_t *v, char *buf, size_t n)
 /* nvcc's own messages, from the first error on: each error line with the
  * few lines under it (the source line and the caret), at most 8 errors and
  * ~3 KB, the candidate's path shown as candidate.cu */
-static void trim_compiler(struct sbuf *b, const char *log, const char *path)
+static void trim_compiler(struct strbuf *b, const char *log, const char *path)
 {
 	char *t = xstrdup(log);
 	/* the path as the compiler printed it becomes "candidate.cu" */
-	struct sbuf clean = { 0 };
+	struct strbuf clean = { 0 };
 	size_t pl = strlen(path);
 	for (const char *p = t; *p;) {
 		if (pl && !strncmp(p, path, pl)) {
-			sb_add(&clean, "candidate.cu");
+			strbuf_addstr(&clean, "candidate.cu");
 			p += pl;
 		} else {
-			sb_add(&clean, "%c", *p++);
+			strbuf_add(&clean, p++, 1);
 		}
 	}
 	free(t);
 	if (!clean.s)
 		clean.s = xstrdup("");
 	int errors = 0, shown = 0, under = 0;
-	struct sbuf out = { 0 };
+	struct strbuf out = { 0 };
 	const char *summary = NULL;
 	for (char *l = clean.s, *next; l && *l; l = next) {
 		char *nl = strchr(l, '\n');
@@ -503,12 +477,12 @@ static void trim_compiler(struct sbuf *b, const char *log, const char *path)
 			errors++;
 			under = 0;
 			if (shown < 8 && out.len < 3000) {
-				sb_add(&out, "%s\n", l);
+				strbuf_addf(&out, "%s\n", l);
 				shown++;
 				under = 3;
 			}
 		} else if (under > 0 && strstr(l, ": warning") == NULL && *l) {
-			sb_add(&out, "%s\n", l);
+			strbuf_addf(&out, "%s\n", l);
 			under--;
 		} else {
 			under = 0;
@@ -516,15 +490,15 @@ static void trim_compiler(struct sbuf *b, const char *log, const char *path)
 	}
 	if (!errors) {
 		/* no line reads as an error: the start of the log as it is */
-		sb_add(b, "```\n%.3000s\n```\n", clean.s);
+		strbuf_addf(b, "```\n%.3000s\n```\n", clean.s);
 	} else {
-		sb_add(b, "```\n%s", out.s);
+		strbuf_addf(b, "```\n%s", out.s);
 		if (errors > shown)
-			sb_add(b, "... %d more error%s not shown\n", errors - shown,
+			strbuf_addf(b, "... %d more error%s not shown\n", errors - shown,
 			       errors - shown > 1 ? "s" : "");
 		if (summary)
-			sb_add(b, "%s\n", summary);
-		sb_add(b, "```\n");
+			strbuf_addf(b, "%s\n", summary);
+		strbuf_addf(b, "```\n");
 	}
 	free(out.s);
 	free(clean.s);
@@ -548,7 +522,7 @@ static const char *look_sentence(const char *look)
 
 /* per failing output of the first failing trial: which output, which rank,
  * the worst element, how many wrong, and its look */
-static int mismatch_details(struct sbuf *b, json_t *ev)
+static int mismatch_details(struct strbuf *b, json_t *ev)
 {
 	json_t *trials = json_object_get(ev, "trial_records"), *t;
 	long first = -1;
@@ -578,7 +552,7 @@ static int mismatch_details(struct sbuf *b, json_t *ev)
 			lines++;
 			long long bad = json_integer_value(json_object_get(o, "n_bad"));
 			long long n = json_integer_value(json_object_get(o, "n"));
-			sb_add(b, "- trial %ld, rank %d, output '%s': %lld of %lld elements wrong",
+			strbuf_addf(b, "- trial %ld, rank %d, output '%s': %lld of %lld elements wrong",
 			       first, rank, jstr(o, "name"), bad, n);
 			json_t *w = json_object_get(o, "worst");
 			if (w) {
@@ -592,54 +566,54 @@ static int mismatch_details(struct sbuf *b, json_t *ev)
 						c += (size_t)snprintf(co + c, sizeof co - c, "%s%lld",
 								      d ? "," : "",
 								      (long long)json_integer_value(x));
-				sb_add(b, "; worst at flat index %lld [%s]: expected %s, got %s "
+				strbuf_addf(b, "; worst at flat index %lld [%s]: expected %s, got %s "
 				       "(allowed error %.3g)",
 				       (long long)json_integer_value(json_object_get(w, "index")), co,
 				       ref, cand, json_number_value(json_object_get(w, "bound")));
 			}
 			if (json_is_true(json_object_get(o, "l2_failed")))
-				sb_add(b, "; relative L2 error %.3g over the limit %.3g",
+				strbuf_addf(b, "; relative L2 error %.3g over the limit %.3g",
 				       json_number_value(json_object_get(o, "l2_rel")),
 				       json_number_value(json_object_get(o, "l2_limit")));
 			const char *look = json_string_value(json_object_get(o, "look"));
 			if (look)
-				sb_add(b, "; looks %s", look_sentence(look));
+				strbuf_addf(b, "; looks %s", look_sentence(look));
 			else if (json_integer_value(json_object_get(o, "n_bad_zero")) > 0)
-				sb_add(b, "; %lld of the wrong elements are 0",
+				strbuf_addf(b, "; %lld of the wrong elements are 0",
 				       (long long)json_integer_value(json_object_get(o, "n_bad_zero")));
-			sb_add(b, "\n");
+			strbuf_addf(b, "\n");
 		}
 	}
 	if (ranks)
-		sb_add(b, "%d of %d ranks wrong in trial %ld.\n", bad_ranks, ranks, first);
+		strbuf_addf(b, "%d of %d ranks wrong in trial %ld.\n", bad_ranks, ranks, first);
 	return lines;
 }
 
-static void rank_phases(struct sbuf *b, json_t *ev)
+static void rank_phases(struct strbuf *b, json_t *ev)
 {
 	json_t *ranks = json_object_get(json_object_get(ev, "launch"), "ranks"), *r;
 	size_t i;
 	json_array_foreach(ranks, i, r) {
-		sb_add(b, "- rank %lld reached phase '%s'",
+		strbuf_addf(b, "- rank %lld reached phase '%s'",
 		       (long long)json_integer_value(json_object_get(r, "rank")), jstr(r, "phase"));
 		if (json_is_true(json_object_get(r, "failed")))
-			sb_add(b, " and failed: %s", jstr(r, "message"));
+			strbuf_addf(b, " and failed: %s", jstr(r, "message"));
 		else if (json_is_true(json_object_get(r, "done")))
-			sb_add(b, " (finished)");
-		sb_add(b, "\n");
+			strbuf_addf(b, " (finished)");
+		strbuf_addf(b, "\n");
 	}
 }
 
-static void perf_details(const struct agent *a, struct sbuf *b, json_t *ev)
+static void perf_details(const struct agent *a, struct strbuf *b, json_t *ev)
 {
 	json_t *cp = json_object_get(ev, "candidate_perf"), *rp = json_object_get(ev, "reference_perf");
 	json_t *sp = json_object_get(ev, "speedup");
 	if (!cp || !json_is_number(sp)) {
-		sb_add(b, "Not timed.\n");
+		strbuf_addf(b, "Not timed.\n");
 		return;
 	}
 	json_t *tm = json_object_get(ev, "timing");
-	sb_add(b, "Speedup %.3fx against the reference: median %.2f us against %.2f us "
+	strbuf_addf(b, "Speedup %.3fx against the reference: median %.2f us against %.2f us "
 	       "(%lld timed calls, each the slowest rank, %s timing).\n", json_number_value(sp),
 	       json_number_value(json_object_get(cp, "median_ms")) * 1e3,
 	       json_number_value(json_object_get(rp, "median_ms")) * 1e3,
@@ -648,29 +622,29 @@ static void perf_details(const struct agent *a, struct sbuf *b, json_t *ev)
 	json_t *rm = json_object_get(cp, "rank_median_ms"), *x;
 	size_t i;
 	if (json_array_size(rm)) {
-		sb_add(b, "Per rank (median):");
+		strbuf_addf(b, "Per rank (median):");
 		json_array_foreach(rm, i, x)
-			sb_add(b, "%s rank %zu %.2f us", i ? "," : "", i, json_number_value(x) * 1e3);
-		sb_add(b, "; skew between ranks %.2f us.\n",
+			strbuf_addf(b, "%s rank %zu %.2f us", i ? "," : "", i, json_number_value(x) * 1e3);
+		strbuf_addf(b, "; skew between ranks %.2f us.\n",
 		       json_number_value(json_object_get(cp, "skew_ms")) * 1e3);
 	}
 	json_t *rl = json_object_get(ev, "roofline");
 	if (json_is_string(json_object_get(rl, "error"))) {
-		sb_add(b, "Roofline: none (%s).\n", jstr(rl, "error"));
+		strbuf_addf(b, "Roofline: none (%s).\n", jstr(rl, "error"));
 	} else if (rl) {
 		/* an --eval-cmd without {hw} lets the far side pick its own */
 		if (strcmp(jstr(rl, "hw"), a->po.hw))
 			warning("the evaluation's roofline is on %s, the prompt described %s: put "
 				"--hw {hw} in --eval-cmd", jstr(rl, "hw"), a->po.hw);
-		sb_add(b, "Roofline: the lower bound is %.2f us on %s, %s-bound; this candidate "
+		strbuf_addf(b, "Roofline: the lower bound is %.2f us on %s, %s-bound; this candidate "
 		       "runs at %.0f%% of it", json_number_value(json_object_get(rl, "bound_us")),
 		       jstr(rl, "hw"), jstr(rl, "bottleneck"),
 		       100 * json_number_value(json_object_get(rl, "fraction")));
 		json_t *s = json_object_get(rl, "sol_score");
 		if (json_is_number(s))
-			sb_add(b, " (speed-of-light score %.3f: 0.5 is the reference, 1 the bound)",
+			strbuf_addf(b, " (speed-of-light score %.3f: 0.5 is the reference, 1 the bound)",
 			       json_number_value(s));
-		sb_add(b, ".\n");
+		strbuf_addf(b, ".\n");
 	}
 }
 
@@ -679,55 +653,55 @@ static void perf_details(const struct agent *a, struct sbuf *b, json_t *ev)
 static char *feedback(const struct agent *a, const struct conv *c, int step, const char *verdict,
 		      json_t *ev, const char *cand_path, int tokens_out)
 {
-	struct sbuf b = { 0 };
-	sb_add(&b, "Step %d: %s.", step, verdict);
+	struct strbuf b = { 0 };
+	strbuf_addf(&b, "Step %d: %s.", step, verdict);
 	const char *msg = ev ? jstr(ev, "message") : "";
 	if (!strcmp(verdict, "no_code")) {
-		sb_add(&b, " Your reply had no fenced code block: send the whole .cu file in one "
+		strbuf_addf(&b, " Your reply had no fenced code block: send the whole .cu file in one "
 		       "```cuda block.\n");
 	} else if (!strcmp(verdict, "truncated")) {
-		sb_add(&b, " Your reply stopped at the token limit (%d tokens) before the file was "
+		strbuf_addf(&b, " Your reply stopped at the token limit (%d tokens) before the file was "
 		       "complete: send the whole file again, shorter.\n", tokens_out);
 	} else if (!strcmp(verdict, "compile_error")) {
 		json_t *co = json_object_get(ev, "compiler_output");
-		sb_add(&b, " nvcc's first errors:\n");
+		strbuf_addf(&b, " nvcc's first errors:\n");
 		trim_compiler(&b, json_is_string(co) ? json_string_value(co) : msg, cand_path);
 	} else if (!strcmp(verdict, "load_refused")) {
-		sb_add(&b, " The symbol scan refused the compiled file: %s.\nThe %s backend's rule: "
+		strbuf_addf(&b, " The symbol scan refused the compiled file: %s.\nThe %s backend's rule: "
 		       "%s.\n", msg, a->po.backend, loader_backend_rule(a->po.backend));
 	} else if (!strcmp(verdict, "mismatch")) {
 		/* eval's line when the records say no more (a timed call's
 		 * output, an input written) */
-		struct sbuf d = { 0 };
+		struct strbuf d = { 0 };
 		if (mismatch_details(&d, ev))
-			sb_add(&b, "\n%s", d.s);
+			strbuf_addf(&b, "\n%s", d.s);
 		else
-			sb_add(&b, " %s\n", msg);
+			strbuf_addf(&b, " %s\n", msg);
 		free(d.s);
 	} else if (!strcmp(verdict, "runtime_error") || !strcmp(verdict, "timeout")) {
-		sb_add(&b, " %s\nWhere each rank was:\n", msg);
+		strbuf_addf(&b, " %s\nWhere each rank was:\n", msg);
 		rank_phases(&b, ev);
 	} else if (!strcmp(verdict, "flagged")) {
-		sb_add(&b, " Correct, but the time is not trusted, so it does not count: %s\n", msg);
+		strbuf_addf(&b, " Correct, but the time is not trusted, so it does not count: %s\n", msg);
 	} else if (!strcmp(verdict, "pass")) {
-		sb_add(&b, " Correct: %s.\n", msg);
+		strbuf_addf(&b, " Correct: %s.\n", msg);
 		perf_details(a, &b, ev);
 	} else if (!strcmp(verdict, "internal_error")) {
-		sb_add(&b, " pkb's evaluation failed (a harness error, not necessarily your "
+		strbuf_addf(&b, " pkb's evaluation failed (a harness error, not necessarily your "
 		       "file's): %s\n", msg);
 	} else {
-		sb_add(&b, " %s\n", msg);
+		strbuf_addf(&b, " %s\n", msg);
 	}
 	if (!c->best_step)
-		sb_add(&b, "No correct candidate yet");
+		strbuf_addf(&b, "No correct candidate yet");
 	else if (isnan(c->best_speedup))
-		sb_add(&b, "Best so far: step %d (not timed)", c->best_step);
+		strbuf_addf(&b, "Best so far: step %d (not timed)", c->best_step);
 	else
-		sb_add(&b, "Best so far: step %d, %.3fx", c->best_step, c->best_speedup);
-	sb_add(&b, ". Steps left: %d.", a->steps - step);
+		strbuf_addf(&b, "Best so far: step %d, %.3fx", c->best_step, c->best_speedup);
+	strbuf_addf(&b, ". Steps left: %d.", a->steps - step);
 	if (a->target > 0)
-		sb_add(&b, " Target: %.2fx.", a->target);
-	sb_add(&b, "\nReply with the whole improved .cu file in one ```cuda block.\n");
+		strbuf_addf(&b, " Target: %.2fx.", a->target);
+	strbuf_addf(&b, "\nReply with the whole improved .cu file in one ```cuda block.\n");
 	return b.s;
 }
 

@@ -35,7 +35,6 @@
 #include <limits.h>
 #include <math.h>
 #include <nccl.h>
-#include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,12 +119,8 @@ static int file_sha256(const char *path, char out[65])
 	char *buf = read_file(path, &len);
 	if (!buf)
 		return -1;
-	unsigned char md[32];
-	unsigned int mdlen = 0;
-	EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL);
+	sha256_hex(buf, len, out);
 	free(buf);
-	for (int i = 0; i < 32; i++)
-		sprintf(out + 2 * i, "%02x", md[i]);
 	return 0;
 }
 
