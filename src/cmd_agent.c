@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #include "cmds.h"
 #include "exitcode.h"
+#include "job.h"       /* defines: job_opt, job_opts_argv: eval's options */
 #include "llm.h"
 #include "llm_http.h"
 #include "loader.h"    /* defines: loader_backend_valid, loader_backend_rule */
@@ -53,14 +54,15 @@ static const char head[] =
 static const char tail[] =
 "\n"
 "The instance (--backend ... --template) is also passed to eval, with --hw\n"
-"the machine the prompt describes (by default this machine's GPUs).\n"
+"the machine the prompt describes (by default this machine's GPUs), and so\n"
+"are -t, --iters ... --no-sandbox, checked as eval checks them.\n"
 "\n"
 "exit status: 0 a correct candidate for every problem, 12 not for some,\n"
 "10 the API refused, 11 a request failed after its retries (run again),\n"
 "9 the evaluation gave no result (docs/EXIT_CODES.md)\n";
 
-enum { O_STEPS = 1000, O_BUDGET_S, O_BUDGET_T, O_TARGET, O_RUN, O_EVALCMD, O_EVALTO, O_ITERS,
-       O_WARMUP, O_FORCE };
+enum { O_STEPS = OPT_JOB_END, O_BUDGET_S, O_BUDGET_T, O_TARGET, O_RUN, O_EVALCMD, O_EVALTO,
+       O_FORCE };
 static const struct opt agent_opts[] = {
 	{ O_STEPS, "steps", "N", "replies per problem, at most (default 8)" },
 	{ O_BUDGET_S, "budget-s", "S", "seconds per problem (model and evaluation), at most" },
@@ -76,8 +78,13 @@ static const struct opt agent_opts[] = {
 					     "result is eval's JSON, read from {json} or stdout" },
 	{ O_EVALTO, "eval-timeout", "S", "kill an evaluation after S seconds (default 1800)" },
 	{ 't', "trials", "K", "trials per evaluation (default 3)" },
-	{ O_ITERS, "iters", "N", "timed calls per evaluation (eval's default: 100)" },
-	{ O_WARMUP, "warmup", "N", "warmup calls per evaluation (eval's default: 500)" },
+	{ OPT_ITERS, "iters", "N", "timed calls per evaluation (eval's default: 100)" },
+	{ OPT_WARMUP, "warmup", "N", "warmup calls per evaluation (eval's default: 500)" },
+	{ OPT_TIMING, "timing", "MODE", "passed to eval: warm (default), cold or graph" },
+	{ OPT_DEADLINE, "deadline", "K=S", "passed to eval (repeatable)" },
+	{ OPT_DEVICE_TIMEOUT, "device-timeout", "MS", "passed to eval" },
+	{ OPT_ARCH, "arch", "SM", "passed to eval: nvcc's target" },
+	{ OPT_NO_SANDBOX, "no-sandbox", NULL, "passed to eval (trusted candidates only)" },
 	{ O_FORCE, "force", NULL, "go on in a run whose run.json has other arguments" },
 	{ 'q', "quiet", NULL, "no progress on stderr" },
 	OPTS_END,
@@ -103,7 +110,11 @@ struct agent {
 	double eval_timeout_s;
 	struct prompt_opts po;
 	const char *hw_eval;      /* --hw when given */
-	int trials, iters, warmup;
+	int trials, iters, warmup;   /* as given (iters, warmup: 0 when not), for run.json */
+	/* eval's options, checked by eval's own table (job_opt) and written
+	 * by job_opts_argv into the local evaluation's command line */
+	struct job_opts eval;
+	int eval_only;            /* an option --eval-cmd's template must carry itself */
 	char *abs_run;
 };
 
@@ -242,52 +253,26 @@ static int split_template(struct agent *a, const char *tmpl)
 	return 0;
 }
 
-/* the local evaluation, in the same form: pkb eval with the instance's options */
+/* The local evaluation, in the same form: pkb eval with eval's options as
+ * job_opts_argv writes them (the instance, --hw the machine the prompt
+ * described, so that the feedback's roofline speaks of it too: issue 38),
+ * the id, file and result file as slots. */
 static void local_template(struct agent *a)
 {
-	const char *w[40];
-	int n = 0;
-	w[n++] = pkb_self_exe();
-	w[n++] = "eval";
-	w[n++] = "\1id\2";
-	w[n++] = "\1file\2";
-	w[n++] = "--backend";
-	w[n++] = "\1backend\2";
-	w[n++] = "--gpus";
-	w[n++] = "\1gpus\2";
-	w[n++] = "--m";
-	w[n++] = "\1m\2";
-	w[n++] = "--n";
-	w[n++] = "\1n\2";
-	w[n++] = "--dtype";
-	w[n++] = "\1dtype\2";
-	w[n++] = "--trials";
-	w[n++] = "\1trials\2";
-	w[n++] = "--measure-perf";
-	char *iters = a->iters ? xstrfmt("%d", a->iters) : NULL;
-	char *warmup = a->warmup ? xstrfmt("%d", a->warmup) : NULL;
-	if (iters) {
-		w[n++] = "--iters";
-		w[n++] = iters;
-	}
-	if (warmup) {
-		w[n++] = "--warmup";
-		w[n++] = warmup;
-	}
-	/* the machine the prompt described, so that the feedback's roofline
-	 * speaks of it too (issue 38: eval picked this machine's own) */
-	w[n++] = "--hw";
-	w[n++] = "\1hw\2";
-	w[n++] = "-q";
-	w[n++] = "--json";
-	w[n++] = "\1json\2";
-	a->n_words = n;
-	a->words = xcalloc((size_t)n + 1, sizeof *a->words);
-	for (int i = 0; i < n; i++)
-		a->words[i] = xstrdup(w[i]);
+	struct strvec w = STRVEC_INIT;
+	strvec_push(&w, pkb_self_exe());
+	strvec_push(&w, "eval");
+	strvec_push(&w, "\1id\2");
+	strvec_push(&w, "\1file\2");
+	struct job_opts o = a->eval;
+	o.hw = a->po.hw;
+	o.measure_perf = 1;
+	o.quiet = 1;
+	o.json_path = "\1json\2";
+	job_opts_argv(&o, &w);
+	a->n_words = (int)w.n;
+	a->words = w.v;
 	a->json_word = 1;
-	free(iters);
-	free(warmup);
 }
 
 /* one word with its slots filled: a value is put in as it is, never split
@@ -1083,6 +1068,10 @@ static json_t *run_args(const struct agent *a, const char *spec, const struct pk
 		(json_int_t)a->po.m, "n", (json_int_t)a->po.n, "dtype", a->po.dtype, "hw", a->po.hw,
 		"template", tpl, "template_sha256", prompts[0].template_sha256, "prompt_sha256",
 		hashes, "trials", a->trials, "iters", a->iters, "warmup", a->warmup);
+	/* a timing mode is the run's as the counts are; said only when given,
+	 * so that the args of runs before it stay equal */
+	if (a->eval.timing)
+		json_object_set_new(args, "timing", json_string(a->eval.timing));
 	json_object_set_new(args, "temperature",
 			    a->temperature >= 0 ? json_real(a->temperature) : json_null());
 	json_object_set_new(args, "eval_cmd", a->eval_cmd ? json_string(a->eval_cmd) : json_null());
@@ -1097,6 +1086,8 @@ int cmd_agent(int argc, char **argv)
 	struct llm_cli l = LLM_CLI_DEFAULTS;
 	struct agent a = { .steps = 8, .eval_timeout_s = 1800, .trials = 3,
 			   .po = PROMPT_OPTS_DEFAULTS };
+	job_opts_init(&a.eval);
+	a.eval.trials = a.trials;
 	int force = 0, o;
 	long long n;
 	struct opts_parser P;
@@ -1106,10 +1097,29 @@ int cmd_agent(int argc, char **argv)
 			a.hw_eval = optarg;   /* passed on to eval only when given */
 		int r = llm_cli_opt(&l, o, optarg);
 		r = r ? r : prompt_opt(&a.po, o, optarg);
+		/* the instance is eval's too: checked as eval checks it */
+		static const int as_eval[][2] = { { 'g', 'g' }, { 'd', 'd' }, { PROMPT_OPT_M, OPT_M },
+						  { PROMPT_OPT_N, OPT_N }, { PROMPT_OPT_BACKEND, 'b' } };
+		for (size_t i = 0; r > 0 && i < ARRAY_SIZE(as_eval); i++)
+			if (o == as_eval[i][0] && job_opt(&a.eval, as_eval[i][1], optarg) < 0)
+				return PKB_EXIT_USAGE;
 		if (r < 0)
 			return PKB_EXIT_USAGE;
 		if (r)
 			continue;
+		if (o == 't' || o == OPT_ITERS || o == OPT_WARMUP || o == OPT_TIMING ||
+		    o == OPT_DEADLINE || o == OPT_DEVICE_TIMEOUT || o == OPT_ARCH ||
+		    o == OPT_NO_SANDBOX) {
+			if (job_opt(&a.eval, o, optarg) < 0)
+				return PKB_EXIT_USAGE;
+			if (o == OPT_ITERS)
+				a.iters = a.eval.iters;
+			else if (o == OPT_WARMUP)
+				a.warmup = a.eval.warmup;
+			else if (o != 't')
+				a.eval_only = 1;
+			continue;
+		}
 		switch (o) {
 		case O_RUN: a.run_dir = optarg; break;
 		case O_EVALCMD: a.eval_cmd = optarg; break;
@@ -1132,17 +1142,11 @@ int cmd_agent(int argc, char **argv)
 				return PKB_EXIT_USAGE;
 			a.budget_tokens = n;
 			break;
-		case 't': case O_STEPS: case O_ITERS: case O_WARMUP: {
-			const char *name = o == 't' ? "trials" : o == O_STEPS ? "steps"
-					 : o == O_ITERS ? "iters" : "warmup";
-			if (opt_int(name, optarg, o == O_WARMUP ? 0 : 1, INT_MAX, &n) < 0)
+		case O_STEPS:
+			if (opt_int("steps", optarg, 1, INT_MAX, &n) < 0)
 				return PKB_EXIT_USAGE;
-			if (o == 't') a.trials = (int)n;
-			else if (o == O_STEPS) a.steps = (int)n;
-			else if (o == O_ITERS) a.iters = (int)n;
-			else a.warmup = (int)n;
+			a.steps = (int)n;
 			break;
-		}
 		case 'h':
 			opts_usage(stdout, head, tables, tail);
 			return 0;
@@ -1151,6 +1155,10 @@ int cmd_agent(int argc, char **argv)
 			return PKB_EXIT_USAGE;
 		}
 	}
+	a.trials = a.eval.trials;
+	a.eval.world = a.po.world;
+	a.eval.m = a.po.m;
+	a.eval.n = a.po.n;
 	a.model = l.model;
 	a.base_url = l.base_url;
 	a.temperature = l.temperature;
@@ -1199,8 +1207,9 @@ int cmd_agent(int argc, char **argv)
 	}
 	if (a.eval_cmd && split_template(&a, a.eval_cmd) < 0)
 		return PKB_EXIT_USAGE;
-	if (!a.eval_cmd)
-		local_template(&a);
+	if (a.eval_cmd && a.eval_only)
+		warning("--timing, --deadline, --device-timeout, --arch and --no-sandbox go to the "
+			"local pkb eval only: --eval-cmd's template says what its eval gets");
 	char *base = xstrdup(a.base_url);
 	while (strlen(base) > 1 && base[strlen(base) - 1] == '/')
 		base[strlen(base) - 1] = 0;
@@ -1259,6 +1268,8 @@ int cmd_agent(int argc, char **argv)
 		a.hw_eval = eval_hw;
 	}
 	json_decref(old);
+	if (!a.eval_cmd)
+		local_template(&a);
 	cv = xcalloc((size_t)np, sizeof *cv);
 	struct prompt *prompts = xcalloc((size_t)np, sizeof *prompts);
 	for (; built < np; built++) {
