@@ -108,6 +108,8 @@ UNIT_DEPS += src/score.c
 UNIT_DEPS += src/lanes.c
 # the node agents of a launch across nodes (launch.c)
 UNIT_DEPS += src/rendezvous.c
+# eval's options, read and written (test_job)
+UNIT_DEPS += src/job.c
 
 # Each module and problem is compiled once per flavour and every test links
 # the objects (compiling them into each of ~25 tests, twice, took most of

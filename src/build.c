@@ -7,11 +7,10 @@
 #define _GNU_SOURCE
 #include "build.h"
 #include "sandbox.h"   /* defines: sandbox_landlock, sandbox_landlock_abi */
-#include "util.h"   /* defines: xstrfmt, read_file, now_ns, pkb_root */
+#include "util.h"   /* defines: xstrfmt, read_file, now_ns, pkb_root, strbuf, sha256_hex */
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,13 +77,15 @@ const char *build_nvcc_version(void)
 	return ver;
 }
 
-static void hash_update_file(EVP_MD_CTX *md, const char *path)
+/* the key's bytes are gathered in one buffer and hashed once: a few source
+ * files and headers, tens of KB */
+static void hash_update_file(struct strbuf *md, const char *path)
 {
 	size_t len = 0;
 	char *buf = read_file(path, &len);
-	EVP_DigestUpdate(md, path, strlen(path) + 1);
+	strbuf_add(md, path, strlen(path) + 1);
 	if (buf)
-		EVP_DigestUpdate(md, buf, len);
+		strbuf_add(md, buf, len);
 	free(buf);
 }
 
@@ -109,7 +110,7 @@ static unsigned libs_of(const char *text)
  * (NULL-terminated: include/, and problems/lib/ for a reference) goes into
  * the key, recursively (a known-bad candidate may include a known-good one).
  * *libs gets the optional libraries they include. */
-static void hash_includes(EVP_MD_CTX *md, const char *text, const char *from,
+static void hash_includes(struct strbuf *md, const char *text, const char *from,
 			  const char *const *path, int depth, unsigned *libs)
 {
 	if (depth > 8)
@@ -146,8 +147,8 @@ static void hash_includes(EVP_MD_CTX *md, const char *text, const char *from,
 		size_t len = 0;
 		char *body = read_file(file, &len);
 		if (body) {
-			EVP_DigestUpdate(md, file, strlen(file) + 1);
-			EVP_DigestUpdate(md, body, len);
+			strbuf_add(md, file, strlen(file) + 1);
+			strbuf_add(md, body, len);
 			*libs |= libs_of(body);
 			hash_includes(md, body, file, path, depth + 1, libs);
 			free(body);
@@ -443,19 +444,17 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	char *gencode = xstrfmt("-gencode=arch=compute_%s,code=%s", o->arch + 3, o->arch);
 
 	/* the key: source, ABI headers, local headers, flags, compiler */
-	unsigned char dg[32];
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
-	EVP_DigestUpdate(md, text, len);
+	struct strbuf md = STRBUF_INIT;
+	strbuf_add(&md, text, len);
 	char *h1 = xstrfmt("%s/pkb.h", inc), *h2 = xstrfmt("%s/pkb_device.cuh", inc);
-	hash_update_file(md, h1);
-	hash_update_file(md, h2);
+	hash_update_file(&md, h1);
+	hash_update_file(&md, h2);
 	free(h1);
 	free(h2);
 	/* cuDNN and cuFFT are linked only for a source that includes their
 	 * header, itself or through a local header */
 	unsigned libs = libs_of(text);
-	hash_includes(md, text, src, path, 0, &libs);
+	hash_includes(&md, text, src, path, 0, &libs);
 	char extra[64] = "";
 	for (size_t i = 0; i < sizeof opt_libs / sizeof *opt_libs; i++)
 		if (libs >> i & 1)
@@ -465,13 +464,10 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 			   "%s -I%s%s%s -o OUT.so SRC.cu -lcublas -lcublasLt -lcurand%s%s",
 			   gencode, inc, lib ? " -I" : "", lib ? lib : "", extra,
 			   o->reference ? " -lnccl" : "");
-	EVP_DigestUpdate(md, r->flags, strlen(r->flags));
-	const char *ver = build_nvcc_version();
-	EVP_DigestUpdate(md, ver, strlen(ver));
-	EVP_DigestFinal_ex(md, dg, NULL);
-	EVP_MD_CTX_free(md);
-	for (int i = 0; i < 32; i++)
-		sprintf(r->key + 2 * i, "%02x", dg[i]);
+	strbuf_addstr(&md, r->flags);
+	strbuf_addstr(&md, build_nvcc_version());
+	sha256_hex(md.s, md.len, r->key);
+	strbuf_free(&md);
 
 	const char *dir = build_cache_dir();
 	if (mkdir_p(dir) < 0) {

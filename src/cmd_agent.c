@@ -20,11 +20,12 @@
 #define _GNU_SOURCE
 #include "cmds.h"
 #include "exitcode.h"
+#include "job.h"       /* defines: job_opt, job_opts_argv: eval's options */
 #include "llm.h"
 #include "llm_http.h"
 #include "loader.h"    /* defines: loader_backend_valid, loader_backend_rule */
 #include "problem.h"
-#include "prompt.h"    /* defines: prompt_build, sha256_hex */
+#include "prompt.h"    /* defines: prompt_build */
 #include "rundir.h"
 #include "spec.h"
 #include "util.h"
@@ -53,14 +54,15 @@ static const char head[] =
 static const char tail[] =
 "\n"
 "The instance (--backend ... --template) is also passed to eval, with --hw\n"
-"the machine the prompt describes (by default this machine's GPUs).\n"
+"the machine the prompt describes (by default this machine's GPUs), and so\n"
+"are -t, --iters ... --no-sandbox, checked as eval checks them.\n"
 "\n"
 "exit status: 0 a correct candidate for every problem, 12 not for some,\n"
 "10 the API refused, 11 a request failed after its retries (run again),\n"
 "9 the evaluation gave no result (docs/EXIT_CODES.md)\n";
 
-enum { O_STEPS = 1000, O_BUDGET_S, O_BUDGET_T, O_TARGET, O_RUN, O_EVALCMD, O_EVALTO, O_ITERS,
-       O_WARMUP, O_FORCE };
+enum { O_STEPS = OPT_JOB_END, O_BUDGET_S, O_BUDGET_T, O_TARGET, O_RUN, O_EVALCMD, O_EVALTO,
+       O_FORCE };
 static const struct opt agent_opts[] = {
 	{ O_STEPS, "steps", "N", "replies per problem, at most (default 8)" },
 	{ O_BUDGET_S, "budget-s", "S", "seconds per problem (model and evaluation), at most" },
@@ -76,8 +78,13 @@ static const struct opt agent_opts[] = {
 					     "result is eval's JSON, read from {json} or stdout" },
 	{ O_EVALTO, "eval-timeout", "S", "kill an evaluation after S seconds (default 1800)" },
 	{ 't', "trials", "K", "trials per evaluation (default 3)" },
-	{ O_ITERS, "iters", "N", "timed calls per evaluation (eval's default: 100)" },
-	{ O_WARMUP, "warmup", "N", "warmup calls per evaluation (eval's default: 500)" },
+	{ OPT_ITERS, "iters", "N", "timed calls per evaluation (eval's default: 100)" },
+	{ OPT_WARMUP, "warmup", "N", "warmup calls per evaluation (eval's default: 500)" },
+	{ OPT_TIMING, "timing", "MODE", "passed to eval: warm (default), cold or graph" },
+	{ OPT_DEADLINE, "deadline", "K=S", "passed to eval (repeatable)" },
+	{ OPT_DEVICE_TIMEOUT, "device-timeout", "MS", "passed to eval" },
+	{ OPT_ARCH, "arch", "SM", "passed to eval: nvcc's target" },
+	{ OPT_NO_SANDBOX, "no-sandbox", NULL, "passed to eval (trusted candidates only)" },
 	{ O_FORCE, "force", NULL, "go on in a run whose run.json has other arguments" },
 	{ 'q', "quiet", NULL, "no progress on stderr" },
 	OPTS_END,
@@ -103,7 +110,11 @@ struct agent {
 	double eval_timeout_s;
 	struct prompt_opts po;
 	const char *hw_eval;      /* --hw when given */
-	int trials, iters, warmup;
+	int trials, iters, warmup;   /* as given (iters, warmup: 0 when not), for run.json */
+	/* eval's options, checked by eval's own table (job_opt) and written
+	 * by job_opts_argv into the local evaluation's command line */
+	struct job_opts eval;
+	int eval_only;            /* an option --eval-cmd's template must carry itself */
 	char *abs_run;
 };
 
@@ -140,11 +151,6 @@ struct failure {
 static char *step_path(const struct conv *c, int step, const char *what)
 {
 	return xstrfmt("%s/step_%d.%s", c->dir, step, what);
-}
-
-static double now_s(void)
-{
-	return now_ns() / 1e9;
 }
 
 static void add_turn(struct conv *c, int assistant, const char *text)
@@ -248,52 +254,26 @@ static int split_template(struct agent *a, const char *tmpl)
 	return 0;
 }
 
-/* the local evaluation, in the same form: pkb eval with the instance's options */
+/* The local evaluation, in the same form: pkb eval with eval's options as
+ * job_opts_argv writes them (the instance, --hw the machine the prompt
+ * described, so that the feedback's roofline speaks of it too: issue 38),
+ * the id, file and result file as slots. */
 static void local_template(struct agent *a)
 {
-	const char *w[40];
-	int n = 0;
-	w[n++] = pkb_self_exe();
-	w[n++] = "eval";
-	w[n++] = "\1id\2";
-	w[n++] = "\1file\2";
-	w[n++] = "--backend";
-	w[n++] = "\1backend\2";
-	w[n++] = "--gpus";
-	w[n++] = "\1gpus\2";
-	w[n++] = "--m";
-	w[n++] = "\1m\2";
-	w[n++] = "--n";
-	w[n++] = "\1n\2";
-	w[n++] = "--dtype";
-	w[n++] = "\1dtype\2";
-	w[n++] = "--trials";
-	w[n++] = "\1trials\2";
-	w[n++] = "--measure-perf";
-	char *iters = a->iters ? xstrfmt("%d", a->iters) : NULL;
-	char *warmup = a->warmup ? xstrfmt("%d", a->warmup) : NULL;
-	if (iters) {
-		w[n++] = "--iters";
-		w[n++] = iters;
-	}
-	if (warmup) {
-		w[n++] = "--warmup";
-		w[n++] = warmup;
-	}
-	/* the machine the prompt described, so that the feedback's roofline
-	 * speaks of it too (issue 38: eval picked this machine's own) */
-	w[n++] = "--hw";
-	w[n++] = "\1hw\2";
-	w[n++] = "-q";
-	w[n++] = "--json";
-	w[n++] = "\1json\2";
-	a->n_words = n;
-	a->words = xcalloc((size_t)n + 1, sizeof *a->words);
-	for (int i = 0; i < n; i++)
-		a->words[i] = xstrdup(w[i]);
+	struct strvec w = STRVEC_INIT;
+	strvec_push(&w, pkb_self_exe());
+	strvec_push(&w, "eval");
+	strvec_push(&w, "\1id\2");
+	strvec_push(&w, "\1file\2");
+	struct job_opts o = a->eval;
+	o.hw = a->po.hw;
+	o.measure_perf = 1;
+	o.quiet = 1;
+	o.json_path = "\1json\2";
+	job_opts_argv(&o, &w);
+	a->n_words = (int)w.n;
+	a->words = w.v;
 	a->json_word = 1;
-	free(iters);
-	free(warmup);
 }
 
 /* one word with its slots filled: a value is put in as it is, never split
@@ -427,27 +407,6 @@ static json_t *evaluate(const struct agent *a, const struct conv *c, int step, d
 
 /* ---- feedback: what a kernel engineer wants to see -------------------------- */
 
-struct sbuf {
-	char *s;
-	size_t len;
-};
-
-static void sb_add(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_add(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char *t;
-	if (vasprintf(&t, fmt, ap) < 0)
-		BUG("vasprintf");
-	va_end(ap);
-	size_t l = strlen(t);
-	b->s = xrealloc(b->s, b->len + l + 1);
-	memcpy(b->s + b->len, t, l + 1);
-	b->len += l;
-	free(t);
-}
-
 static const char *jstr(json_t *o, const char *key)
 {
 	const char *s = json_string_value(json_object_get(o, key));
@@ -468,25 +427,25 @@ static void jnum(json_t *v, char *buf, size_t n)
 /* nvcc's own messages, from the first error on: each error line with the
  * few lines under it (the source line and the caret), at most 8 errors and
  * ~3 KB, the candidate's path shown as candidate.cu */
-static void trim_compiler(struct sbuf *b, const char *log, const char *path)
+static void trim_compiler(struct strbuf *b, const char *log, const char *path)
 {
 	char *t = xstrdup(log);
 	/* the path as the compiler printed it becomes "candidate.cu" */
-	struct sbuf clean = { 0 };
+	struct strbuf clean = { 0 };
 	size_t pl = strlen(path);
 	for (const char *p = t; *p;) {
 		if (pl && !strncmp(p, path, pl)) {
-			sb_add(&clean, "candidate.cu");
+			strbuf_addstr(&clean, "candidate.cu");
 			p += pl;
 		} else {
-			sb_add(&clean, "%c", *p++);
+			strbuf_add(&clean, p++, 1);
 		}
 	}
 	free(t);
 	if (!clean.s)
 		clean.s = xstrdup("");
 	int errors = 0, shown = 0, under = 0;
-	struct sbuf out = { 0 };
+	struct strbuf out = { 0 };
 	const char *summary = NULL;
 	for (char *l = clean.s, *next; l && *l; l = next) {
 		char *nl = strchr(l, '\n');
@@ -504,12 +463,12 @@ static void trim_compiler(struct sbuf *b, const char *log, const char *path)
 			errors++;
 			under = 0;
 			if (shown < 8 && out.len < 3000) {
-				sb_add(&out, "%s\n", l);
+				strbuf_addf(&out, "%s\n", l);
 				shown++;
 				under = 3;
 			}
 		} else if (under > 0 && strstr(l, ": warning") == NULL && *l) {
-			sb_add(&out, "%s\n", l);
+			strbuf_addf(&out, "%s\n", l);
 			under--;
 		} else {
 			under = 0;
@@ -517,15 +476,15 @@ static void trim_compiler(struct sbuf *b, const char *log, const char *path)
 	}
 	if (!errors) {
 		/* no line reads as an error: the start of the log as it is */
-		sb_add(b, "```\n%.3000s\n```\n", clean.s);
+		strbuf_addf(b, "```\n%.3000s\n```\n", clean.s);
 	} else {
-		sb_add(b, "```\n%s", out.s);
+		strbuf_addf(b, "```\n%s", out.s);
 		if (errors > shown)
-			sb_add(b, "... %d more error%s not shown\n", errors - shown,
+			strbuf_addf(b, "... %d more error%s not shown\n", errors - shown,
 			       errors - shown > 1 ? "s" : "");
 		if (summary)
-			sb_add(b, "%s\n", summary);
-		sb_add(b, "```\n");
+			strbuf_addf(b, "%s\n", summary);
+		strbuf_addf(b, "```\n");
 	}
 	free(out.s);
 	free(clean.s);
@@ -549,7 +508,7 @@ static const char *look_sentence(const char *look)
 
 /* per failing output of the first failing trial: which output, which rank,
  * the worst element, how many wrong, and its look */
-static int mismatch_details(struct sbuf *b, json_t *ev)
+static int mismatch_details(struct strbuf *b, json_t *ev)
 {
 	json_t *trials = json_object_get(ev, "trial_records"), *t;
 	long first = -1;
@@ -579,7 +538,7 @@ static int mismatch_details(struct sbuf *b, json_t *ev)
 			lines++;
 			long long bad = json_integer_value(json_object_get(o, "n_bad"));
 			long long n = json_integer_value(json_object_get(o, "n"));
-			sb_add(b, "- trial %ld, rank %d, output '%s': %lld of %lld elements wrong",
+			strbuf_addf(b, "- trial %ld, rank %d, output '%s': %lld of %lld elements wrong",
 			       first, rank, jstr(o, "name"), bad, n);
 			json_t *w = json_object_get(o, "worst");
 			if (w) {
@@ -593,54 +552,54 @@ static int mismatch_details(struct sbuf *b, json_t *ev)
 						c += (size_t)snprintf(co + c, sizeof co - c, "%s%lld",
 								      d ? "," : "",
 								      (long long)json_integer_value(x));
-				sb_add(b, "; worst at flat index %lld [%s]: expected %s, got %s "
+				strbuf_addf(b, "; worst at flat index %lld [%s]: expected %s, got %s "
 				       "(allowed error %.3g)",
 				       (long long)json_integer_value(json_object_get(w, "index")), co,
 				       ref, cand, json_number_value(json_object_get(w, "bound")));
 			}
 			if (json_is_true(json_object_get(o, "l2_failed")))
-				sb_add(b, "; relative L2 error %.3g over the limit %.3g",
+				strbuf_addf(b, "; relative L2 error %.3g over the limit %.3g",
 				       json_number_value(json_object_get(o, "l2_rel")),
 				       json_number_value(json_object_get(o, "l2_limit")));
 			const char *look = json_string_value(json_object_get(o, "look"));
 			if (look)
-				sb_add(b, "; looks %s", look_sentence(look));
+				strbuf_addf(b, "; looks %s", look_sentence(look));
 			else if (json_integer_value(json_object_get(o, "n_bad_zero")) > 0)
-				sb_add(b, "; %lld of the wrong elements are 0",
+				strbuf_addf(b, "; %lld of the wrong elements are 0",
 				       (long long)json_integer_value(json_object_get(o, "n_bad_zero")));
-			sb_add(b, "\n");
+			strbuf_addf(b, "\n");
 		}
 	}
 	if (ranks)
-		sb_add(b, "%d of %d ranks wrong in trial %ld.\n", bad_ranks, ranks, first);
+		strbuf_addf(b, "%d of %d ranks wrong in trial %ld.\n", bad_ranks, ranks, first);
 	return lines;
 }
 
-static void rank_phases(struct sbuf *b, json_t *ev)
+static void rank_phases(struct strbuf *b, json_t *ev)
 {
 	json_t *ranks = json_object_get(json_object_get(ev, "launch"), "ranks"), *r;
 	size_t i;
 	json_array_foreach(ranks, i, r) {
-		sb_add(b, "- rank %lld reached phase '%s'",
+		strbuf_addf(b, "- rank %lld reached phase '%s'",
 		       (long long)json_integer_value(json_object_get(r, "rank")), jstr(r, "phase"));
 		if (json_is_true(json_object_get(r, "failed")))
-			sb_add(b, " and failed: %s", jstr(r, "message"));
+			strbuf_addf(b, " and failed: %s", jstr(r, "message"));
 		else if (json_is_true(json_object_get(r, "done")))
-			sb_add(b, " (finished)");
-		sb_add(b, "\n");
+			strbuf_addf(b, " (finished)");
+		strbuf_addf(b, "\n");
 	}
 }
 
-static void perf_details(const struct agent *a, struct sbuf *b, json_t *ev)
+static void perf_details(const struct agent *a, struct strbuf *b, json_t *ev)
 {
 	json_t *cp = json_object_get(ev, "candidate_perf"), *rp = json_object_get(ev, "reference_perf");
 	json_t *sp = json_object_get(ev, "speedup");
 	if (!cp || !json_is_number(sp)) {
-		sb_add(b, "Not timed.\n");
+		strbuf_addf(b, "Not timed.\n");
 		return;
 	}
 	json_t *tm = json_object_get(ev, "timing");
-	sb_add(b, "Speedup %.3fx against the reference: median %.2f us against %.2f us "
+	strbuf_addf(b, "Speedup %.3fx against the reference: median %.2f us against %.2f us "
 	       "(%lld timed calls, each the slowest rank, %s timing).\n", json_number_value(sp),
 	       json_number_value(json_object_get(cp, "median_ms")) * 1e3,
 	       json_number_value(json_object_get(rp, "median_ms")) * 1e3,
@@ -649,29 +608,29 @@ static void perf_details(const struct agent *a, struct sbuf *b, json_t *ev)
 	json_t *rm = json_object_get(cp, "rank_median_ms"), *x;
 	size_t i;
 	if (json_array_size(rm)) {
-		sb_add(b, "Per rank (median):");
+		strbuf_addf(b, "Per rank (median):");
 		json_array_foreach(rm, i, x)
-			sb_add(b, "%s rank %zu %.2f us", i ? "," : "", i, json_number_value(x) * 1e3);
-		sb_add(b, "; skew between ranks %.2f us.\n",
+			strbuf_addf(b, "%s rank %zu %.2f us", i ? "," : "", i, json_number_value(x) * 1e3);
+		strbuf_addf(b, "; skew between ranks %.2f us.\n",
 		       json_number_value(json_object_get(cp, "skew_ms")) * 1e3);
 	}
 	json_t *rl = json_object_get(ev, "roofline");
 	if (json_is_string(json_object_get(rl, "error"))) {
-		sb_add(b, "Roofline: none (%s).\n", jstr(rl, "error"));
+		strbuf_addf(b, "Roofline: none (%s).\n", jstr(rl, "error"));
 	} else if (rl) {
 		/* an --eval-cmd without {hw} lets the far side pick its own */
 		if (strcmp(jstr(rl, "hw"), a->po.hw))
 			warning("the evaluation's roofline is on %s, the prompt described %s: put "
 				"--hw {hw} in --eval-cmd", jstr(rl, "hw"), a->po.hw);
-		sb_add(b, "Roofline: the lower bound is %.2f us on %s, %s-bound; this candidate "
+		strbuf_addf(b, "Roofline: the lower bound is %.2f us on %s, %s-bound; this candidate "
 		       "runs at %.0f%% of it", json_number_value(json_object_get(rl, "bound_us")),
 		       jstr(rl, "hw"), jstr(rl, "bottleneck"),
 		       100 * json_number_value(json_object_get(rl, "fraction")));
 		json_t *s = json_object_get(rl, "sol_score");
 		if (json_is_number(s))
-			sb_add(b, " (speed-of-light score %.3f: 0.5 is the reference, 1 the bound)",
+			strbuf_addf(b, " (speed-of-light score %.3f: 0.5 is the reference, 1 the bound)",
 			       json_number_value(s));
-		sb_add(b, ".\n");
+		strbuf_addf(b, ".\n");
 	}
 }
 
@@ -680,55 +639,55 @@ static void perf_details(const struct agent *a, struct sbuf *b, json_t *ev)
 static char *feedback(const struct agent *a, const struct conv *c, int step, const char *verdict,
 		      json_t *ev, const char *cand_path, int tokens_out)
 {
-	struct sbuf b = { 0 };
-	sb_add(&b, "Step %d: %s.", step, verdict);
+	struct strbuf b = { 0 };
+	strbuf_addf(&b, "Step %d: %s.", step, verdict);
 	const char *msg = ev ? jstr(ev, "message") : "";
 	if (!strcmp(verdict, "no_code")) {
-		sb_add(&b, " Your reply had no fenced code block: send the whole .cu file in one "
+		strbuf_addf(&b, " Your reply had no fenced code block: send the whole .cu file in one "
 		       "```cuda block.\n");
 	} else if (!strcmp(verdict, "truncated")) {
-		sb_add(&b, " Your reply stopped at the token limit (%d tokens) before the file was "
+		strbuf_addf(&b, " Your reply stopped at the token limit (%d tokens) before the file was "
 		       "complete: send the whole file again, shorter.\n", tokens_out);
 	} else if (!strcmp(verdict, "compile_error")) {
 		json_t *co = json_object_get(ev, "compiler_output");
-		sb_add(&b, " nvcc's first errors:\n");
+		strbuf_addf(&b, " nvcc's first errors:\n");
 		trim_compiler(&b, json_is_string(co) ? json_string_value(co) : msg, cand_path);
 	} else if (!strcmp(verdict, "load_refused")) {
-		sb_add(&b, " The symbol scan refused the compiled file: %s.\nThe %s backend's rule: "
+		strbuf_addf(&b, " The symbol scan refused the compiled file: %s.\nThe %s backend's rule: "
 		       "%s.\n", msg, a->po.backend, loader_backend_rule(a->po.backend));
 	} else if (!strcmp(verdict, "mismatch")) {
 		/* eval's line when the records say no more (a timed call's
 		 * output, an input written) */
-		struct sbuf d = { 0 };
+		struct strbuf d = { 0 };
 		if (mismatch_details(&d, ev))
-			sb_add(&b, "\n%s", d.s);
+			strbuf_addf(&b, "\n%s", d.s);
 		else
-			sb_add(&b, " %s\n", msg);
+			strbuf_addf(&b, " %s\n", msg);
 		free(d.s);
 	} else if (!strcmp(verdict, "runtime_error") || !strcmp(verdict, "timeout")) {
-		sb_add(&b, " %s\nWhere each rank was:\n", msg);
+		strbuf_addf(&b, " %s\nWhere each rank was:\n", msg);
 		rank_phases(&b, ev);
 	} else if (!strcmp(verdict, "flagged")) {
-		sb_add(&b, " Correct, but the time is not trusted, so it does not count: %s\n", msg);
+		strbuf_addf(&b, " Correct, but the time is not trusted, so it does not count: %s\n", msg);
 	} else if (!strcmp(verdict, "pass")) {
-		sb_add(&b, " Correct: %s.\n", msg);
+		strbuf_addf(&b, " Correct: %s.\n", msg);
 		perf_details(a, &b, ev);
 	} else if (!strcmp(verdict, "internal_error")) {
-		sb_add(&b, " pkb's evaluation failed (a harness error, not necessarily your "
+		strbuf_addf(&b, " pkb's evaluation failed (a harness error, not necessarily your "
 		       "file's): %s\n", msg);
 	} else {
-		sb_add(&b, " %s\n", msg);
+		strbuf_addf(&b, " %s\n", msg);
 	}
 	if (!c->best_step)
-		sb_add(&b, "No correct candidate yet");
+		strbuf_addf(&b, "No correct candidate yet");
 	else if (isnan(c->best_speedup))
-		sb_add(&b, "Best so far: step %d (not timed)", c->best_step);
+		strbuf_addf(&b, "Best so far: step %d (not timed)", c->best_step);
 	else
-		sb_add(&b, "Best so far: step %d, %.3fx", c->best_step, c->best_speedup);
-	sb_add(&b, ". Steps left: %d.", a->steps - step);
+		strbuf_addf(&b, "Best so far: step %d, %.3fx", c->best_step, c->best_speedup);
+	strbuf_addf(&b, ". Steps left: %d.", a->steps - step);
 	if (a->target > 0)
-		sb_add(&b, " Target: %.2fx.", a->target);
-	sb_add(&b, "\nReply with the whole improved .cu file in one ```cuda block.\n");
+		strbuf_addf(&b, " Target: %.2fx.", a->target);
+	strbuf_addf(&b, "\nReply with the whole improved .cu file in one ```cuda block.\n");
 	return b.s;
 }
 
@@ -1112,6 +1071,10 @@ static json_t *run_args(const struct agent *a, const char *spec, const struct pk
 		(json_int_t)a->po.m, "n", (json_int_t)a->po.n, "dtype", a->po.dtype, "hw", a->po.hw,
 		"template", tpl, "template_sha256", prompts[0].template_sha256, "prompt_sha256",
 		hashes, "trials", a->trials, "iters", a->iters, "warmup", a->warmup);
+	/* a timing mode is the run's as the counts are; said only when given,
+	 * so that the args of runs before it stay equal */
+	if (a->eval.timing)
+		json_object_set_new(args, "timing", json_string(a->eval.timing));
 	json_object_set_new(args, "temperature",
 			    a->temperature >= 0 ? json_real(a->temperature) : json_null());
 	json_object_set_new(args, "eval_cmd", a->eval_cmd ? json_string(a->eval_cmd) : json_null());
@@ -1126,6 +1089,8 @@ int cmd_agent(int argc, char **argv)
 	struct llm_cli l = LLM_CLI_DEFAULTS;
 	struct agent a = { .steps = 8, .eval_timeout_s = 1800, .trials = 3,
 			   .po = PROMPT_OPTS_DEFAULTS };
+	job_opts_init(&a.eval);
+	a.eval.trials = a.trials;
 	int force = 0, o;
 	long long n;
 	struct opts_parser P;
@@ -1135,10 +1100,29 @@ int cmd_agent(int argc, char **argv)
 			a.hw_eval = optarg;   /* passed on to eval only when given */
 		int r = llm_cli_opt(&l, o, optarg);
 		r = r ? r : prompt_opt(&a.po, o, optarg);
+		/* the instance is eval's too: checked as eval checks it */
+		static const int as_eval[][2] = { { 'g', 'g' }, { 'd', 'd' }, { PROMPT_OPT_M, OPT_M },
+						  { PROMPT_OPT_N, OPT_N }, { PROMPT_OPT_BACKEND, 'b' } };
+		for (size_t i = 0; r > 0 && i < ARRAY_SIZE(as_eval); i++)
+			if (o == as_eval[i][0] && job_opt(&a.eval, as_eval[i][1], optarg) < 0)
+				return PKB_EXIT_USAGE;
 		if (r < 0)
 			return PKB_EXIT_USAGE;
 		if (r)
 			continue;
+		if (o == 't' || o == OPT_ITERS || o == OPT_WARMUP || o == OPT_TIMING ||
+		    o == OPT_DEADLINE || o == OPT_DEVICE_TIMEOUT || o == OPT_ARCH ||
+		    o == OPT_NO_SANDBOX) {
+			if (job_opt(&a.eval, o, optarg) < 0)
+				return PKB_EXIT_USAGE;
+			if (o == OPT_ITERS)
+				a.iters = a.eval.iters;
+			else if (o == OPT_WARMUP)
+				a.warmup = a.eval.warmup;
+			else if (o != 't')
+				a.eval_only = 1;
+			continue;
+		}
 		switch (o) {
 		case O_RUN: a.run_dir = optarg; break;
 		case O_EVALCMD: a.eval_cmd = optarg; break;
@@ -1161,17 +1145,11 @@ int cmd_agent(int argc, char **argv)
 				return PKB_EXIT_USAGE;
 			a.budget_tokens = n;
 			break;
-		case 't': case O_STEPS: case O_ITERS: case O_WARMUP: {
-			const char *name = o == 't' ? "trials" : o == O_STEPS ? "steps"
-					 : o == O_ITERS ? "iters" : "warmup";
-			if (opt_int(name, optarg, o == O_WARMUP ? 0 : 1, INT_MAX, &n) < 0)
+		case O_STEPS:
+			if (opt_int("steps", optarg, 1, INT_MAX, &n) < 0)
 				return PKB_EXIT_USAGE;
-			if (o == 't') a.trials = (int)n;
-			else if (o == O_STEPS) a.steps = (int)n;
-			else if (o == O_ITERS) a.iters = (int)n;
-			else a.warmup = (int)n;
+			a.steps = (int)n;
 			break;
-		}
 		case 'h':
 			opts_usage(stdout, head, tables, tail);
 			return 0;
@@ -1180,6 +1158,10 @@ int cmd_agent(int argc, char **argv)
 			return PKB_EXIT_USAGE;
 		}
 	}
+	a.trials = a.eval.trials;
+	a.eval.world = a.po.world;
+	a.eval.m = a.po.m;
+	a.eval.n = a.po.n;
 	a.model = l.model;
 	a.base_url = l.base_url;
 	a.temperature = l.temperature;
@@ -1228,8 +1210,9 @@ int cmd_agent(int argc, char **argv)
 	}
 	if (a.eval_cmd && split_template(&a, a.eval_cmd) < 0)
 		return PKB_EXIT_USAGE;
-	if (!a.eval_cmd)
-		local_template(&a);
+	if (a.eval_cmd && a.eval_only)
+		warning("--timing, --deadline, --device-timeout, --arch and --no-sandbox go to the "
+			"local pkb eval only: --eval-cmd's template says what its eval gets");
 	char *base = xstrdup(a.base_url);
 	while (strlen(base) > 1 && base[strlen(base) - 1] == '/')
 		base[strlen(base) - 1] = 0;
@@ -1288,6 +1271,8 @@ int cmd_agent(int argc, char **argv)
 		a.hw_eval = eval_hw;
 	}
 	json_decref(old);
+	if (!a.eval_cmd)
+		local_template(&a);
 	cv = xcalloc((size_t)np, sizeof *cv);
 	struct prompt *prompts = xcalloc((size_t)np, sizeof *prompts);
 	for (; built < np; built++) {

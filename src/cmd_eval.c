@@ -7,7 +7,7 @@
 #include "cmds.h"
 #include "exitcode.h"
 #include "job.h"        /* defines: job_opts, job_build, job_launch */
-#include "loader.h"     /* defines: loader_backend_valid */
+#include "loader.h"     /* defines: loader_backend_uses_nccl */
 #include "report.h"
 #include "util.h"
 
@@ -27,18 +27,7 @@ static const char tail[] =
 "exit status: 0 pass, 3 mismatch, 4 compile_error, 5 load_refused,\n"
 "6 runtime_error, 7 timeout, 8 flagged, 9 no suitable GPU (docs/EXIT_CODES.md)\n";
 
-enum { OPT_ATOL = OPT_JOB_END, OPT_RTOL };
-static const struct opt eval_opts[] = {
-	{ 'b', "backend", "B", "what the candidate may use: cuda (default: no NCCL),\n"
-			       "nccl-device (NCCL's windows and device API, no host\n"
-			       "collectives), or reference (anything: for A/A checks)" },
-	{ 't', "trials", "K", "trials (default 5), each with fresh inputs" },
-	{ OPT_ATOL, "atol", "A", "override the problem's absolute tolerance\n"
-				 "(docs/TOLERANCE.md)" },
-	{ OPT_RTOL, "rtol", "R", "override the problem's relative tolerance" },
-	OPTS_END,
-};
-static const struct opt *const tables[] = { eval_opts, job_opts_dims, job_opts_json,
+static const struct opt *const tables[] = { job_opts_eval, job_opts_dims, job_opts_json,
 					    job_opts_launch, NULL };
 
 int cmd_eval(int argc, char **argv)
@@ -46,7 +35,6 @@ int cmd_eval(int argc, char **argv)
 	struct job_opts o;
 	job_opts_init(&o);
 	o.trials = 5;
-	const char *backend = "cuda";
 	int c;
 	struct opts_parser P;
 	opts_init(&P, tables);
@@ -57,21 +45,6 @@ int cmd_eval(int argc, char **argv)
 		if (r)
 			continue;
 		switch (c) {
-		case 'b': backend = optarg; break;
-		case 't': {
-			/* atoi took "3x" as 3 */
-			long long t;
-			if (opt_int("trials", optarg, 1, 10000, &t) < 0)
-				return PKB_EXIT_USAGE;
-			o.trials = (int)t;
-			break;
-		}
-		case OPT_ATOL:
-		case OPT_RTOL:
-			if (opt_num(c == OPT_ATOL ? "atol" : "rtol", optarg, 0, 1e30,
-				    c == OPT_ATOL ? &o.atol : &o.rtol) < 0)
-				return PKB_EXIT_USAGE;
-			break;
 		case 'h': opts_usage(stdout, head, tables, tail); return 0;
 		default: opts_usage(stderr, head, tables, tail); return PKB_EXIT_USAGE;
 		}
@@ -81,12 +54,7 @@ int cmd_eval(int argc, char **argv)
 		opts_usage(stderr, head, tables, tail);
 		return PKB_EXIT_USAGE;
 	}
-	if (!loader_backend_valid(backend)) {
-		error("unknown backend '%s'", backend);
-		hint("candidates use --backend cuda; --backend reference (NCCL allowed) is for "
-		     "A/A checks of a reference against itself");
-		return PKB_EXIT_USAGE;
-	}
+	const char *backend = o.backend;
 	o.p = problem_find(argv[optind]);
 	if (!o.p) {
 		error("no problem '%s'", argv[optind]);

@@ -59,11 +59,6 @@ static const struct opt *const tables[] = { llm_opts_table, prompt_opts_table, g
 
 /* ---- the run ---------------------------------------------------------------- */
 
-static double now_s(void)
-{
-	return now_ns() / 1e9;
-}
-
 
 enum { S_WAIT, S_RUN, S_DONE, S_FAILED };
 

@@ -9,7 +9,7 @@
 #include "cmds.h"
 #include "exitcode.h"
 #include "job.h"
-#include "loader.h"    /* defines: loader_backend_valid */
+#include "loader.h"    /* defines: loader_backend_uses_nccl */
 #include "report.h"
 #include "util.h"
 
@@ -39,7 +39,7 @@ int cmd_run(int argc, char **argv)
 {
 	struct job_opts o;
 	job_opts_init(&o);
-	const char *solution = "reference", *backend = "cuda", *save = NULL;
+	const char *solution = "reference", *save = NULL;
 	int c;
 	struct opts_parser P;
 	opts_init(&P, tables);
@@ -51,7 +51,6 @@ int cmd_run(int argc, char **argv)
 			continue;
 		switch (c) {
 		case 's': solution = optarg; break;
-		case 'b': backend = optarg; break;
 		case 'k': {
 			long long t;
 			if (parse_int_in(optarg, 0, 1 << 30, &t) < 0) {
@@ -71,10 +70,7 @@ int cmd_run(int argc, char **argv)
 		opts_usage(stderr, head, tables, NULL);
 		return PKB_EXIT_USAGE;
 	}
-	if (!loader_backend_valid(backend)) {
-		error("unknown backend '%s'", backend);
-		return PKB_EXIT_USAGE;
-	}
+	const char *backend = o.backend;   /* -b: job_opt checked it */
 	o.p = problem_find(argv[optind]);
 	if (!o.p) {
 		error("no problem '%s'", argv[optind]);

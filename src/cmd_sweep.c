@@ -35,7 +35,6 @@
 #include <limits.h>
 #include <math.h>
 #include <nccl.h>
-#include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,12 +72,13 @@ struct task {
 struct sweep {
 	struct task *t;
 	int n, cap;
-	int W, trials, perf, lanes, ngpus, quiet;
+	int W, trials, perf, lanes, ngpus, quiet;   /* W, trials, perf: eval's, below */
 	int shard_i, shard_n;       /* shard_n 0: every evaluation */
 	double timeout_s;
 	const char *root, *spec, *out;
-	const char *deadline[4];   /* eval's --deadline K=S, passed on */
-	int ndeadline;
+	/* eval's options, checked by eval's own table (job_opt) and passed on
+	 * by job_opts_argv; the strings below are those of the key, as given */
+	struct job_opts eval;
 	const char *atol, *rtol;    /* eval's --atol/--rtol when given */
 	const char *dtype, *m_arg, *n_arg;  /* eval's --dtype, --m, --n when given */
 	const char *backend;        /* eval's --backend (NULL: eval's, cuda) */
@@ -120,12 +120,8 @@ static int file_sha256(const char *path, char out[65])
 	char *buf = read_file(path, &len);
 	if (!buf)
 		return -1;
-	unsigned char md[32];
-	unsigned int mdlen = 0;
-	EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL);
+	sha256_hex(buf, len, out);
 	free(buf);
-	for (int i = 0; i < 32; i++)
-		sprintf(out + 2 * i, "%02x", md[i]);
 	return 0;
 }
 
@@ -139,6 +135,13 @@ static int shard_of(const char *key, int n)
 	for (const unsigned char *c = (const unsigned char *)key; *c; c++)
 		h = (h ^ *c) * 1099511628211ull;
 	return (int)(mix64(h) % (uint64_t)n);
+}
+
+/* a timed sweep whose timing is not eval's default: warm, 100 calls after 500 */
+static int timing_given(const struct sweep *s)
+{
+	return s->perf && ((s->eval.timing && strcmp(s->eval.timing, "warm")) ||
+			   s->eval.iters != 100 || s->eval.warmup != 500);
 }
 
 static void add_task(struct sweep *s, int problem, const char *stem, const char *path)
@@ -177,6 +180,14 @@ static void add_task(struct sweep *s, int problem, const char *stem, const char 
 	}
 	if (s->backend && strcmp(s->backend, "cuda")) {
 		char *k = xstrfmt("%s|b%s", t->key, s->backend);
+		free(t->key);
+		t->key = k;
+	}
+	/* so does a timing other than eval's default (--timing, --iters,
+	 * --warmup): it is another measurement */
+	if (timing_given(s)) {
+		char *k = xstrfmt("%s|%s|it%d|wu%d", t->key, s->eval.timing ? s->eval.timing : "warm",
+				  s->eval.iters, s->eval.warmup);
 		free(t->key);
 		t->key = k;
 	}
@@ -429,6 +440,10 @@ static json_t *make_record(struct sweep *s, struct task *t, json_t *res, int rc,
 		json_object_set_new(key, "atol", json_real(atof(s->atol)));
 	if (s->rtol)
 		json_object_set_new(key, "rtol", json_real(atof(s->rtol)));
+	if (timing_given(s))
+		json_object_set_new(key, "timed", json_pack("{s:s, s:i, s:i}", "mode",
+			s->eval.timing ? s->eval.timing : "warm", "iters", s->eval.iters,
+			"warmup", s->eval.warmup));
 	if (res) {
 		json_t *v;
 		if ((v = json_object_get(res, "dtype")))
@@ -525,56 +540,23 @@ struct run_ctx {
 	struct progress pg;
 };
 
-/* a NULL-terminated argv that grows: the options passed on to eval are
- * many (issue 39: a fixed 24 slots overflowed with every option set) */
-struct argv_buf {
-	char **v;
-	int n, cap;
-};
-
-static void argv_push(struct argv_buf *a, char *arg)
-{
-	if (a->n + 2 > a->cap) {
-		a->cap = a->cap ? 2 * a->cap : 16;
-		a->v = xrealloc(a->v, a->cap * sizeof(char *));
-	}
-	a->v[a->n++] = arg;
-	a->v[a->n] = NULL;
-}
-
-static void argv_pair(struct argv_buf *a, const char *opt, const char *val)
-{
-	argv_push(a, xstrdup(opt));
-	argv_push(a, xstrdup(val));
-}
-
+/* eval's command line for one candidate: the sweep's eval options, as
+ * job_opts_argv writes them, with this task's --json and --log-dir */
 static char **eval_argv(struct sweep *s, struct task *t, const char *json)
 {
-	struct argv_buf a = { 0 };
-	argv_push(&a, xstrdup(pkb_self_exe()));
-	argv_push(&a, xstrdup("eval"));
-	argv_push(&a, xstrfmt("%d", t->problem));
-	argv_push(&a, xstrdup(t->path));
-	argv_push(&a, xstrdup("--gpus"));
-	argv_push(&a, xstrfmt("%d", s->W));
-	argv_push(&a, xstrdup("--trials"));
-	argv_push(&a, xstrfmt("%d", s->trials));
-	argv_push(&a, xstrdup("-q"));
-	argv_pair(&a, "--json", json);
-	char *rel = task_log(t, ".ranks");
-	argv_push(&a, xstrdup("--log-dir"));
-	argv_push(&a, xstrfmt("%s/%s", s->root, rel));
+	struct strvec a = STRVEC_INIT;
+	strvec_push(&a, pkb_self_exe());
+	strvec_push(&a, "eval");
+	strvec_pushf(&a, "%d", t->problem);
+	strvec_push(&a, t->path);
+	struct job_opts o = s->eval;
+	char *rel = task_log(t, ".ranks"), *ranks = xstrfmt("%s/%s", s->root, rel);
+	o.json_path = json;
+	o.log_dir = ranks;
+	o.quiet = 1;
+	job_opts_argv(&o, &a);
+	free(ranks);
 	free(rel);
-	if (s->perf)
-		argv_push(&a, xstrdup("--measure-perf"));
-	const char *pairs[][2] = { { "--atol", s->atol }, { "--rtol", s->rtol },
-		{ "--dtype", s->dtype }, { "--m", s->m_arg }, { "--n", s->n_arg },
-		{ "--backend", s->backend } };
-	for (size_t i = 0; i < ARRAY_SIZE(pairs); i++)
-		if (pairs[i][1])
-			argv_pair(&a, pairs[i][0], pairs[i][1]);
-	for (int i = 0; i < s->ndeadline; i++)
-		argv_pair(&a, "--deadline", s->deadline[i]);
 	return a.v;
 }
 
@@ -720,10 +702,9 @@ static int run_dry(struct sweep *s, int *todo, int ntodo, const char *res_path, 
 {
 	struct progress pg = { .total = ntodo, .quiet = s->quiet, .fails = json_object(),
 			       .t0 = now_ns() };
-	struct job_opts o;
-	job_opts_init(&o);
+	struct job_opts o = s->eval;   /* --arch and the compile deadline, as eval's */
 	o.quiet = 1;
-	const char *backend = s->backend ? s->backend : "cuda";
+	const char *backend = o.backend;
 	int rc = 0, pending = 0;
 	for (int i = 0; i < ntodo && !rc; i++) {
 		struct task *t = &s->t[todo[i]];
@@ -1086,8 +1067,8 @@ out:
 
 /* ---- option parsing, shared by a sweep and by --status (which reads
  * the options of the last submission back) ---- */
-enum { O_M = 990, O_N, O_DRY_RUN, O_NGPUS = 1001, O_PERF, O_TIMEOUT, O_DEADLINE, O_ATOL, O_RTOL, O_SHARD, O_JOBS,
-       O_SLURM, O_STATUS, O_NODES, O_GPN, O_PARTITION, O_TIME, O_ACCOUNT, O_CPUS };
+enum { O_DRY_RUN = OPT_JOB_END, O_NGPUS, O_TIMEOUT, O_SHARD, O_JOBS, O_SLURM, O_STATUS, O_NODES,
+       O_GPN, O_PARTITION, O_TIME, O_ACCOUNT, O_CPUS };
 
 static const struct opt sweep_opts[] = {
 	{ 'p', "problems", "SPEC", "all (default), 1-8,13, or a category name" },
@@ -1098,20 +1079,29 @@ static const struct opt sweep_opts[] = {
 			     "GPUs; more share the sets, untimed ones only)" },
 	{ 't', "trials", "K", "trials per evaluation (default 5)" },
 	{ 'd', "dtype", "T", "passed to eval (default: run.json's, else bf16)" },
-	{ O_M, "m", "M", "passed to eval (default: run.json's, else 1024)" },
-	{ O_N, "n", "N", "passed to eval (default: run.json's, else 1024)" },
+	{ OPT_M, "m", "M", "passed to eval (default: run.json's, else 1024)" },
+	{ OPT_N, "n", "N", "passed to eval (default: run.json's, else 1024)" },
 	{ 'b', "backend", "B", "passed to eval: cuda, nccl-device ... (default:\n"
 			       "run.json's, else cuda)" },
 	{ O_DRY_RUN, "dry-run", NULL, "no GPU: compile and scan every candidate, record\n"
 				      "compile_error and load_refused, leave the rest to\n"
 				      "run on a GPU node" },
-	{ O_PERF, "measure-perf", NULL, "time the candidates (each alone on its GPUs)" },
+	{ OPT_MEASURE_PERF, "measure-perf", NULL, "time the candidates (each alone on its GPUs)" },
+	{ OPT_TIMING, "timing", "MODE", "passed to eval: warm (default), cold or graph; with\n"
+					"--iters and --warmup part of the key when not\n"
+					"eval's default (each implies --measure-perf)" },
+	{ OPT_ITERS, "iters", "N", "passed to eval (default 100)" },
+	{ OPT_WARMUP, "warmup", "N", "passed to eval (default 500)" },
+	{ OPT_HW, "hw", "NAME", "passed to eval: the roofline's machine" },
 	{ O_TIMEOUT, "timeout", "S", "kill an evaluation after S seconds (default 1800;\n"
 				     "eval's own phase deadlines should end it first)" },
-	{ O_DEADLINE, "deadline", "K=S", "passed to eval (up to 4 times)" },
-	{ O_ATOL, "atol", "A", "passed to eval (recorded: pkb score keeps such\n"
-			       "records apart from those at the problem's tolerances)" },
-	{ O_RTOL, "rtol", "R", "passed to eval (recorded, as --atol)" },
+	{ OPT_DEADLINE, "deadline", "K=S", "passed to eval (repeatable)" },
+	{ OPT_DEVICE_TIMEOUT, "device-timeout", "MS", "passed to eval" },
+	{ OPT_ARCH, "arch", "SM", "passed to eval (and the --dry-run's compiles)" },
+	{ OPT_NO_SANDBOX, "no-sandbox", NULL, "passed to eval (trusted candidates only)" },
+	{ OPT_ATOL, "atol", "A", "passed to eval (recorded: pkb score keeps such\n"
+				 "records apart from those at the problem's tolerances)" },
+	{ OPT_RTOL, "rtol", "R", "passed to eval (recorded, as --atol)" },
 	{ 'o', "out", "FILE", "results file (default DIR/results.jsonl)" },
 	{ O_SHARD, "shard", "I/N", "only the evaluations of shard I of N (0 <= I < N),\n"
 				   "into DIR/" RESULTS_SHARD_DIR "/shard-I-of-N.jsonl\n"
@@ -1161,6 +1151,21 @@ static int int_arg(const char *name, const char *v, int lo, int hi, int *out)
 	return 0;
 }
 
+/* the options of the evaluation itself: eval's, checked by job_opt and
+ * passed on to eval and to --slurm's tasks (-p, -j and --timeout, the
+ * sweep's own, go to the tasks too) */
+static const int eval_ids[] = { 'g', 't', 'd', 'b', OPT_M, OPT_N, OPT_MEASURE_PERF, OPT_TIMING,
+				OPT_ITERS, OPT_WARMUP, OPT_HW, OPT_DEADLINE, OPT_DEVICE_TIMEOUT,
+				OPT_ARCH, OPT_NO_SANDBOX, OPT_ATOL, OPT_RTOL };
+
+static int is_eval_opt(int c)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(eval_ids); i++)
+		if (eval_ids[i] == c)
+			return 1;
+	return 0;
+}
+
 /* 0, 1: --help printed, -1: a usage error printed */
 static int parse_opts(struct sweep *s, struct slurm_opts *so, const char **jobs, int argc,
 		      char **argv)
@@ -1171,59 +1176,41 @@ static int parse_opts(struct sweep *s, struct slurm_opts *so, const char **jobs,
 	while ((c = opts_next(&P, argc, argv)) != -1) {
 		const struct opt *o = opts_find(tables, c);
 		const char *name = o ? o->name : NULL;
-		/* the options of the evaluation itself go on to --slurm's tasks */
-		if (c == 'p' || c == 'g' || c == 't' || c == 'j' || c == 'd' || c == O_M || c == O_N ||
-		    c == 'b' ||
-		    c == O_PERF || c == O_TIMEOUT ||
-		    c == O_DEADLINE || c == O_ATOL || c == O_RTOL) {
+		if (c == 'p' || c == 'j' || c == O_TIMEOUT || is_eval_opt(c)) {
 			json_array_append_new(s->args, json_sprintf("--%s", o->name));
 			if (o->arg)
 				json_array_append_new(s->args, json_string(optarg));
 		}
+		if (is_eval_opt(c) && job_opt(&s->eval, c, optarg) < 0)
+			return -1;
 		switch (c) {
 		case 'p': s->spec = optarg; break;
 		case 'g':
-			if (int_arg("gpus", optarg, 1, 64, &s->W) < 0)
-				return -1;
+			s->W = s->eval.world;
 			s->from[0] = "--gpus";
 			break;
 		case O_NGPUS: if (int_arg(name, optarg, 1, 4096, &s->ngpus) < 0) return -1; break;
 		case 'j': if (int_arg("lanes", optarg, 1, 4096, &s->lanes) < 0) return -1; break;
-		case 't': if (int_arg("trials", optarg, 1, 1000000, &s->trials) < 0) return -1; break;
 		case 'd':
-			if (dtype_parse(optarg) < 0)
-				return error("unknown dtype '%s'", optarg);
 			s->dtype = optarg;
 			s->from[1] = "--dtype";
 			break;
 		case 'b':
-			if (!loader_backend_valid(optarg))
-				return error("unknown backend '%s'", optarg);
 			s->backend = optarg;
 			s->from[3] = "--backend";
 			break;
 		case O_DRY_RUN: s->dry_run = 1; break;
-		case O_M:
-		case O_N: {
-			int v;
-			if (int_arg(name, optarg, 1, INT_MAX, &v) < 0)
-				return -1;
-			if (c == O_M)
+		case OPT_M:
+		case OPT_N:
+			if (c == OPT_M)
 				s->m_arg = optarg;
 			else
 				s->n_arg = optarg;
 			s->from[2] = "--m/--n";
 			break;
-		}
-		case O_PERF: s->perf = 1; break;
 		case O_TIMEOUT: s->timeout_s = atof(optarg); break;
-		case O_DEADLINE:
-			if (s->ndeadline == 4)
-				return error("at most 4 --deadline");
-			s->deadline[s->ndeadline++] = optarg;
-			break;
-		case O_ATOL: s->atol = optarg; break;
-		case O_RTOL: s->rtol = optarg; break;
+		case OPT_ATOL: s->atol = optarg; break;
+		case OPT_RTOL: s->rtol = optarg; break;
 		case 'o': s->out = optarg; break;
 		case O_SHARD: {
 			char *end;
@@ -1244,17 +1231,17 @@ static int parse_opts(struct sweep *s, struct slurm_opts *so, const char **jobs,
 		case O_ACCOUNT: so->account = optarg; break;
 		case O_CPUS: so->cpus = optarg; break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		default:
+			if (is_eval_opt(c))
+				break;
+			usage(stderr);
+			return -1;
 		}
 	}
+	s->trials = s->eval.trials;
+	s->perf = s->eval.measure_perf;   /* also --timing, --iters, --warmup */
 	if (!(s->timeout_s > 0))
 		return error("--timeout takes a number of seconds > 0");
-	for (int i = 0; i < 2; i++) {
-		const char *v = i ? s->rtol : s->atol;
-		double x;
-		if (v && opt_num(i ? "rtol" : "atol", v, 0, 1e30, &x) < 0)
-			return -1;
-	}
 	static const char *const words[] = { "partition", "time", "account", "cpus-per-task" };
 	const char *vals[] = { so->partition, so->time, so->account, so->cpus };
 	for (int i = 0; i < 4; i++)
@@ -1267,7 +1254,8 @@ static void sweep_init(struct sweep *s, struct slurm_opts *so)
 {
 	memset(s, 0, sizeof(*s));
 	*so = (struct slurm_opts){ .nodes = 1, .gpn = 8 };
-	s->trials = 5;
+	job_opts_init(&s->eval);
+	s->eval.trials = s->trials = 5;
 	s->timeout_s = 1800;
 	s->spec = "all";
 	s->args = json_array();
@@ -1304,6 +1292,22 @@ static int default_ngpus(void)
 
 /* ---- the instance: the command line's, else the run's ---- */
 
+/* One value of run.json's args, checked as eval checks its option (job_opt,
+ * which says why it is refused) and kept in s->eval: W, M and N are
+ * integers, dtype and backend strings. 1, or 0 when refused. */
+static int run_arg(struct sweep *s, int c, json_t *v)
+{
+	char num[32];
+	const char *arg = json_string_value(v);
+	if (c == 'g' || c == OPT_M || c == OPT_N) {
+		if (!json_is_integer(v))
+			return 0;
+		snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+		arg = num;
+	}
+	return arg && job_opt(&s->eval, c, arg) == 1;
+}
+
 /* W, dtype, shape and backend of the evaluations: each as the command line
  * gives it, else as DIR/run.json's args give it (the instance the prompts
  * of `pkb generate` and `pkb agent` described: a sweep that ignored it
@@ -1334,15 +1338,15 @@ static int resolve_instance(struct sweep *s, int quiet)
 	json_t *v;
 	if (!s->W) {
 		v = json_object_get(args, "world");
-		if (v && (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 64))
+		if (v && !run_arg(s, 'g', v))
 			bad = "world";
-		s->W = v && !bad ? (int)json_integer_value(v) : 2;
+		s->W = v && !bad ? s->eval.world : 2;
 		s->from[0] = v && !bad ? "run.json" : "default";
 	}
 	const char *dtype = s->dtype;
 	if (!dtype && (v = json_object_get(args, "dtype"))) {
 		dtype = json_string_value(v);
-		if (!dtype || dtype_parse(dtype) < 0)
+		if (!run_arg(s, 'd', v))
 			bad = "dtype";
 		else if (strcmp(dtype, "bf16"))
 			s->dtype = dtype;
@@ -1354,7 +1358,7 @@ static int resolve_instance(struct sweep *s, int quiet)
 	for (int i = 0; i < 2; i++) {
 		if (*mn[i] || !(v = json_object_get(args, i ? "n" : "m")))
 			continue;
-		if (!json_is_integer(v) || json_integer_value(v) < 1) {
+		if (!run_arg(s, i ? OPT_N : OPT_M, v)) {
 			bad = i ? "n" : "m";
 			continue;
 		}
@@ -1366,7 +1370,7 @@ static int resolve_instance(struct sweep *s, int quiet)
 	const char *backend = s->backend;
 	if (!backend && (v = json_object_get(args, "backend"))) {
 		backend = json_string_value(v);
-		if (!backend || !loader_backend_valid(backend))
+		if (!run_arg(s, 'b', v))
 			bad = "backend";
 		else if (strcmp(backend, "cuda"))
 			s->backend = backend;
@@ -1374,6 +1378,7 @@ static int resolve_instance(struct sweep *s, int quiet)
 	}
 	if (bad)
 		return error("%s/run.json: args.%s is not a valid %s", s->root, bad, bad);
+	s->eval.world = s->W;
 	const char *shape_from = !s->from[2] ? (mn_run ? "run.json" : "default")
 				 : mn_run ? "--m/--n and run.json" : s->from[2];
 	if (!quiet)
@@ -1645,9 +1650,8 @@ int cmd_sweep(int argc, char **argv)
 			continue;
 		if (!skip[t->problem]) {
 			struct pkb_io *io = xcalloc(1, sizeof *io);
-			struct pkb_dims d = { .world = s.W, .m = atoll(s.m_arg ? s.m_arg : "1024"),
-				.n = atoll(s.n_arg ? s.n_arg : "1024"),
-				.dtype = (pkb_dtype)dtype_parse(s.dtype ? s.dtype : "bf16") };
+			struct pkb_dims d = { .world = s.W, .m = s.eval.m, .n = s.eval.n,
+				.dtype = (pkb_dtype)dtype_parse(s.eval.dtype) };
 			char id[16];
 			snprintf(id, sizeof id, "%d", t->problem);
 			const struct pkb_problem *p = problem_find(id);

@@ -7,7 +7,7 @@
 #include "wire.h"       /* defines: struct wire_job, wire_job_pack */
 #include "build.h"    /* defines: build_solution */
 #include "dtype.h"    /* defines: dtype_parse */
-#include "loader.h"   /* defines: loader_scan */
+#include "loader.h"   /* defines: loader_scan, loader_backend_valid */
 #include "report.h"   /* defines: report_trace */
 #include "roofline.h" /* defines: roofline_compute, sol_score */
 #include "util.h"
@@ -25,6 +25,7 @@
 void job_opts_init(struct job_opts *o)
 {
 	memset(o, 0, sizeof *o);
+	o->backend = "cuda";
 	o->m = o->n = 1024;
 	o->dtype = "bf16";
 	o->seed = -1;
@@ -40,6 +41,16 @@ void job_opts_init(struct job_opts *o)
 	o->rendezvous_s = lo.rendezvous_s;
 }
 
+const struct opt job_opts_eval[] = {
+	{ 'b', "backend", "B", "what the candidate may use: cuda (default: no NCCL),\n"
+			       "nccl-device (NCCL's windows and device API, no host\n"
+			       "collectives), or reference (anything: for A/A checks)" },
+	{ 't', "trials", "K", "trials (default 5), each with fresh inputs" },
+	{ OPT_ATOL, "atol", "A", "override the problem's absolute tolerance\n"
+				 "(docs/TOLERANCE.md)" },
+	{ OPT_RTOL, "rtol", "R", "override the problem's relative tolerance" },
+	OPTS_END,
+};
 const struct opt job_opts_dims[] = {
 	{ 'g', "gpus", "W", "world size (default: every GPU here)" },
 	{ OPT_M, "m", "M", "base shape: rows (default 1024)" },
@@ -91,6 +102,25 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 {
 	long long v;
 	switch (c) {
+	case 'b':
+		if (!loader_backend_valid(arg)) {
+			error("unknown backend '%s'", arg);
+			hint("candidates use --backend cuda; --backend reference (NCCL allowed) is for "
+			     "A/A checks of a reference against itself");
+			return -1;
+		}
+		o->backend = arg;
+		return 1;
+	case 't':
+		/* atoi took "3x" as 3 */
+		if (opt_int("trials", arg, 1, 10000, &v) < 0)
+			return -1;
+		o->trials = (int)v;
+		return 1;
+	case OPT_ATOL:
+	case OPT_RTOL:
+		return opt_num(c == OPT_ATOL ? "atol" : "rtol", arg, 0, 1e30,
+			       c == OPT_ATOL ? &o->atol : &o->rtol) < 0 ? -1 : 1;
 	case 'g':
 		if (parse_int_in(arg, 1, 63, &v) < 0)
 			return error("--gpus takes a world size from 1 to 63, not '%s'", arg);
@@ -179,6 +209,110 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 	case 'q': o->quiet = 1; return 1;
 	}
 	return 0;
+}
+
+/* a number as strtod reads it back: the shortest of %.15g and %.17g that
+ * does (0.1 stays "0.1") */
+static const char *num_arg(double v, char *buf, size_t n)
+{
+	snprintf(buf, n, "%.15g", v);
+	if (strtod(buf, NULL) != v)
+		snprintf(buf, n, "%.17g", v);
+	return buf;
+}
+
+void job_opts_argv(const struct job_opts *o, struct strvec *a)
+{
+	struct job_opts d;
+	job_opts_init(&d);
+	char num[40];
+	if (strcmp(o->backend, d.backend)) {
+		strvec_push(a, "--backend");
+		strvec_push(a, o->backend);
+	}
+	if (o->world) {
+		strvec_push(a, "--gpus");
+		strvec_pushf(a, "%d", o->world);
+	}
+	if (o->m != d.m) {
+		strvec_push(a, "--m");
+		strvec_pushf(a, "%lld", o->m);
+	}
+	if (o->n != d.n) {
+		strvec_push(a, "--n");
+		strvec_pushf(a, "%lld", o->n);
+	}
+	if (strcmp(o->dtype, d.dtype)) {
+		strvec_push(a, "--dtype");
+		strvec_push(a, o->dtype);
+	}
+	/* eval's default (5) is not job_opts_init's (1): always said */
+	strvec_push(a, "--trials");
+	strvec_pushf(a, "%d", o->trials);
+	if (o->atol >= 0) {
+		strvec_push(a, "--atol");
+		strvec_push(a, num_arg(o->atol, num, sizeof num));
+	}
+	if (o->rtol >= 0) {
+		strvec_push(a, "--rtol");
+		strvec_push(a, num_arg(o->rtol, num, sizeof num));
+	}
+	if (o->seed >= 0 && !o->seed_drawn) {
+		strvec_push(a, "--seed");
+		strvec_pushf(a, "%lld", o->seed);
+	}
+	if (o->measure_perf)
+		strvec_push(a, "--measure-perf");
+	if (o->warmup != d.warmup) {
+		strvec_push(a, "--warmup");
+		strvec_pushf(a, "%d", o->warmup);
+	}
+	if (o->iters != d.iters) {
+		strvec_push(a, "--iters");
+		strvec_pushf(a, "%d", o->iters);
+	}
+	const char *const paired[][2] = { { "--timing", o->timing }, { "--trace", o->trace_path },
+					  { "--hw", o->hw } };
+	for (size_t i = 0; i < ARRAY_SIZE(paired); i++)
+		if (paired[i][1]) {
+			strvec_push(a, paired[i][0]);
+			strvec_push(a, paired[i][1]);
+		}
+	for (int k = 0; k < PH_KIND_COUNT; k++)
+		if (o->deadline_s[k] != d.deadline_s[k]) {
+			strvec_push(a, "--deadline");
+			strvec_pushf(a, "%s=%s", phase_kind_name((enum phase_kind)k),
+				     num_arg(o->deadline_s[k], num, sizeof num));
+		}
+	if (o->compile_s != d.compile_s) {
+		strvec_push(a, "--deadline");
+		strvec_pushf(a, "compile=%s", num_arg(o->compile_s, num, sizeof num));
+	}
+	if (o->rendezvous_s != d.rendezvous_s) {
+		strvec_push(a, "--deadline");
+		strvec_pushf(a, "rendezvous=%s", num_arg(o->rendezvous_s, num, sizeof num));
+	}
+	if (o->device_timeout_ms != d.device_timeout_ms) {
+		strvec_push(a, "--device-timeout");
+		strvec_pushf(a, "%d", o->device_timeout_ms);
+	}
+	const char *const more[][2] = { { "--log-dir", o->log_dir }, { "--arch", o->arch },
+					{ "--launcher", o->launcher } };
+	for (size_t i = 0; i < ARRAY_SIZE(more); i++)
+		if (more[i][1]) {
+			strvec_push(a, more[i][0]);
+			strvec_push(a, more[i][1]);
+		}
+	if (o->keep_logs)
+		strvec_push(a, "--keep-logs");
+	if (o->no_sandbox)
+		strvec_push(a, "--no-sandbox");
+	if (o->quiet)
+		strvec_push(a, "-q");
+	if (o->json_path) {
+		strvec_push(a, "--json");
+		strvec_push(a, o->json_path);
+	}
 }
 
 void job_progress(const struct job_opts *o, const char *fmt, ...)

@@ -11,9 +11,11 @@
 #include "opts.h"      /* defines: struct opt */
 #include "problem.h"   /* defines: struct pkb_problem, pkb_io */
 #include "rendezvous.h"   /* defines: struct rdv_env */
+#include "util.h"      /* defines: struct strvec */
 
 struct job_opts {
 	const struct pkb_problem *p;
+	const char *backend;     /* eval's -b: what the candidate may use (default cuda) */
 	int world;               /* 0: every GPU of this machine */
 	long long m, n;
 	const char *dtype;
@@ -41,20 +43,29 @@ struct job_opts {
 };
 
 /* The option groups of the commands that run or describe a job (opts.h):
- * the dims (show, roofline, eval, run), --json, and the launch's (eval, run).
- * job_opt handles every id of them. */
+ * eval's own (-b, -t, --atol, --rtol), the dims (show, roofline, eval,
+ * run), --json, and the launch's (eval, run). job_opt handles every id of
+ * them; sweep and agent take eval's options through it too, so that one
+ * table checks them wherever they are given. */
 enum job_opt_id {
 	OPT_M = 1001, OPT_N, OPT_SEED, OPT_MEASURE_PERF, OPT_WARMUP, OPT_ITERS, OPT_TIMING,
 	OPT_TRACE, OPT_HW, OPT_DEADLINE, OPT_DEVICE_TIMEOUT, OPT_LOG_DIR, OPT_KEEP_LOGS,
-	OPT_ARCH, OPT_NO_SANDBOX, OPT_LAUNCHER,
+	OPT_ARCH, OPT_NO_SANDBOX, OPT_LAUNCHER, OPT_ATOL, OPT_RTOL,
 	OPT_JOB_END   /* commands number their own options from here */
 };
-extern const struct opt job_opts_dims[], job_opts_json[], job_opts_launch[];
+extern const struct opt job_opts_eval[], job_opts_dims[], job_opts_json[], job_opts_launch[];
 
 void job_opts_init(struct job_opts *o);
 /* handle one option of the three groups: 1 if it was one, 0 if not, -1 bad
  * (after error()) */
 int job_opt(struct job_opts *o, int c, const char *arg);
+/* Eval's command line for the job `o` describes, after `pkb eval ID FILE`
+ * (which the caller pushes): --gpus and --trials always, every other
+ * option that differs from job_opts_init's default, in one fixed order.
+ * Parsed back by job_opt it gives the same options: this is how sweep and
+ * agent pass theirs on (issue 39: three copies of eval's command line had
+ * drifted apart). */
+void job_opts_argv(const struct job_opts *o, struct strvec *out);
 /* describe the problem at the options' dims (world resolved) */
 /* -1 (after error()) when M, N or M*N are too large for int64 byte counts */
 int job_check_shape(const struct job_opts *o);

@@ -16,59 +16,11 @@
 
 #include <errno.h>
 #include <glob.h>
-#include <openssl/evp.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void sha256_hex(const void *buf, size_t len, char out[65])
-{
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-	EVP_Digest(buf, len, md, &n, EVP_sha256(), NULL);
-	for (unsigned i = 0; i < n && i < 32; i++)
-		sprintf(out + 2 * i, "%02x", md[i]);
-	out[64] = 0;
-}
-
-/* ---- a growing string ------------------------------------------------------- */
-
-struct sbuf {
-	char *s;
-	size_t len, cap;
-};
-
-static void sb_add(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		b->cap = (b->len + n + 1) * 2;
-		b->s = xrealloc(b->s, b->cap);
-	}
-	memcpy(b->s + b->len, s, n);
-	b->len += n;
-	b->s[b->len] = 0;
-}
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char *s = NULL;
-	int n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		BUG("vasprintf");
-	sb_add(b, s, n);
-	free(s);
-}
-
-static char *sb_take(struct sbuf *b)
-{
-	return b->s ? b->s : xstrdup("");
-}
 
 /* ---- templates -------------------------------------------------------------- */
 
@@ -85,14 +37,14 @@ static int fill_section(const char *s, const char *e, const char *const *names,
 			const char *const *values, int n_slots, char *used, char **out, char *err,
 			size_t n)
 {
-	struct sbuf b = { 0 };
+	struct strbuf b = { 0 };
 	while (s < e) {
 		const char *open = strstr(s, "{{");
 		if (!open || open >= e) {
-			sb_add(&b, s, e - s);
+			strbuf_add(&b, s, e - s);
 			break;
 		}
-		sb_add(&b, s, open - s);
+		strbuf_add(&b, s, open - s);
 		const char *close = strstr(open + 2, "}}");
 		if (!close || close >= e) {
 			snprintf(err, n, "a slot opened with '{{' is never closed");
@@ -106,10 +58,10 @@ static int fill_section(const char *s, const char *e, const char *const *names,
 			return -1;
 		}
 		used[i] = 1;
-		sb_add(&b, values[i], strlen(values[i]));
+		strbuf_add(&b, values[i], strlen(values[i]));
 		s = close + 2;
 	}
-	*out = sb_take(&b);
+	*out = strbuf_take(&b);
 	return 0;
 }
 
@@ -223,35 +175,35 @@ static char *pick_example(const struct pkb_problem *p, const char *backend, char
 	return best;
 }
 
-static void shapes_text(const struct pkb_io *io, struct sbuf *b)
+static void shapes_text(const struct pkb_io *io, struct strbuf *b)
 {
 	for (int k = 0; k < 2; k++) {
 		const struct pkb_tensor_desc *arr = k ? io->out : io->in;
 		for (int i = 0; i < (k ? io->n_out : io->n_in); i++) {
 			char shape[128];
 			tensor_desc_shape_str(&arr[i], shape, sizeof shape);
-			sb_printf(b, "- %s %s: %s %s%s\n", k ? "output" : "input", arr[i].name,
+			strbuf_addf(b, "- %s %s: %s %s%s\n", k ? "output" : "input", arr[i].name,
 				  dtype_name(arr[i].dtype), shape,
 				  !k && arr[i].same_on_all_ranks ? " (the same on every rank)" : "");
 		}
 	}
 	for (int i = 0; i < io->n_params; i++)
-		sb_printf(b, "- parameter %s = %g\n", io->params[i].name, io->params[i].value);
+		strbuf_addf(b, "- parameter %s = %g\n", io->params[i].name, io->params[i].value);
 }
 
-static void tolerance_text(const struct pkb_io *io, struct sbuf *b)
+static void tolerance_text(const struct pkb_io *io, struct strbuf *b)
 {
 	for (int i = 0; i < io->n_out; i++) {
 		struct pkb_tol t = compare_tol_resolve(io->out[i].dtype, io->out[i].tol);
 		if (t.exact)
-			sb_printf(b, "- %s: bit-exact\n", io->out[i].name);
+			strbuf_addf(b, "- %s: bit-exact\n", io->out[i].name);
 		else {
 			/* per index of a dimension: each slice its own scale */
 			char per[80] = "";
 			if (t.scale_axis)
 				snprintf(per, sizeof per, " (max over the elements that share its "
 					 "index of dimension %d)", t.scale_axis - 1);
-			sb_printf(b,
+			strbuf_addf(b,
 				  "- %s: |out - ref| <= %g + %g*|ref| + %g * %g * max|ref|%s per "
 				  "element, and ||out - ref||_2 <= %g * ||ref||_2\n",
 				  io->out[i].name, t.atol, t.rtol, t.terms,
@@ -260,29 +212,29 @@ static void tolerance_text(const struct pkb_io *io, struct sbuf *b)
 	}
 }
 
-static void hardware_text(const struct hw_spec *h, int world, struct sbuf *b)
+static void hardware_text(const struct hw_spec *h, int world, struct strbuf *b)
 {
-	sb_printf(b, "%s (hw/%s.json); this run uses %d of its %d GPUs.\n", h->title, h->name,
+	strbuf_addf(b, "%s (hw/%s.json); this run uses %d of its %d GPUs.\n", h->title, h->name,
 		  world, h->gpus);
-	sb_printf(b, "- per GPU: %d SMs, %.0f MB L2, %.0f GB HBM at %.0f GB/s\n", h->sm_count,
+	strbuf_addf(b, "- per GPU: %d SMs, %.0f MB L2, %.0f GB HBM at %.0f GB/s\n", h->sm_count,
 		  h->l2_bytes / 1e6, h->hbm_bytes / 1e9, h->hbm_bw / 1e9);
-	sb_printf(b, "- interconnect: %.0f GB/s that one GPU can receive from its peers (per direction)\n",
+	strbuf_addf(b, "- interconnect: %.0f GB/s that one GPU can receive from its peers (per direction)\n",
 		  h->net_bw / 1e9);
-	sb_printf(b, "- dense peaks: bf16 %.0f, fp16 %.0f, fp8 %.0f, tf32 %.0f, fp32 %.0f TFLOP/s\n",
+	strbuf_addf(b, "- dense peaks: bf16 %.0f, fp16 %.0f, fp8 %.0f, tf32 %.0f, fp32 %.0f TFLOP/s\n",
 		  h->flops_bf16 / 1e12, h->flops_fp16 / 1e12, h->flops_fp8 / 1e12,
 		  h->flops_tf32 / 1e12, h->flops_fp32 / 1e12);
 }
 
 static void roofline_text(const struct pkb_problem *p, const struct pkb_dims *d,
-			  const struct hw_spec *h, struct sbuf *b)
+			  const struct hw_spec *h, struct strbuf *b)
 {
 	struct roofline r;
 	char err[256];
 	if (roofline_compute(p, d, h, &r, err, sizeof err) < 0) {
-		sb_printf(b, "No lower bound for this instance (%s).\n", err);
+		strbuf_addf(b, "No lower bound for this instance (%s).\n", err);
 		return;
 	}
-	sb_printf(b,
+	strbuf_addf(b,
 		  "No correct solution can take less than %.2f us on this machine (bottleneck: %s, "
 		  "rank %d): it must move %.0f bytes over the interconnect (%.2f us), %.0f bytes "
 		  "through HBM (%.2f us) and do %.3g FLOPs (%.2f us).\n",
@@ -305,7 +257,7 @@ static char *read_under_root(const char *rel, char *err, size_t n)
  * problems share, 049-051's whole reference among it) is replaced by the
  * header's text, recursively, each header once; a candidate cannot
  * include them (it is one standalone file), so the prompt shows them. */
-static void inline_lib(const char *text, struct sbuf *b, char **seen, int *n_seen, int depth)
+static void inline_lib(const char *text, struct strbuf *b, char **seen, int *n_seen, int depth)
 {
 	for (const char *l = text; *l;) {
 		const char *nl = strchr(l, '\n');
@@ -318,16 +270,16 @@ static void inline_lib(const char *text, struct sbuf *b, char **seen, int *n_see
 			free(path);
 		}
 		if (!body) {
-			sb_add(b, l, len);
+			strbuf_add(b, l, len);
 		} else {
 			int dup = 0;
 			for (int i = 0; i < *n_seen; i++)
 				dup |= !strcmp(seen[i], name);
 			if (!dup && *n_seen < 32) {
 				seen[(*n_seen)++] = xstrdup(name);
-				sb_printf(b, "/* ---- %s (problems/lib), included here ---- */\n", name);
+				strbuf_addf(b, "/* ---- %s (problems/lib), included here ---- */\n", name);
 				inline_lib(body, b, seen, n_seen, depth + 1);
-				sb_printf(b, "/* ---- end of %s ---- */\n", name);
+				strbuf_addf(b, "/* ---- end of %s ---- */\n", name);
 			}
 			free(body);
 		}
@@ -337,13 +289,13 @@ static void inline_lib(const char *text, struct sbuf *b, char **seen, int *n_see
 
 static char *reference_text(const char *text)
 {
-	struct sbuf b = { 0 };
+	struct strbuf b = { 0 };
 	char *seen[32];
 	int n_seen = 0;
 	inline_lib(text, &b, seen, &n_seen, 0);
 	for (int i = 0; i < n_seen; i++)
 		free(seen[i]);
-	return sb_take(&b);
+	return strbuf_take(&b);
 }
 
 int prompt_build(const struct prompt_opts *o, struct prompt *out, char *err, size_t n)
@@ -395,7 +347,7 @@ int prompt_build(const struct prompt_opts *o, struct prompt *out, char *err, siz
 	char *dev = abi ? read_under_root("include/pkb_device.cuh", err, n) : NULL;
 	char *ex_text = NULL;
 	out->example = pick_example(p, o->backend, &ex_text);
-	struct sbuf shapes = { 0 }, tol = { 0 }, hw = { 0 }, roof = { 0 }, exname = { 0 },
+	struct strbuf shapes = { 0 }, tol = { 0 }, hw = { 0 }, roof = { 0 }, exname = { 0 },
 		    title = { 0 };
 	int rc = -1;
 	if (!task || !reference) {
@@ -408,24 +360,24 @@ int prompt_build(const struct prompt_opts *o, struct prompt *out, char *err, siz
 	tolerance_text(&io, &tol);
 	hardware_text(&h, o->world, &hw);
 	roofline_text(p, &d, &h, &roof);
-	sb_printf(&title, "%03d_%s", p->id, p->name);
+	strbuf_addf(&title, "%03d_%s", p->id, p->name);
 	char instance[160];
 	snprintf(instance, sizeof instance, "W=%d M=%lld N=%lld dtype=%s", o->world, o->m, o->n,
 		 o->dtype);
 	if (out->example) {
 		const char *rel = out->example + strlen(pkb_root()) + 1;
-		sb_printf(&exname, "%s", rel);
+		strbuf_addf(&exname, "%s", rel);
 	} else {
-		sb_printf(&exname, "(none: no other problem has a known-good %s candidate yet)",
+		strbuf_addf(&exname, "(none: no other problem has a known-good %s candidate yet)",
 			  o->backend);
 		ex_text = xstrdup("/* no example for this backend */\n");
 	}
 	const char *names[] = { "problem", "backend", "instance", "task", "reference", "abi",
 				"device_header", "example_name", "example", "shapes", "tolerance",
 				"hardware", "roofline" };
-	const char *values[] = { sb_take(&title), o->backend, instance, task, reference, abi, dev,
-				 sb_take(&exname), ex_text, sb_take(&shapes), sb_take(&tol),
-				 sb_take(&hw), sb_take(&roof) };
+	const char *values[] = { strbuf_take(&title), o->backend, instance, task, reference, abi, dev,
+				 strbuf_take(&exname), ex_text, strbuf_take(&shapes), strbuf_take(&tol),
+				 strbuf_take(&hw), strbuf_take(&roof) };
 	const char *required[] = { "task", "reference", "abi", "device_header", "example",
 				   "shapes", "tolerance", "hardware", "roofline" };
 	char e2[256];
@@ -437,7 +389,6 @@ int prompt_build(const struct prompt_opts *o, struct prompt *out, char *err, siz
 	free((char *)values[7]);
 	for (int i = 9; i <= 12; i++)
 		free((char *)values[i]);
-	title.s = exname.s = shapes.s = tol.s = hw.s = roof.s = NULL;
 	if (!rc) {
 		size_t ls = strlen(out->system), lu = strlen(out->user);
 		char *both = xmalloc(ls + lu + 1);

@@ -71,7 +71,4 @@ int prompt_fill(const char *tmpl, const char *const *names, const char *const *v
 		int n_slots, const char *const *required, int n_required, char **system,
 		char **user, char *err, size_t n);
 
-/* hex sha256 of buf */
-void sha256_hex(const void *buf, size_t len, char out[65]);
-
 #endif

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,11 +116,106 @@ char *xstrfmt(const char *fmt, ...)
 	return s;
 }
 
+/* ---- growable strings and argvs, SHA-256 ---------------------------------- */
+
+void strbuf_add(struct strbuf *b, const void *data, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		b->cap = (b->len + n + 1) * 2;
+		b->s = xrealloc(b->s, b->cap);
+	}
+	memcpy(b->s + b->len, data, n);
+	b->len += n;
+	b->s[b->len] = 0;
+}
+
+void strbuf_addstr(struct strbuf *b, const char *str)
+{
+	strbuf_add(b, str, strlen(str));
+}
+
+void strbuf_addf(struct strbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		BUG("out of memory");
+	strbuf_add(b, s, (size_t)n);
+	free(s);
+}
+
+char *strbuf_take(struct strbuf *b)
+{
+	char *s = b->s ? b->s : xstrdup("");
+	*b = (struct strbuf)STRBUF_INIT;
+	return s;
+}
+
+void strbuf_free(struct strbuf *b)
+{
+	free(b->s);
+	*b = (struct strbuf)STRBUF_INIT;
+}
+
+void strvec_push(struct strvec *a, const char *arg)
+{
+	if (a->n + 2 > a->cap) {
+		a->cap = a->cap ? 2 * a->cap : 16;
+		a->v = xrealloc(a->v, a->cap * sizeof *a->v);
+	}
+	a->v[a->n++] = xstrdup(arg);
+	a->v[a->n] = NULL;
+}
+
+void strvec_pushf(struct strvec *a, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		BUG("out of memory");
+	va_end(ap);
+	strvec_push(a, s);
+	free(s);
+}
+
+void strvec_free(struct strvec *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+	*a = (struct strvec)STRVEC_INIT;
+}
+
+void sha256_hex(const void *buf, size_t len, char out[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1 ||
+	    EVP_DigestUpdate(ctx, buf, len) != 1 || EVP_DigestFinal_ex(ctx, md, &n) != 1 || n != 32)
+		BUG("sha256 failed");
+	EVP_MD_CTX_free(ctx);
+	for (unsigned i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	out[64] = 0;
+}
+
+/* ---- clocks ------------------------------------------------------------------ */
+
 uint64_t now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+double now_s(void)
+{
+	return now_ns() / 1e9;
 }
 
 char *read_file(const char *path, size_t *len)

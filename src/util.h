@@ -1,6 +1,7 @@
 /*
  * util.h -- error reporting (git's die/error/BUG), allocation that cannot
- * fail, clocks and small file helpers shared by every module.
+ * fail, growable strings and argvs, SHA-256, clocks and small file helpers
+ * shared by every module.
  *
  * How a failure is reported (one rule for the host code, issue 22):
  *  - a user's error (bad input, a missing file, a refused option) in any
@@ -43,11 +44,40 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A string that grows (git's strbuf, smaller): `s` is NULL until something
+ * is added, then NUL-terminated; `len` excludes the NUL. */
+struct strbuf {
+	char *s;
+	size_t len, cap;
+};
+#define STRBUF_INIT { 0 }
+void strbuf_add(struct strbuf *b, const void *data, size_t n);
+void strbuf_addstr(struct strbuf *b, const char *str);
+void strbuf_addf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* the string, the caller's to free ("" when nothing was added); b is empty again */
+char *strbuf_take(struct strbuf *b);
+void strbuf_free(struct strbuf *b);
+
+/* An argv that grows (git's strvec): v[0..n) are copies, v[n] is NULL once
+ * anything was pushed. Free with strvec_free (or each v[i], then v). */
+struct strvec {
+	char **v;
+	size_t n, cap;
+};
+#define STRVEC_INIT { 0 }
+void strvec_push(struct strvec *a, const char *arg);
+void strvec_pushf(struct strvec *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void strvec_free(struct strvec *a);
+
+/* the SHA-256 of buf, 64 lowercase hex digits and a NUL (OpenSSL's EVP) */
+void sha256_hex(const void *buf, size_t len, char out[65]);
+
 /* write a JSON value to path (indented, atomically); -1 with an error printed */
 struct json_t;
 int json_write_file(const char *path, struct json_t *value);
 
 uint64_t now_ns(void);         /* CLOCK_MONOTONIC */
+double now_s(void);            /* the same, in seconds */
 /* 0 for a regular readable file, else error() naming why and -1: a
  * directory given as a candidate was an I/O error, then compile_error. */
 int check_source_file(const char *path);

@@ -23,6 +23,12 @@ expect_grep "^runtime_error: rank [01] killed by signal 11" "$TMP/out"
 PKB_FAKE_MODE=fail expect_exit 6 "$PKB" eval 1 "$P" --gpus 2 -q
 expect_grep "illegal memory access" "$TMP/out"
 PKB_FAKE_MODE=ok expect_exit 0 "$PKB" run 1 --gpus 2 -q
+# run's -b reaches the symbol scan (job.c reads -b for eval, sweep and agent too)
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" run 1 --gpus 2 -q -b nccl-device \
+	-s "$ROOT/problems/001_allreduce/solutions/ok_nccl_device.cu"
+PKB_FAKE_MODE=ok expect_exit 5 "$PKB" run 1 --gpus 2 -q \
+	-s "$ROOT/problems/001_allreduce/solutions/ok_nccl_device.cu"
+expect_exit 2 "$PKB" run 1 --gpus 2 -q -b nosuch
 # W = 8, the original's setting: eight rank processes, every output checked,
 # and a hang or a crash of the last rank still named
 PKB_FAKE_MODE=ok expect_exit 0 "$PKB" eval 1 "$P" --gpus 8 --trials 2 -q --json "$TMP/w8.json"

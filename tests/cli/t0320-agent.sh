@@ -269,5 +269,28 @@ expect_exit 2 "$PKB" agent 1 --model m --provider nosuch
 expect_exit 2 "$PKB" agent 1 --model m --provider openai --steps 0
 expect_exit 0 "$PKB" agent -h
 expect_grep "target-speedup" "$TMP/out"
+# issue 39: eval's options pass through the agent as eval reads them (one
+# table, job_opt; one writer, job_opts_argv): --timing reaches the ranks
+# and the feedback, and is the run's (run.json), as --iters is
+start_server "file:$C/s3_fast.cu"
+RUN=$TMP/run_timing
+expect_exit 0 agent --steps 1 --run "$RUN" --timing graph --warmup 3 --deadline trial=30 \
+	--device-timeout 900 --arch sm_90a --no-sandbox
+check 'T[0]["verdict"] == "pass" and json.load(open(R + "/agent/001/step_1.eval.json"))["timing"]["mode"] == "graph"'
+check '"graph timing" in T[0]["feedback"]'
+check 'json.load(open(R + "/run.json"))["args"]["timing"] == "graph" and json.load(open(R + "/run.json"))["args"]["warmup"] == 3'
+# a run without --timing records none (the args of earlier runs stay equal)
+check '"timing" not in json.load(open("'"$TMP"'/run_html/run.json"))["args"]'
+# what eval refuses, the agent refuses before asking anything (exit 2)
+for bad in "--gpus 64" "-d int32" "--timing hot" "-t 3x" "--iters 0" "--deadline nophase=1" "--m 0"; do
+	expect_exit 2 agent --steps 1 --run "$TMP/r_bad" $bad
+done
+check 'len(reqs) == 1'
+expect_grep "^error: --gpus takes a world size from 1 to 63, not '64'$" <(agent --steps 1 --run "$TMP/r_bad" --gpus 64 2>&1)
+# with --eval-cmd the template says what eval gets: said once
+start_server "file:$C/s3_fast.cu"
+expect_exit 0 agent --steps 1 --run "$TMP/run_tcmd" --timing cold \
+	--eval-cmd "$PKB eval {id} {file} --gpus {gpus} --m {m} --trials {trials} --measure-perf --iters 20 --hw {hw} -q --json {json}"
+expect_grep "^warning: --timing, --deadline, --device-timeout, --arch and --no-sandbox go to the local pkb eval only" "$TMP/err"
 stop_server
 done_testing

@@ -225,5 +225,43 @@ else
 fi
 expect_grep '^pass fp32 512 256 2 cuda True$' <(field "$TMP/all.jsonl" \
 	"r[1]['outcome'], r[1]['result']['dtype'], r[1]['result']['m'], r[1]['result']['n'], r[1]['result']['trials'], r[1]['result']['backend'], r[1]['result']['measure_perf']")
+# the key of those options is the one earlier sweeps wrote (resume finds them)
+expect_grep '^001\|sample_0\|W2\|t2\|perf\|tol0.5/0.5\|pkb0.1\|[0-9a-f]{64}\|fp32\|m512\|n256$' \
+	<(field "$TMP/all.jsonl" "r[1]['key']")
+
+# issue 39: eval's options pass through the sweep as eval reads them (one
+# table, job_opt; one writer, job_opts_argv): the timing mode and counts
+# reach the ranks and, not being eval's default, the key; --hw the roofline
+mkrun "$TMP/tm" 1
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" sweep "$TMP/tm" -p 1 -g 2 --ngpus 2 -t 1 --timing graph \
+	--iters 7 --warmup 3 --hw h200_8 --device-timeout 900 --deadline trial=30 --no-sandbox \
+	--arch sm_90a -q
+expect_grep '^pass graph 7 h200_8 True$' <(field "$TMP/tm/results.jsonl" \
+	"r[1]['outcome'], r[1]['result']['timing']['mode'], r[1]['result']['timing']['iters'], r[1]['result']['roofline']['hw'], r[1]['result']['measure_perf']")
+expect_grep '\|perf\|.*\|graph\|it7\|wu3$' <(field "$TMP/tm/results.jsonl" "r[1]['key']")
+expect_grep "^\{'mode': 'graph', 'iters': 7, 'warmup': 3\}$" <(field "$TMP/tm/results.jsonl" \
+	"r[1]['instance']['timed']")
+# the same command again: every key recorded, nothing runs
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" sweep "$TMP/tm" -p 1 -g 2 --ngpus 2 -t 1 --timing graph \
+	--iters 7 --warmup 3 --hw h200_8
+expect_grep '2 already recorded, 0 to run' "$TMP/err"
+# --timing warm is eval's default: the keys of a plain timed sweep
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" sweep "$TMP/tm" -p 1 -g 2 --ngpus 2 -t 1 --timing warm
+expect_grep '0 already recorded, 2 to run' "$TMP/err"
+expect_grep '^True$' <(field "$TMP/tm/results.jsonl" "r[3]['key'].endswith('|perf|tol-/-|pkb0.1|' + r[3]['instance']['sha256']) and 'timed' not in r[3]['instance']")
+# what eval refuses, the sweep refuses before running anything (exit 2):
+# a W eval does not take (it allowed 64), a dtype it does not know
+for bad in "-g 64" "-d int32" "--timing hot" "--deadline nophase=1" "-t 0" "--hw nosuch"; do
+	PKB_FAKE_MODE=ok expect_exit 2 "$PKB" sweep "$TMP/tm" -p 1 --ngpus 2 $bad
+done
+expect_grep "^error: --gpus takes a world size from 1 to 63, not '64'$" <(PKB_FAKE_MODE=ok "$PKB" sweep "$TMP/tm" -g 64 2>&1)
+expect_grep "^error: --dtype takes bf16, fp16 or fp32, not 'int32'$" <(PKB_FAKE_MODE=ok "$PKB" sweep "$TMP/tm" -d int32 2>&1)
+# run.json's values are checked by the same table
+rj "$TMP/tm" '{"world": 64}'
+expect_exit 1 "$PKB" sweep "$TMP/tm" --ngpus 2
+expect_grep 'run.json: args.world is not a valid world' "$TMP/err"
+rj "$TMP/tm" '{"dtype": "int32"}'
+expect_exit 1 "$PKB" sweep "$TMP/tm" --ngpus 2
+expect_grep 'run.json: args.dtype is not a valid dtype' "$TMP/err"
 sleep 1
 done_testing
