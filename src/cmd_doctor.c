@@ -128,14 +128,8 @@ int cmd_doctor(int argc, char **argv)
 		printf("  missing: NVIDIA GPUs; pkb compiles and tests everything here, but run, "
 		       "eval and test-gpu need a machine with GPUs and the NVIDIA driver\n");
 	} else {
-		char *log = xstrfmt("/tmp/pkb-probe.%d.json", (int)getpid());
-		char *pargv[] = { (char *)pkb_self_exe(), "__probe", NULL };
-		int rc = run_logged(pargv, log, 60);
-		char *out = rc == 0 ? read_file(log, NULL) : NULL;
-		unlink(log);
-		free(log);
-		json_t *pr = out ? json_loads(out, 0, NULL) : NULL;
-		free(out);
+		int rc;
+		json_t *pr = gpu_probe(&rc);
 		if (!pr) {
 			problems++;
 			printf("  the GPU probe failed (status %d): CUDA cannot use the GPUs\n", rc);

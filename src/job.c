@@ -351,6 +351,19 @@ int gpu_count(void)
 	return n;
 }
 
+json_t *gpu_probe(int *rc)
+{
+	char *log = xstrfmt("/tmp/pkb-probe.%d.json", (int)getpid());
+	char *argv[] = { (char *)pkb_self_exe(), "__probe", NULL };
+	*rc = run_logged(argv, log, 60);
+	char *out = *rc == 0 ? read_file(log, NULL) : NULL;
+	unlink(log);
+	free(log);
+	json_t *pr = out ? json_loads(out, 0, NULL) : NULL;
+	free(out);
+	return pr;
+}
+
 /* Byte counts are int64 (roofline, show, the buffers): bound the shape so
  * that they fit (issue 30: roofline --m 2^40 --n 2^40 printed 0 B of HBM).
  * 2^40 elements is 4 TiB of fp32 per tensor, 20x an H200's memory; times

@@ -99,6 +99,10 @@ struct job_records {
 int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, int n_sol,
 	       struct launch_result *res, struct job_records *rec, char **log_dir_out);
 int gpu_count(void);
+/* `pkb __probe` in a child (CUDA stays out of this process): its JSON
+ * ({cuda_runtime, cuda_driver, nccl, gpus: [{name, cc, sms, ...}], p2p}), or
+ * NULL with *rc its exit status (-2: it passed 60 s) */
+json_t *gpu_probe(int *rc);
 /* --trace: the timed calls of every rank as a Chrome/Perfetto trace; -1
  * (with a message) if the file cannot be written */
 int job_write_trace(const struct job_opts *o, json_t *perf);

@@ -5,7 +5,7 @@
  * parent never touches CUDA), which only pkb itself can do; the choice
  * from a GPU name, prompt_hw_pick, is prompt.c's and unit-tested.
  */
-#include "job.h"      /* defines: gpu_count */
+#include "job.h"      /* defines: gpu_count, gpu_probe */
 #include "prompt.h"
 #include "util.h"
 
@@ -18,14 +18,8 @@
 /* the first GPU's name, as doctor's probe reports it; NULL if it failed */
 static char *probe_gpu_name(void)
 {
-	char *log = xstrfmt("/tmp/pkb-probe.%d.json", (int)getpid());
-	char *argv[] = { (char *)pkb_self_exe(), "__probe", NULL };
-	int rc = run_logged(argv, log, 60);
-	char *out = rc == 0 ? read_file(log, NULL) : NULL;
-	unlink(log);
-	free(log);
-	json_t *pr = out ? json_loads(out, 0, NULL) : NULL;
-	free(out);
+	int rc;
+	json_t *pr = gpu_probe(&rc);
 	const char *name = json_string_value(
 		json_object_get(json_array_get(json_object_get(pr, "gpus"), 0), "name"));
 	char *r = name ? xstrdup(name) : NULL;

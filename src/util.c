@@ -105,13 +105,19 @@ char *xstrdup(const char *s)
 	return p;
 }
 
+char *xstrvfmt(const char *fmt, va_list ap)
+{
+	char *s;
+	if (vasprintf(&s, fmt, ap) < 0)
+		BUG("out of memory");
+	return s;
+}
+
 char *xstrfmt(const char *fmt, ...)
 {
 	va_list ap;
-	char *s;
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		BUG("out of memory");
+	char *s = xstrvfmt(fmt, ap);
 	va_end(ap);
 	return s;
 }
@@ -173,10 +179,8 @@ void strvec_push(struct strvec *a, const char *arg)
 void strvec_pushf(struct strvec *a, const char *fmt, ...)
 {
 	va_list ap;
-	char *s;
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		BUG("out of memory");
+	char *s = xstrvfmt(fmt, ap);
 	va_end(ap);
 	strvec_push(a, s);
 	free(s);

@@ -21,6 +21,7 @@
 #ifndef PKB_UTIL_H
 #define PKB_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdnoreturn.h>
@@ -43,6 +44,7 @@ void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *xstrvfmt(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* A string that grows (git's strbuf, smaller): `s` is NULL until something
  * is added, then NUL-terminated; `len` excludes the NUL. */
