@@ -6,7 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "build.h"
-#include "sandbox.h"   /* defines: sandbox_landlock, sandbox_landlock_abi */
+#include "sandbox.h"   /* defines: sandbox_landlock, sandbox_landlock_abi, sandbox_env_free */
 #include "util.h"   /* defines: xstrfmt, read_file, now_ns, pkb_root, strbuf, sha256_hex */
 
 #include <errno.h>
@@ -335,17 +335,11 @@ static char **compile_env(const char *tmpdir)
 	return env;
 }
 
-static void env_free(char **env)
-{
-	for (char **e = env; e && *e; e++)
-		free(*e);
-	free(env);
-}
-
-/* run nvcc's argv for `src` into the cache `dir`, confined; its status as
- * run_logged's */
+/* run nvcc's argv for `src` into the cache `dir`, confined, reading the
+ * include folders `path` (NULL-terminated, as hash_includes); its status
+ * as run_logged's */
 static int compile_confined(char *const *argv, const char *log, const char *src,
-			    const char *dir, const struct build_opts *o)
+			    const char *dir, const char *const *path, double timeout_s)
 {
 	static int warned;
 	char why[300];
@@ -354,17 +348,15 @@ static int compile_confined(char *const *argv, const char *log, const char *src,
 		free(tmpdir);
 		return -1;
 	}
-	char *srcdir = folder_of(src), *inc = xstrfmt("%s/include", pkb_root());
-	char *problems = xstrfmt("%s/problems/lib", pkb_root());
+	char *srcdir = folder_of(src);
 	char *nvcc = argv[0][0] == '/' ? realpath(argv[0], NULL) : NULL;
 	char *cuda = nvcc ? folder_of(nvcc) : NULL;   /* CUDA/bin */
 	char *cuda_root = cuda ? folder_of(cuda) : NULL;
 	struct confine c = { .ro = { 0 }, .rw = { dir, tmpdir, "/dev/null", NULL } };
 	int k = 0;
 	c.ro[k++] = srcdir ? srcdir : "/nonexistent";
-	c.ro[k++] = inc;
-	if (o->reference)
-		c.ro[k++] = problems;   /* references include problems/lib */
+	for (int i = 0; path[i]; i++)   /* include/, and problems/lib for a reference */
+		c.ro[k++] = path[i];
 	if (cuda_root)
 		c.ro[k++] = cuda_root;
 	/* /opt: toolkits and libraries installed there (cuDNN, NCCL, a CUDA
@@ -380,13 +372,11 @@ static int compile_confined(char *const *argv, const char *log, const char *src,
 		if (!warned++)
 			warning("%s: nvcc runs unconfined (it reads any file a source names)", why);
 	}
-	int rc = run_logged_child(argv, log, o->timeout_s, &child);
-	env_free((char **)child.envp);
+	int rc = run_logged_child(argv, log, timeout_s, &child);
+	sandbox_env_free((char **)child.envp);
 	rm_rf(tmpdir);
 	free(tmpdir);
 	free(srcdir);
-	free(inc);
-	free(problems);
 	free(nvcc);
 	free(cuda);
 	free(cuda_root);
@@ -409,7 +399,6 @@ char *build_log_head(const char *log)
 	return xstrfmt("%.*s... (%zu more bytes, %d more lines of the compiler's output cut)\n",
 		       (int)cut, log, len - cut, more);
 }
-
 
 int build_solution(const char *src, const struct build_opts *o, struct build_result *r)
 {
@@ -542,7 +531,7 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	if (o->reference)
 		argv[a++] = "-lnccl";
 	argv[a] = NULL;
-	int rc = compile_confined(argv, log, src, dir, o);
+	int rc = compile_confined(argv, log, src, dir, path, o->timeout_s);
 	if (rc == 0 && rename(tmp, r->so_path) == 0) {
 		r->ok = 1;
 	} else {

@@ -143,13 +143,10 @@ void strbuf_addstr(struct strbuf *b, const char *str)
 void strbuf_addf(struct strbuf *b, const char *fmt, ...)
 {
 	va_list ap;
-	char *s;
 	va_start(ap, fmt);
-	int n = vasprintf(&s, fmt, ap);
+	char *s = xstrvfmt(fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		BUG("out of memory");
-	strbuf_add(b, s, (size_t)n);
+	strbuf_addstr(b, s);
 	free(s);
 }
 

@@ -100,8 +100,6 @@ int parse_num_in(const char *s, double lo, double hi, double *out);
  * into the file `log`; killed at the deadline. The exit status, 128+signal,
  * -2 on timeout, -1 if it could not start. */
 int run_logged(char *const *argv, const char *log, double timeout_s);
-/* the same with stdin from the file `in` (NULL: inherited), stdout into
- * `out` and stderr into `err` (the same path: one file) */
 /* The child of a run_* call, between fork and exec: its environment (NULL:
  * inherited) and a confinement hook (NULL: none), called in the child;
  * when it returns non-zero, the child writes `why` to its stderr and ends
@@ -111,8 +109,11 @@ struct run_child {
 	int (*setup)(void *arg, char *why, size_t n);
 	void *arg;
 };
+/* run_logged with the child set up so */
 int run_logged_child(char *const *argv, const char *log, double timeout_s,
 		     const struct run_child *child);
+/* the same with stdin from the file `in` (NULL: inherited), stdout into
+ * `out` and stderr into `err` (the same path: one file) */
 int run_redirected(char *const *argv, const char *in, const char *out, const char *err,
 		   double timeout_s);
 const char *pkb_self_exe(void);
