@@ -458,6 +458,7 @@ enum pkb_outcome job_build(const struct job_opts *o, struct job_solution *s,
 static int check_record(void *arg, int rank, json_t *rec, char *why, size_t n)
 {
 	struct job_records *R = arg;
+	const struct wire_job *j = R->job;
 	const char *kind = json_string_value(json_object_get(rec, "kind"));
 	json_int_t from = json_integer_value(json_object_get(rec, "rank"));
 	char which[32] = "";
@@ -468,7 +469,7 @@ static int check_record(void *arg, int rank, json_t *rec, char *why, size_t n)
 	}
 	if (!strcmp(kind, "trial")) {
 		json_int_t t = json_integer_value(json_object_get(rec, "trial"));
-		if (strcmp(R->mode, "eval") || t < R->trial0 || t >= (json_int_t)R->trial0 + R->trials) {
+		if (strcmp(j->mode, "eval") || t < j->trial0 || t >= (json_int_t)j->trial0 + j->trials) {
 			snprintf(why, n, "rank %d sent a record of trial %lld, which the job does not "
 				 "run", rank, (long long)t);
 			return -1;
@@ -477,14 +478,14 @@ static int check_record(void *arg, int rank, json_t *rec, char *why, size_t n)
 	} else if (!strcmp(kind, "perf")) {
 		const char *sol = json_string_value(json_object_get(rec, "solution"));
 		int known = 0;
-		for (int i = 0; i < R->n_sol; i++)
-			known |= sol && !strcmp(sol, R->roles[i]);
-		if (!R->has_perf || !known) {
+		for (int i = 0; i < j->n_sol; i++)
+			known |= sol && !strcmp(sol, j->sol[i].role);
+		if (!j->has_perf || !known) {
 			snprintf(why, n, "rank %d sent a timing record the job does not ask for", rank);
 			return -1;
 		}
 		snprintf(which, sizeof which, "%s", sol);
-	} else if (strcmp(R->mode, "run")) {
+	} else if (strcmp(j->mode, "run")) {
 		snprintf(why, n, "rank %d sent a '%s' record in an evaluation", rank, kind);
 		return -1;
 	}
@@ -513,9 +514,10 @@ static void collect(void *arg, int rank, json_t *rec)
 }
 
 /* The announcements of each phase kind a rank makes for this job (rank.c:
- * a load, an init and a pkb_fini per solution, two checked calls a trial
- * in eval, one in run, four timing steps, the teardown): launch.c refuses
- * more, so no rank outlives the sum of its phases' budgets. */
+ * a load, an init and a pkb_fini per solution, a checked call of each
+ * solution a trial in eval, one in run, four timing steps, the teardown):
+ * launch.c refuses more, so no rank outlives the sum of its phases'
+ * budgets. */
 static void job_phase_limits(const struct wire_job *j, int *max)
 {
 	int n = j->n_sol;
@@ -524,7 +526,7 @@ static void job_phase_limits(const struct wire_job *j, int *max)
 	max[PH_NCCL_INIT] = 1;
 	max[PH_LOAD] = n;
 	max[PH_INIT] = n;
-	max[PH_TRIAL] = strcmp(j->mode, "eval") ? 1 : 2 * (j->trials > 0 ? j->trials : 1);
+	max[PH_TRIAL] = n * (strcmp(j->mode, "eval") ? 1 : j->trials > 0 ? j->trials : 1);
 	max[PH_SAVE] = j->save_dir[0] ? 1 : -1;
 	max[PH_TIMING] = j->has_perf ? 4 : -1;
 	max[PH_FINI] = n + 1;
@@ -617,13 +619,7 @@ int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, 
 	lo.check_result = check_record;
 	lo.arg = rec;
 	job_phase_limits(&wj, lo.phase_max);
-	snprintf(rec->mode, sizeof rec->mode, "%s", wj.mode);
-	rec->trial0 = wj.trial0;
-	rec->trials = wj.trials;
-	rec->has_perf = wj.has_perf;
-	rec->n_sol = wj.n_sol;
-	for (int i = 0; i < wj.n_sol; i++)
-		snprintf(rec->roles[i], sizeof rec->roles[i], "%s", wj.sol[i].role);
+	rec->job = &wj;
 	rec->seen = json_object();
 	if (o->launcher)
 		lo.nodes = &o->nodes;
@@ -638,6 +634,7 @@ int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, 
 	int r = launch_run(&lo, res);
 	json_decref(rec->seen);
 	rec->seen = NULL;
+	rec->job = NULL;
 	/* across nodes a drawn seed is node 0's (rdv_join adopts it) */
 	json_t *seed = json_object_get(job, "seed");
 	if (json_is_integer(seed))

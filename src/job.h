@@ -84,15 +84,15 @@ enum pkb_outcome job_build(const struct job_opts *o, struct job_solution *s,
 			   const char *backend, char *msg, size_t n);
 
 /* collected MSG_RESULT records, one array per kind */
+struct wire_job;
 struct job_records {
 	json_t *trial, *run, *perf;
-	/* what the job makes each rank send, checked by job_launch before a
-	 * record is taken: its own rank number, a trial of the job's, one
-	 * timing record per solution, each at most once */
-	char mode[16];
-	int trial0, trials, has_perf, n_sol;
-	char roles[2][16];
-	json_t *seen;             /* "rank kind which" of the records taken */
+	/* during the launch: the job, against which job_launch checks each
+	 * record before it is taken (its own rank number, a trial of the
+	 * job's, one timing record per solution, each at most once), and
+	 * "rank kind which" of the records taken */
+	const struct wire_job *job;
+	json_t *seen;
 };
 
 /* launch the ranks with the given solutions; fills res and rec */
