@@ -76,9 +76,8 @@ int cmd_list(int argc, char **argv)
 				      p->name, "title", p->title, "category", p->category, "origin",
 				      p->origin, "worlds", w, "gpu_validated", vw, "vs_original", xw);
 		if (json_path) {   /* what tools/test-gpu stamps on its records */
-			char *sha = validated_files_sha(p);
+			const char *sha = validated_sha(newest, p);
 			json_object_set_new(o, "files_sha256", sha ? json_string(sha) : json_null());
-			free(sha);
 		}
 		json_array_append_new(arr, o);
 	}

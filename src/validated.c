@@ -21,7 +21,6 @@
 
 #include <dirent.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,7 +181,8 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-char *validated_files_sha(const struct pkb_problem *p)
+/* validated_sha's hash, computed (malloc'd) */
+static char *files_sha(const struct pkb_problem *p)
 {
 	const char *root = pkb_root();
 	char *dir = problem_dir(p);
@@ -194,29 +194,26 @@ char *validated_files_sha(const struct pkb_problem *p)
 	for (size_t i = 0; !bad && i < f.n; i++)   /* f.n grows as headers join */
 		files_lib_includes(&f, root, i);
 	qsort(f.rel, f.n, sizeof *f.rel, cmp_str);
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+	struct strbuf all = STRBUF_INIT;   /* a problem's files: tens to hundreds of KB */
 	for (size_t i = 0; i < f.n; i++) {
 		char *path = xstrfmt("%s/%s", root, f.rel[i]);
 		size_t len = 0;
 		char *txt = read_file(path, &len);
-		EVP_DigestUpdate(md, f.rel[i], strlen(f.rel[i]) + 1);
+		strbuf_add(&all, f.rel[i], strlen(f.rel[i]) + 1);
 		if (txt)
-			EVP_DigestUpdate(md, txt, len);
-		EVP_DigestUpdate(md, "", 1);
+			strbuf_add(&all, txt, len);
+		strbuf_add(&all, "", 1);
 		free(txt);
 		free(path);
 		free(f.rel[i]);
 	}
 	free(f.rel);
-	unsigned char dg[32];
-	EVP_DigestFinal_ex(md, dg, NULL);
-	EVP_MD_CTX_free(md);
-	if (bad)
-		return NULL;
-	char *hex = xmalloc(65);
-	for (int i = 0; i < 32; i++)
-		sprintf(hex + 2 * i, "%02x", dg[i]);
+	char *hex = NULL;
+	if (!bad) {
+		hex = xmalloc(65);
+		sha256_hex(all.s, all.len, hex);
+	}
+	strbuf_free(&all);
 	return hex;
 }
 
@@ -227,7 +224,7 @@ static const char *current_sha(json_t *shas, const char *name)
 	json_t *v = json_object_get(shas, name);
 	if (!v) {
 		const struct pkb_problem *p = problem_find(name);
-		char *h = p ? validated_files_sha(p) : NULL;
+		char *h = p ? files_sha(p) : NULL;
 		v = h ? json_string(h) : json_null();
 		json_object_set_new(shas, name, v);
 		free(h);
@@ -258,6 +255,13 @@ static void suite_record(json_t *r, json_t *newest)
 		json_object_set_new(newest, key, json_boolean(!stale && record_passed(r)));
 		free(key);
 	}
+}
+
+const char *validated_sha(json_t *newest, const struct pkb_problem *p)
+{
+	char name[160];
+	snprintf(name, sizeof name, "%03d_%s", p->id, p->name);
+	return current_sha(json_object_get(newest, ""), name);
 }
 
 json_t *validated_load(void)

@@ -7,13 +7,13 @@
 struct json_t;
 /* The content a suite record of p was made with: SHA-256 (hex) over every
  * file under p's folder but its text (*.md) and every problems/lib header
- * they include (the
- * closure), sorted by path relative to pkb's root, each as "path\0" then
- * its bytes then "\0". tools/test-gpu writes it into each record
- * ("problem_sha256", from `pkb list --json`); a record whose value is not
- * the problem's current one is no record. Malloc'd; NULL when the folder
- * cannot be read. */
-char *validated_files_sha(const struct pkb_problem *p);
+ * they include (the closure), sorted by path relative to pkb's root, each
+ * as "path\0" then its bytes then "\0". tools/test-gpu writes it into each
+ * record ("problem_sha256", from `pkb list --json`); a record whose value
+ * is not the problem's current one is no record. Computed once per problem
+ * and kept in `newest` (validated_load's); NULL when the folder cannot be
+ * read. */
+const char *validated_sha(struct json_t *newest, const struct pkb_problem *p);
 /* the newest outcome of every (problem, W, solution) at the default shape */
 struct json_t *validated_load(void);
 /* the world sizes at which every case of p passed: "2,4" or "-" in buf, and as an array */
