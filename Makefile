@@ -110,6 +110,7 @@ UNIT_DEPS += src/lanes.c
 UNIT_DEPS += src/rendezvous.c
 # eval's options, read and written (test_job)
 UNIT_DEPS += src/job.c
+UNIT_DEPS += src/mps.c
 
 # Each module and problem is compiled once per flavour and every test links
 # the objects (compiling them into each of ~25 tests, twice, took most of
