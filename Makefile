@@ -31,7 +31,7 @@ CFLAGS    ?= -std=c11 -O2 -g -Wall -Wextra -Wshadow -Wstrict-prototypes $(EXTRA_
 DEPFLAGS  := -MMD -MP
 NVFLAGS   := -std=c++17 -O3 -gencode=arch=compute_$(subst sm_,,$(ARCH)),code=$(ARCH) -Iinclude -Isrc
 LDLIBS    := $(addprefix -L,$(CUDA_LIBDIRS)) $(addprefix -Wl$(comma)-rpath$(comma),$(CUDA_LIBDIRS)) \
-             -lcudart -lcublas -lnccl -l:libjansson.so.4 -l:libelf.so.1 -lcrypto -l:libseccomp.so.2 -l:libcurl.so.4 -ldl -lm -lstdc++
+             -lcudart -lcublas -l:libjansson.so.4 -l:libelf.so.1 -lcrypto -l:libseccomp.so.2 -l:libcurl.so.4 -ldl -lm -lstdc++
 
 HOST_SRC  := $(filter-out src/main.c,$(wildcard src/*.c))
 PROB_SRC  := $(sort $(wildcard problems/*/problem.c))
@@ -110,7 +110,10 @@ UNIT_DEPS += src/lanes.c
 UNIT_DEPS += src/rendezvous.c
 # eval's options, read and written (test_job)
 UNIT_DEPS += src/job.c
+# the MPS daemon of timed launches (test_mps)
 UNIT_DEPS += src/mps.c
+# the judge's link to a solution process (test_solproc)
+UNIT_DEPS += src/solproc.c
 
 # Each module and problem is compiled once per flavour and every test links
 # the objects (compiling them into each of ~25 tests, twice, took most of

@@ -8,12 +8,12 @@
 #include "cmds.h"
 #include "exitcode.h"
 #include "job.h"
+#include "ncclso.h"    /* defines: nccl_version */
 #include "opts.h"
 #include "util.h"
 
 #include <cuda_runtime_api.h>
 #include <jansson.h>
-#include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +29,7 @@ int cmd_probe(int argc, char **argv)
 	cudaError_t e = cudaGetDeviceCount(&n);
 	cudaRuntimeGetVersion(&rt);
 	cudaDriverGetVersion(&drv);
-	ncclGetVersion(&nccl);
+	nccl = nccl_version();
 	json_object_set_new(o, "cuda_runtime", json_integer(rt));
 	json_object_set_new(o, "cuda_driver", json_integer(drv));
 	json_object_set_new(o, "nccl", json_integer(nccl));

@@ -24,6 +24,7 @@
 #include "results.h"
 #include "slurm.h"
 #include "spec.h"      /* defines: spec_parse */
+#include "ncclso.h"    /* defines: nccl_version */
 #include "opts.h"
 #include "util.h"
 
@@ -34,7 +35,6 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
-#include <nccl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -407,7 +407,7 @@ static json_t *host_versions(void)
 		json_object_set_new(v, "cuda_runtime", json_sprintf("%d.%d", rt / 1000, rt % 1000 / 10));
 	else
 		json_object_set_new(v, "cuda_runtime", json_null());
-	if (ncclGetVersion(&nc) == ncclSuccess && nc > 0)
+	if ((nc = nccl_version()) > 0)
 		json_object_set_new(v, "nccl", json_sprintf("%d.%d.%d", nc / 10000, nc / 100 % 100,
 							     nc % 100));
 	else

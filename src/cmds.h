@@ -17,7 +17,8 @@ int cmd_roofline(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_calibrate_child(int argc, char **argv);   /* internal: the measuring child */
 int cmd_doctor(int argc, char **argv);
-int cmd_rank(int argc, char **argv);    /* internal: one rank process */
+int cmd_rank(int argc, char **argv);    /* internal: one rank process, the judge of a GPU */
+int cmd_sol(int argc, char **argv);     /* internal: one solution process (solhost.c) */
 int cmd_probe(int argc, char **argv);   /* internal: the GPU probe of doctor */
 int cmd_hold(int argc, char **argv);
 int cmd_prompt(int argc, char **argv);

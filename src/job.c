@@ -8,6 +8,7 @@
 #include "build.h"    /* defines: build_solution */
 #include "dtype.h"    /* defines: dtype_parse */
 #include "loader.h"   /* defines: loader_scan, loader_backend_valid */
+#include "mps.h"      /* defines: mps_start, mps_stop */
 #include "report.h"   /* defines: report_trace */
 #include "roofline.h" /* defines: roofline_compute, sol_score */
 #include "util.h"
@@ -528,8 +529,10 @@ static void job_phase_limits(const struct wire_job *j, int *max)
 	max[PH_INIT] = n;
 	max[PH_TRIAL] = n * (strcmp(j->mode, "eval") ? 1 : j->trials > 0 ? j->trials : 1);
 	max[PH_SAVE] = j->save_dir[0] ? 1 : -1;
-	max[PH_TIMING] = j->has_perf ? 4 : -1;
-	max[PH_FINI] = n + 1;
+	/* preparing; per solution warmup and timed calls */
+	max[PH_TIMING] = j->has_perf ? 1 + 2 * n : -1;
+	/* each solution's pkb_fini, the timing's re-check, teardown */
+	max[PH_FINI] = n + 2;
 }
 
 /* 0..15 extra warmup calls, unknown to the solutions: a candidate that counts
@@ -630,8 +633,30 @@ int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, 
 	rec->trial = json_array();
 	rec->run = json_array();
 	rec->perf = json_array();
+	/* a timed launch needs MPS (docs/MPS.md): the user's daemon, or one of
+	 * its own for this launch, stopped after it */
+	struct mps mps;
+	memset(&mps, 0, sizeof mps);
+	if (wj.has_perf && !fake) {
+		char why[400];
+		if (mps_start(&mps, why, sizeof why) != 0) {
+			memset(res, 0, sizeof *res);
+			res->outcome = OUT_ENV_ERROR;
+			res->culprit = -1;
+			snprintf(res->message, sizeof res->message, "timing needs an NVIDIA MPS "
+				 "daemon (the judge times another process's calls; docs/MPS.md): %s",
+				 why);
+			json_decref(job);
+			json_decref(rec->seen);
+			rec->seen = NULL;
+			rec->job = NULL;
+			*log_dir_out = dir;
+			return 0;
+		}
+	}
 	job_progress(o, "launching %d ranks (logs in %s)", o->world, dir);
 	int r = launch_run(&lo, res);
+	mps_stop(&mps);
 	json_decref(rec->seen);
 	rec->seen = NULL;
 	rec->job = NULL;

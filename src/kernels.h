@@ -30,6 +30,11 @@ int kern_barrier(pkb_dev_comm comm, struct CUstream_st *stream);
  * back to back; after timeout_ns it goes on and sets *expired. */
 int kern_gate(const volatile uint32_t *flag, uint32_t want, uint64_t timeout_ns,
 	      volatile uint32_t *expired, struct CUstream_st *stream);
+/* Stream memory operations on a 32-bit word of device memory, which may be
+ * another process's (CUDA IPC): the stream waits until *addr >= v, or writes
+ * v into *addr, in order with its other work. -1 when the driver lacks them. */
+int kern_wait_geq(const uint32_t *addr, uint32_t v, struct CUstream_st *stream);
+int kern_write_u32(uint32_t *addr, uint32_t v, struct CUstream_st *stream);
 
 /* `pkb calibrate` (src/calibrate.cu): achievable peaks of this machine */
 struct calib {

@@ -149,6 +149,10 @@ static int phase_allowed(struct launch *L, int r, int k, const char *text)
 			  phase_kind_name((enum phase_kind)k), s->seen[k], max);
 		return -1;
 	}
+	/* the judge starts each solution's process in turn: load begins a
+	 * solution's round of load, init, trials, timing and fini again */
+	if (k == PH_LOAD)
+		s->last_order = phase_order[PH_LOAD];
 	if (phase_order[k] < s->last_order) {
 		fail_rank(L, r, OUT_FLAGGED, "rank %d announced phase '%.60s' after a later kind: a "
 			  "message the harness's rank does not send", r, text);

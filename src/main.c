@@ -43,17 +43,26 @@ static const struct command commands[] = {
 	{ .name = "score", .fn = cmd_score, .help = "pass@k, fast_p, speedups and failure modes of sweeps" },
 	{ .name = "report", .fn = cmd_report, .help = "one self-contained HTML page of sweeps: tables and charts" },
 	{ .name = "__rank", .fn = cmd_rank, .hidden = 1 },
+	{ .name = "__sol", .fn = cmd_sol, .hidden = 1 },
 	{ .name = "__probe", .fn = cmd_probe, .hidden = 1 },
 	{ .name = "__calibrate", .fn = cmd_calibrate_child, .hidden = 1 },
 };
 
 int rank_main(void);
+int solhost_main(void);
 
 int cmd_rank(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
 	return rank_main();
+}
+
+int cmd_sol(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return solhost_main();
 }
 
 static void usage(FILE *f)

@@ -19,6 +19,13 @@ enum msg_type {
 	MSG_FAIL,       /* rank -> parent: {"category":..,"message":..} */
 	MSG_DONE,       /* rank -> parent: finished cleanly */
 
+	/* the judge and one solution process of its GPU (solproc.h): the
+	 * judge commands, the solution process answers; MSG_COLL and MSG_FAIL
+	 * also travel this link, as requests the judge checks */
+	MSG_SOL_SETUP = 8, /* judge -> sol: who it is, its buffers (JSON) */
+	MSG_SOL_CMD,       /* judge -> sol: {"op": init|call|perf|block|fini, ...} */
+	MSG_SOL_REPLY,     /* sol -> judge: {"op": ready|ok|enqueued|synced, ...} */
+
 	/* node links (rendezvous.h): agent = a node's pkb, node 0 the coordinator */
 	MSG_NODE_HELLO = 16,  /* agent -> node 0: {"v","node","nodes","world","host","job"} */
 	MSG_NODE_GO,          /* node 0 -> agent: {"job","host_first","host_size"} or {"error"} */

@@ -1,23 +1,27 @@
 /*
- * rank.c -- one rank process (`pkb __rank`, started by launch.c).
+ * rank.c -- one rank process (`pkb __rank`, started by launch.c): the judge
+ * of one GPU (issue 36).
  *
- * It owns one GPU. It reads the job from fd 3, creates the CUDA context,
- * the stream and (for references) the NCCL communicator once, loads every
- * solution of the job, and then loops over trials and timing inside this one
- * process: the original harness started torchrun twice per trial.
+ * It reads the job from fd 3, creates its CUDA context and stream, draws
+ * every input, and keeps the reference's outputs, the comparison and the
+ * clock. It never loads a solution: each solution of the job runs in a
+ * solution process of its own (`pkb __sol`, solhost.c; the link is
+ * solproc.c's), started fresh, one at a time: the candidate, then the
+ * reference. The judge shares its input and output buffers with the
+ * process over CUDA IPC, commands each call, and checks the outputs
+ * itself once the process says the call is done.
  *
  * Every phase is announced to the parent first (MSG_PHASE), so that when a
  * deadline passes the parent can say where each rank was. Any failure is
  * sent as MSG_FAIL with its category and the process exits: the parent
  * decides the outcome and tears the other ranks down.
  *
- * Per trial of an eval: inputs are drawn on the device, checksummed, the
- * reference runs on poisoned outputs and its outputs are copied to the host;
- * the inputs are redrawn, the candidate runs on poisoned outputs, its input
- * checksums must be unchanged, and each output is compared (compare.c).
- *
- * Symmetric memory is symm.c's and the timing engine timing.c's; the state
- * all three share is rank_env.h's.
+ * An eval runs the candidate on every trial's inputs first, on poisoned
+ * outputs, its input checksums checked around each call and its outputs
+ * kept on the host; then the reference on the same inputs, drawn again;
+ * then each output is compared (compare.c). The timing engine is timing.c's
+ * and the state they share rank_env.h's; symm.c serves both the judge (its
+ * alignment barrier) and the solution process.
  */
 #define _GNU_SOURCE
 #include "compare.h"   /* defines: compare_buffers_own, compare_look */
@@ -30,11 +34,11 @@
 #include "proto.h"     /* defines: proto_send, proto_recv */
 #include "rank_env.h"  /* defines: struct rank_env, struct solution, symm_make, do_perf */
 #include "safetensors.h"
-#include "sandbox.h"   /* defines: sandbox_rank_enter, sandbox_exit_guard */
+#include "sandbox.h"   /* defines: sandbox_exit_guard */
+#include "solproc.h"   /* defines: solproc_spawn, solproc_wait, solproc_kill */
 #include "util.h"
 
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <jansson.h>
 #include <math.h>
 #include <nccl.h>
@@ -56,7 +60,8 @@ void phase(struct rank_env *E, enum phase_kind kind, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf + off, sizeof buf - (size_t)off, fmt, ap);
 	va_end(ap);
-	proto_send(E->fd, MSG_PHASE, buf, strlen(buf));
+	if (!E->is_sol)   /* a solution process's phases are its judge's to announce */
+		proto_send(E->fd, MSG_PHASE, buf, strlen(buf));
 	snprintf(E->phase_now, sizeof E->phase_now, "%s", buf + off);
 }
 
@@ -67,7 +72,10 @@ noreturn void rank_fail(struct rank_env *E, enum pkb_outcome cat, const char *fm
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	error("rank %d: %s: %s", E->rank, outcome_name(cat), msg);
+	error("%s %d: %s: %s", E->is_sol ? "solution process of rank" : "rank", E->rank,
+	      outcome_name(cat), msg);
+	if (E->proc)
+		solproc_kill(E->proc);
 	json_t *j = json_pack("{s:s,s:s}", "category", outcome_name(cat), "message", msg);
 	char *txt = json_dumps(j, JSON_COMPACT);
 	proto_send(E->fd, MSG_FAIL, txt, strlen(txt));
@@ -121,10 +129,10 @@ void wait_stream(struct rank_env *E, const char *who)
 			rank_fail(E, OUT_RUNTIME_ERROR, "%s: %s", who, cudaGetErrorString(e));
 		if (E->nccl && (spins & 255) == 0) {
 			ncclResult_t ae;
-			if (ncclCommGetAsyncError(E->nccl, &ae) == ncclSuccess &&
+			if (E->nccl_api->CommGetAsyncError(E->nccl, &ae) == ncclSuccess &&
 			    ae != ncclSuccess && ae != ncclInProgress)
 				rank_fail(E, OUT_RUNTIME_ERROR, "%s: NCCL: %s", who,
-					  ncclGetErrorString(ae));
+					  E->nccl_api->GetErrorString(ae));
 		}
 		if (spins > 1000)
 			usleep(50);
@@ -134,200 +142,82 @@ void wait_stream(struct rank_env *E, const char *who)
 		rank_fail(E, OUT_RUNTIME_ERROR, "%s: %s", who, cudaGetErrorString(e));
 }
 
-/* ---- services handed to solutions ----------------------------------------- */
+/* ---- the solution process -------------------------------------------------- */
 
-static struct solution *sol_of(pkb_ctx *ctx)
+json_t *ipc_handles(struct rank_env *E, void *const *bufs, int n)
 {
-	/* ctx is the first member of struct solution */
-	struct solution *s = (struct solution *)ctx;
-	if (!ctx || s->env == NULL || (s != &s->env->sol[0] && s != &s->env->sol[1]))
-		return NULL;
-	return s;
-}
-
-static int svc_symm_alloc(pkb_ctx *ctx, size_t bytes, pkb_symm *out)
-{
-	struct solution *s = sol_of(ctx);
-	if (!s || !s->in_setup || s->n_symm >= MAX_SYMM || !out)
-		return -1;
-	struct symm_block *b = &s->symm[s->n_symm];
-	if (symm_make(s->env, bytes, b) < 0) {
-		/* into this rank's log, which is kept when init then fails */
-		warning("symm_alloc of %zu bytes for the %s failed: %s", bytes,
-			s->role, s->env->symm_err);
-		return -1;
+	json_t *a = json_array();
+	for (int i = 0; i < n; i++) {
+		cudaIpcMemHandle_t h;
+		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaIpcGetMemHandle(&h, bufs[i]));
+		char hex[2 * sizeof h + 1];
+		for (size_t k = 0; k < sizeof h; k++)
+			snprintf(hex + 2 * k, 3, "%02x", ((unsigned char *)&h)[k]);
+		json_array_append_new(a, json_string(hex));
 	}
-	s->n_symm++;
-	out->local = b->local;
-	out->peers = b->peers;
-	out->peers_dev = b->peers_dev;
-	out->bytes = bytes;
-	return 0;
+	return a;
 }
 
-static int svc_host_barrier(pkb_ctx *ctx)
+/* an all-gather the solution process asked for, made among the judges */
+static int relay_coll(void *ctx, const void *send, size_t len, void **out, size_t *out_len)
 {
-	struct solution *s = sol_of(ctx);
-	if (!s || !s->in_setup)
-		return -1;
-	host_barrier(s->env);
-	return 0;
+	struct rank_env *E = ctx;
+	*out_len = len * (size_t)E->world;
+	*out = xmalloc(*out_len + 1);
+	return coll_allgather(E, send, *out, len);
 }
 
-static int svc_host_allgather(pkb_ctx *ctx, const void *send, void *recv, size_t bytes)
+void sol_command(struct rank_env *E, json_t *cmd, const char *op)
 {
-	struct solution *s = sol_of(ctx);
-	if (!s || !s->in_setup)
-		return -1;
-	return coll_allgather(s->env, send, recv, bytes);
-}
-
-static void svc_log(pkb_ctx *ctx, const char *fmt, ...)
-{
-	struct solution *s = sol_of(ctx);
-	va_list ap;
-	va_start(ap, fmt);
-	/* the solution's own lines, passed on as they came (util.h's exception) */
-	fprintf(stderr, "[%s rank %d] ", s ? s->role : "?", s ? s->env->rank : -1);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-static const pkb_services services = {
-	.symm_alloc = svc_symm_alloc,
-	.host_barrier = svc_host_barrier,
-	.host_allgather = svc_host_allgather,
-	.log = svc_log,
-};
-
-/* ---- solutions ------------------------------------------------------------ */
-
-static void load_solution(struct rank_env *E, struct solution *s, const char *role,
-			  const char *so, int give_nccl)
-{
-	memset(s, 0, sizeof *s);
-	s->env = E;
-	s->role = role;
-	phase(E, PH_LOAD, "loading the %s", role);
-	/* RTLD_LOCAL: a solution's symbols cannot interpose on the harness's */
-	s->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-	if (!s->dl)
-		rank_fail(E, OUT_LOAD_REFUSED, "cannot load the %s: %s", role, dlerror());
-	const int *abi = dlsym(s->dl, "pkb_abi_version");
-	if (!abi)
-		rank_fail(E, OUT_LOAD_REFUSED, "the %s has no pkb_abi_version (missing PKB_SOLUTION;)",
-			  role);
-	if (*abi != PKB_ABI_VERSION)
-		rank_fail(E, OUT_LOAD_REFUSED, "the %s was built for ABI %d, the harness has ABI %d",
-			  role, *abi, PKB_ABI_VERSION);
-	*(void **)&s->init = dlsym(s->dl, "pkb_init");
-	*(void **)&s->run = dlsym(s->dl, "pkb_run");
-	*(void **)&s->fini = dlsym(s->dl, "pkb_fini");
-	if (!s->init || !s->run || !s->fini)
-		rank_fail(E, OUT_LOAD_REFUSED, "the %s lacks pkb_init, pkb_run or pkb_fini", role);
-
-	pkb_ctx *m = &s->master;
-	m->abi_version = PKB_ABI_VERSION;
-	m->rank = E->rank;
-	m->world = E->world;
-	m->local_rank = E->local_rank;
-	m->device = E->device;
-	m->stream = (struct CUstream_st *)E->stream;
-	m->problem_id = E->p->id;
-	m->m = E->dims.m;
-	m->n = E->dims.n;
-	m->dtype = E->dims.dtype;
-	m->n_in = E->io.n_in;
-	m->n_out = E->io.n_out;
-	m->n_params = E->io.n_params;
-	for (int i = 0; i < E->io.n_params; i++) {
-		s->params[i].name = E->io.params[i].name;
-		s->params[i].value = E->io.params[i].value;
+	if (cmd && solproc_send(E->proc, MSG_SOL_CMD, cmd) < 0) {
+		char msg[400];
+		enum pkb_outcome cat = solproc_describe_end(E->proc, msg, sizeof msg);
+		rank_fail(E, cat, "%s", msg);
 	}
-	m->params = s->params;
-	m->svc = &services;
-	m->nccl_comm = give_nccl ? (void *)E->nccl : NULL;
-	if (make_dev_comm(E, &s->pads, &s->epochs, &s->err, &m->dev) < 0)
-		rank_fail(E, OUT_RUNTIME_ERROR, "cannot allocate signal pads for the %s: %s", role,
-			  E->symm_err);
+	json_t *reply = NULL;
+	enum pkb_outcome cat;
+	char msg[1200];
+	if (solproc_wait(E->proc, op, -1, &reply, relay_coll, E, &cat, msg, sizeof msg) < 0)
+		rank_fail(E, cat, "%s", msg);
+	json_decref(reply);
 }
 
-static void fill_tensor(pkb_tensor *t, const struct pkb_tensor_desc *d, void *data)
+/* Start solution s's process: the job as it may know it (its own solution,
+ * no seed, no save folder), the trial buffers and the go/done words. */
+static void sol_start(struct rank_env *E, struct solproc *sp, int s)
 {
-	t->data = data;
-	t->name = d->name;
-	t->dtype = d->dtype;
-	t->ndim = d->ndim;
-	memcpy(t->shape, d->shape, sizeof t->shape);
-	t->numel = tensor_desc_numel(d);
-	t->bytes = tensor_desc_bytes(d);
+	const struct wire_solution *w = &E->job.sol[s];
+	phase(E, PH_LOAD, "starting the %s's process (CUDA, NCCL, load)", w->role);
+	struct wire_job j = E->job;
+	j.n_sol = 1;
+	j.sol[0] = *w;
+	j.seed = 0;
+	j.seed_drawn = 0;
+	j.save_dir[0] = 0;
+	j.has_perf = 0;
+	json_t *setup = json_pack("{s:o,s:o,s:o,s:o}", "job", wire_job_pack(&j),
+				  "in", ipc_handles(E, E->in_dev, E->io.n_in),
+				  "out", ipc_handles(E, E->out_dev, E->io.n_out),
+				  "flags", ipc_handles(E, (void *const *)&E->flags, 1));
+	const char *argv[] = { pkb_self_exe(), "__sol", NULL };
+	char err[300];
+	if (solproc_spawn(sp, argv, w->role, s == 0 && !strcmp(w->role, "reference"), err,
+			  sizeof err) < 0)
+		rank_fail(E, OUT_ENV_ERROR, "cannot start the %s's process: %s", w->role, err);
+	E->proc = sp;
+	if (solproc_send(sp, MSG_SOL_SETUP, setup) < 0)
+		rank_fail(E, OUT_RUNTIME_ERROR, "the %s's process is gone", w->role);
+	sol_command(E, NULL, "ready");
+	phase(E, PH_INIT, "pkb_init of the %s", w->role);
+	sol_command(E, json_pack("{s:s}", "op", "init"), "ok");
 }
 
-/* Refresh everything the solution can see from the harness's copy, so that
- * a solution that scribbles on its context changes nothing for the next call. */
-void refresh_ctx(struct rank_env *E, struct solution *s, void *const *in_data,
-			void *const *out_data)
+static void sol_stop(struct rank_env *E, int s)
 {
-	void *user = s->ctx.user;
-	s->ctx = s->master;
-	s->ctx.user = user;
-	for (int i = 0; i < E->io.n_in; i++)
-		fill_tensor(&s->in[i], &E->io.in[i], in_data ? in_data[i] : NULL);
-	for (int i = 0; i < E->io.n_out; i++)
-		fill_tensor(&s->out[i], &E->io.out[i], out_data ? out_data[i] : NULL);
-	s->ctx.in = s->in;
-	s->ctx.out = s->out;
-}
-
-static void sol_init(struct rank_env *E, struct solution *s)
-{
-	phase(E, PH_INIT, "pkb_init of the %s", s->role);
-	refresh_ctx(E, s, NULL, NULL);
-	s->in_setup = 1;
-	int rc = s->init(&s->ctx);
-	s->in_setup = 0;
-	if (rc != 0)
-		rank_fail(E, OUT_RUNTIME_ERROR, "pkb_init of the %s returned %d", s->role, rc);
-	wait_stream(E, s->role);
-	host_barrier(E);
-}
-
-static void sol_fini(struct rank_env *E, struct solution *s)
-{
-	phase(E, PH_FINI, "pkb_fini of the %s", s->role);
-	refresh_ctx(E, s, NULL, NULL);
-	s->in_setup = 1;
-	int rc = s->fini(&s->ctx);
-	s->in_setup = 0;
-	if (rc != 0)
-		rank_fail(E, OUT_RUNTIME_ERROR, "pkb_fini of the %s returned %d", s->role, rc);
-	wait_stream(E, s->role);
-	host_barrier(E);   /* nobody frees memory a peer may still read */
-	for (int i = 0; i < s->n_symm; i++)
-		symm_free(E, &s->symm[i]);
-	symm_free(E, &s->pads);
-	cudaFree(s->epochs);
-	cudaFree(s->err);
-}
-
-/* One call: refresh the context, call pkb_run. Does not wait. */
-void sol_call(struct rank_env *E, struct solution *s, void *const *in, void *const *out)
-{
-	refresh_ctx(E, s, in, out);
-	int rc = s->run(&s->ctx);
-	if (rc != 0)
-		rank_fail(E, OUT_RUNTIME_ERROR, "pkb_run of the %s returned %d", s->role, rc);
-}
-
-void check_dev_err(struct rank_env *E, struct solution *s)
-{
-	uint32_t err = 0;
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemcpy(&err, s->err, 4, cudaMemcpyDeviceToHost));
-	if (err & PKB_DEV_ERR_TIMEOUT)
-		rank_fail(E, OUT_TIMEOUT, "a device-side wait of the %s gave up after %.1f s "
-			  "(a peer never arrived: deadlock or missing signal)", s->role,
-			  (double)E->device_timeout_ns / 1e9);
+	phase(E, PH_FINI, "pkb_fini of the %s", E->job.sol[s].role);
+	sol_command(E, json_pack("{s:s}", "op", "fini"), "ok");
+	solproc_reap(E->proc, 5000);
+	E->proc = NULL;
 }
 
 /* ---- inputs and outputs --------------------------------------------------- */
@@ -343,6 +233,11 @@ static uint64_t input_key(struct rank_env *E, int trial, int tensor, int same)
 
 void gen_inputs(struct rank_env *E, int trial, void *const *bufs)
 {
+	gen_inputs_async(E, trial, bufs, NULL);
+}
+
+void gen_inputs_async(struct rank_env *E, int trial, void *const *bufs, void **staging)
+{
 	struct pkb_dims d = E->dims;
 	d.trial = trial;
 	d.common_seed = input_key(E, trial, -1, 1);
@@ -351,11 +246,19 @@ void gen_inputs(struct rank_env *E, int trial, void *const *bufs)
 		size_t bytes = tensor_desc_bytes(t);
 		uint64_t key = input_key(E, trial, i, t->same_on_all_ranks);
 		if (t->dist.kind == PKB_DIST_HOST) {
-			void *h = xmalloc(bytes);
+			/* staging: pinned, the caller's, reused only once the stream
+			 * has passed this copy; else a buffer of its own, waited for */
+			void *h = staging ? staging[i] : xmalloc(bytes);
+			if (staging && !h) {
+				CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMallocHost(&h, bytes + 16));
+				staging[i] = h;
+			}
 			if (E->p->gen_host(&d, i, key, h, bytes) != 0)
 				rank_fail(E, OUT_INTERNAL, "gen_host of input '%s' failed", t->name);
 			CUDA_OR(E, OUT_RUNTIME_ERROR,
 				cudaMemcpyAsync(bufs[i], h, bytes, cudaMemcpyHostToDevice, E->stream));
+			if (staging)
+				continue;
 			CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamSynchronize(E->stream));
 			free(h);
 		} else if (kern_fill(bufs[i], t->dtype, tensor_desc_numel(t), (int)t->dist.kind,
@@ -470,47 +373,63 @@ static void alloc_io(struct rank_env *E)
 		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMallocHost(&E->host_out[i], b + 16));
 	}
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMalloc((void **)&E->dev_sum, 8));
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMalloc((void **)&E->flags, 256));
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemset(E->flags, 0, 256));
 }
 
-/* Run solution s on trial `trial`'s inputs into E->out_dev, outputs copied to
- * `host`. Fails the rank if the solution changed an input. */
-static void checked_call(struct rank_env *E, struct solution *s, int trial, void **host)
+/* Solution s (in its process) on trial `trial`'s inputs into E->out_dev,
+ * outputs copied to `host`. Fails the rank if the solution changed an input. */
+static void checked_call(struct rank_env *E, int s, int trial, void **host)
 {
+	const char *role = E->job.sol[s].role;
 	uint64_t before[PKB_MAX_TENSORS], after[PKB_MAX_TENSORS];
-	phase(E, PH_TRIAL, "trial %d: %s", trial, s->role);
+	phase(E, PH_TRIAL, "trial %d: %s", trial, role);
 	gen_inputs(E, trial, E->in_dev);
 	checksum_inputs(E, E->in_dev, before);
 	poison_outputs(E, E->out_dev);
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamSynchronize(E->stream));
 	host_barrier(E);
-	sol_call(E, s, E->in_dev, E->out_dev);
-	wait_stream(E, s->role);
-	check_dev_err(E, s);
+	sol_command(E, json_pack("{s:s,s:i,s:i}", "op", "call", "group", -1, "set", -1), "ok");
 	checksum_inputs(E, E->in_dev, after);
 	for (int i = 0; i < E->io.n_in; i++)
 		if (before[i] != after[i])
-			rank_fail(E, !strcmp(s->role, "reference") ? OUT_INTERNAL : OUT_MISMATCH,
-				  "the %s modified its input '%s' (inputs are read-only)", s->role,
+			rank_fail(E, !strcmp(role, "reference") ? OUT_INTERNAL : OUT_MISMATCH,
+				  "the %s modified its input '%s' (inputs are read-only)", role,
 				  E->io.in[i].name);
 	copy_outputs(E, E->out_dev, host);
 }
 
-/* eval: reference and candidate on identical inputs, every trial. Stops
- * after the first trial that fails on any rank (all ranks agree on it).
- * The candidate goes first (issue 44, stale memory): run after the
- * reference, it could read the reference's result where the reference
- * left it (a scratch buffer next to its own allocations, in the same
- * context); run first, it finds only the previous trial's, of other
- * inputs. */
-static void do_eval(struct rank_env *E, struct solution *ref, struct solution *cand)
+/* solution s's outputs of every trial, kept on the host */
+static void **run_trials(struct rank_env *E, int s)
 {
-	int t0 = E->job.trial0;
-	int trials = E->job.trials;
-	for (int t = t0; t < t0 + trials; t++) {
-		checked_call(E, cand, t, E->host_out);
-		checked_call(E, ref, t, E->host_ref);
+	int n = E->job.trials, no = E->io.n_out;
+	void **keep = xcalloc((size_t)n * (size_t)no, sizeof *keep);
+	for (int t = 0; t < n; t++) {
+		checked_call(E, s, E->job.trial0 + t, E->host_out);
+		for (int i = 0; i < no; i++) {
+			size_t b = tensor_desc_bytes(&E->io.out[i]);
+			keep[t * no + i] = xmalloc(b + 1);
+			memcpy(keep[t * no + i], E->host_out[i], b);
+		}
+	}
+	return keep;
+}
+
+/* eval: the candidate's outputs of every trial against the reference's.
+ * Records up to the first trial that fails on any rank (all ranks agree). */
+static void compare_trials(struct rank_env *E, void **ref, void **cand)
+{
+	int no = E->io.n_out;
+	for (int t = 0; t < E->job.trials; t++) {
+		for (int i = 0; i < no; i++) {
+			size_t b = tensor_desc_bytes(&E->io.out[i]);
+			memcpy(E->host_ref[i], ref[t * no + i], b);
+			memcpy(E->host_out[i], cand[t * no + i], b);
+		}
 		json_t *outs = json_array();
 		int ok = compare_outputs(E, outs);
-		struct wire_trial wt = { .trial = t, .rank = E->rank, .ok = ok, .outputs = outs };
+		struct wire_trial wt = { .trial = E->job.trial0 + t, .rank = E->rank, .ok = ok,
+					 .outputs = outs };
 		send_result(E, wire_trial_pack(&wt));
 		json_decref(outs);
 		int *oks = xcalloc((size_t)E->world, sizeof(int));
@@ -523,6 +442,13 @@ static void do_eval(struct rank_env *E, struct solution *ref, struct solution *c
 		if (!all)
 			break;
 	}
+}
+
+static void free_trials(struct rank_env *E, void **keep)
+{
+	for (int i = 0; keep && i < E->job.trials * E->io.n_out; i++)
+		free(keep[i]);
+	free(keep);
 }
 
 static void save_tensors(struct rank_env *E, const char *dir, const char *what,
@@ -562,11 +488,11 @@ static void save_tensors(struct rank_env *E, const char *dir, const char *what,
 }
 
 /* run: one solution, one trial; report output statistics; optionally save */
-static void do_run(struct rank_env *E, struct solution *s)
+static void do_run(struct rank_env *E)
 {
 	int trial = E->job.trial0;
 	E->dims.trial = trial;
-	checked_call(E, s, trial, E->host_out);
+	checked_call(E, 0, trial, E->host_out);
 	json_t *outs = json_array();
 	for (int i = 0; i < E->io.n_out; i++) {
 		const struct pkb_tensor_desc *t = &E->io.out[i];
@@ -643,32 +569,20 @@ static void setup(struct rank_env *E)
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamCreateWithFlags(&E->stream, cudaStreamNonBlocking));
 }
 
-static void nccl_setup(struct rank_env *E)
+void nccl_setup(struct rank_env *E)
 {
 	phase(E, PH_NCCL_INIT, "creating the NCCL communicator");
+	char err[300];
+	if (!(E->nccl_api = nccl_api(err, sizeof err)))
+		rank_fail(E, OUT_ENV_ERROR, "%s", err);
 	ncclUniqueId id, *all = xcalloc((size_t)E->world, sizeof id);
 	memset(&id, 0, sizeof id);
 	if (E->rank == 0)
-		NCCL_OR(E, ncclGetUniqueId(&id));
+		NCCL_OR(E, E->nccl_api->GetUniqueId(&id));
 	if (coll_allgather(E, &id, all, sizeof id) < 0)
 		rank_fail(E, OUT_INTERNAL, "lost the parent");
-	NCCL_OR(E, ncclCommInitRank(&E->nccl, E->world, all[0], E->rank));
+	NCCL_OR(E, E->nccl_api->CommInitRank(&E->nccl, E->world, all[0], E->rank));
 	free(all);
-}
-
-/* Enter the sandbox (src/sandbox.h) before the first solution is loaded:
- * its constructors run inside dlopen. */
-static void enter_sandbox(struct rank_env *E)
-{
-	if (!E->job.sandbox)
-		return;
-	char err[300];
-	int r = sandbox_rank_enter(&E->job, E->fd, err, sizeof err);
-	if (r < 0)
-		rank_fail(E, OUT_ENV_ERROR, "cannot enter the sandbox: %s (--no-sandbox runs "
-			  "trusted code without it)", err);
-	if (r > 0 && E->rank == 0)
-		warning("%s", err);
 }
 
 int rank_main(void)
@@ -699,38 +613,41 @@ int rank_main(void)
 	const char *mode = E->job.mode;
 
 	/* a rank ends by returning from here after DONE (or by rank_fail's
-	 * _exit): an exit() before that is a solution's, named as such */
+	 * _exit): an exit() before that is a bug, named as such */
 	sandbox_exit_guard(E->fd, E->phase_now, &E->finishing);
 	setup(E);
-	int need_nccl = 0;
-	for (int i = 0; i < E->job.n_sol; i++)
-		need_nccl |= E->job.sol[i].nccl;
-	if (need_nccl)
-		nccl_setup(E);
 	alloc_io(E);
-
 	E->n_sol = E->job.n_sol;
 	if (E->n_sol < 1 || E->n_sol > MAX_SOL)
 		rank_fail(E, OUT_INTERNAL, "a job has 1 or 2 solutions");
-	enter_sandbox(E);
-	for (int i = 0; i < E->n_sol; i++)
-		load_solution(E, &E->sol[i], E->job.sol[i].role, E->job.sol[i].so,
-			      E->job.sol[i].nccl);
-	for (int i = 0; i < E->n_sol; i++)
-		sol_init(E, &E->sol[i]);
-
-	if (!strcmp(mode, "eval"))
-		do_eval(E, &E->sol[0], &E->sol[1]);
-	else
-		do_run(E, &E->sol[0]);
 	if (E->job.has_perf)
-		do_perf(E);
+		perf_begin(E);
 
-	for (int i = E->n_sol - 1; i >= 0; i--)
-		sol_fini(E, &E->sol[i]);
+	/* One solution process at a time, the candidate first: it never runs
+	 * after the reference on this GPU, so no memory it gets can hold a
+	 * reference result, and the reference computes and is timed with no
+	 * candidate process alive (issue 44). Its outputs wait on the host. */
+	int eval = !strcmp(mode, "eval");
+	void **kept[MAX_SOL] = { NULL };
+	for (int k = 0; k < E->n_sol; k++) {
+		int s = eval ? E->n_sol - 1 - k : k;
+		struct solproc sp;
+		sol_start(E, &sp, s);
+		if (!eval)
+			do_run(E);
+		else
+			kept[s] = run_trials(E, s);
+		if (E->job.has_perf)
+			perf_solution(E, s);
+		sol_stop(E, s);
+	}
+	if (eval)
+		compare_trials(E, kept[0], kept[1]);
+	if (E->job.has_perf)
+		perf_end(E);
+	for (int s = 0; s < E->n_sol; s++)
+		free_trials(E, kept[s]);
 	phase(E, PH_FINI, "tearing down");
-	if (E->nccl)
-		ncclCommDestroy(E->nccl);
 	proto_send(E->fd, MSG_DONE, NULL, 0);
 	E->finishing = 1;
 	return 0;

@@ -10,6 +10,7 @@
 #define PKB_RANK_ENV_H
 
 #include "exitcode.h"  /* defines: enum pkb_outcome */
+#include "ncclso.h"    /* defines: struct nccl_api */
 #include "phases.h"    /* defines: enum phase_kind */
 #include "problem.h"   /* defines: struct pkb_problem, struct pkb_io, pkb_ctx */
 #include "util.h"      /* defines: noreturn */
@@ -25,6 +26,8 @@
 #define MAX_SYMM 64
 
 struct rank_env;
+struct solproc;
+struct perf_set;
 
 struct symm_block {
 	void *local;
@@ -71,6 +74,11 @@ struct rank_env {
 	char symm_err[200];           /* why the last symmetric allocation failed */
 	char phase_now[256];          /* the last phase announced, for the exit hook */
 	int finishing;                /* the harness's own return from rank_main */
+	int is_sol;                   /* a solution process (solhost.c), not a judge */
+	struct solproc *proc;         /* the judge: the solution process now running */
+	uint32_t *flags;              /* the judge: the go and done words it shares */
+	struct perf_set *perf;        /* the judge: the timing engine's state */
+	const struct nccl_api *nccl_api; /* a solution process with a communicator */
 };
 
 /* a CUDA or NCCL call whose failure ends the rank with its category */
@@ -85,7 +93,8 @@ struct rank_env {
 	ncclResult_t r_ = (call); \
 	if (r_ != ncclSuccess) \
 		rank_fail((E), OUT_RUNTIME_ERROR, "%s:%d: %s: %s (%s)", __FILE__, __LINE__, \
-			  #call, ncclGetErrorString(r_), ncclGetLastError(NULL)); \
+			  #call, (E)->nccl_api->GetErrorString(r_), \
+			  (E)->nccl_api->GetLastError(NULL)); \
 } while (0)
 
 /* ---- rank.c: talking to the parent, solutions, inputs and outputs ---- */
@@ -99,11 +108,20 @@ void send_result(struct rank_env *E, json_t *rec);     /* takes rec */
 int coll_allgather(struct rank_env *E, const void *send, void *recv, size_t bytes);
 void host_barrier(struct rank_env *E);
 void wait_stream(struct rank_env *E, const char *who);
-void refresh_ctx(struct rank_env *E, struct solution *s, void *const *in_data,
-		 void *const *out_data);
-void sol_call(struct rank_env *E, struct solution *s, void *const *in, void *const *out);
-void check_dev_err(struct rank_env *E, struct solution *s);
+/* the NCCL communicator of the ranks (the solution process's, when its
+ * solution gets one) */
+void nccl_setup(struct rank_env *E);
+/* the judge: send `cmd` (taken; NULL sends nothing) to the solution process
+ * and wait for the reply `op`, relaying its all-gathers; its failure, death
+ * or lie ends the rank with the verdict solproc.h gives it */
+void sol_command(struct rank_env *E, json_t *cmd, const char *op);
+/* the judge: CUDA IPC handles of n buffers, as a JSON array of hex strings */
+json_t *ipc_handles(struct rank_env *E, void *const *bufs, int n);
 void gen_inputs(struct rank_env *E, int trial, void *const *bufs);
+/* the same without waiting: host-drawn tensors go through `staging`
+ * (pinned, allocated on first use, one per tensor), which the caller does
+ * not reuse before the stream has passed the copy */
+void gen_inputs_async(struct rank_env *E, int trial, void *const *bufs, void **staging);
 void poison_outputs(struct rank_env *E, void *const *bufs);
 void copy_outputs(struct rank_env *E, void *const *dev, void **host);
 /* E->host_out against E->host_ref; the mismatches appended to outs */
@@ -121,7 +139,11 @@ int make_dev_comm(struct rank_env *E, struct symm_block *pads, uint32_t **epochs
 
 /* ---- timing.c: the timing engine ---- */
 
-/* time every solution of the job's "perf" and send a perf record each */
-void do_perf(struct rank_env *E);
+/* the judge: set up the timing (perf_begin), time solution s in its process
+ * (perf_solution, before its fini), send every solution's perf record
+ * with the candidate's re-check (perf_end) */
+void perf_begin(struct rank_env *E);
+void perf_solution(struct rank_env *E, int s);
+void perf_end(struct rank_env *E);
 
 #endif

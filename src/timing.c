@@ -1,9 +1,11 @@
 /*
- * timing.c -- the timing engine of one rank (docs/TIMING.md): input groups
+ * timing.c -- the timing engine of one judge (docs/TIMING.md): input groups
  * over 3 x L2 rotated through blocks of calls released together by a launch
- * gate, ranks aligned by a device barrier before every call, events per
- * call, the blocks' groups regenerated after each, and the outputs of the
- * last calls re-checked against the reference. What to do when (which
+ * gate, ranks aligned by a device barrier before every call, the judge's
+ * events around each call of the solution process (stream memory
+ * operations on shared words: solhost.c has the other half), the blocks'
+ * groups regenerated after each, and the candidate's last outputs of each
+ * output set re-checked against the reference's of the same calls. What to do when (which
  * group, which output set, the gate's state, block sizes, ABBA) is
  * perfplan.c's, tested on the host; this file does it on the GPU.
  */
@@ -18,10 +20,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+
+/* at most this many snapshots, and at most SNAP_BYTES of them */
+#define MAX_SNAP 16
+#define SNAP_BYTES ((size_t)1 << 30)
+
+struct perf_run {
+	int s;               /* index into the job's solutions */
+	double *ms;          /* per timed iteration, this rank */
+	double *start_ms;    /* its start, from the timed phase's base event */
+	int n;
+	struct perf_track track; /* where its calls went (perfplan.h) */
+	double host_ms;      /* host wall of all timed blocks */
+	double span_ms;      /* block-start event to last end event, per block, summed */
+	int gate_expired;    /* timed blocks whose launch gate expired */
+	int snap_ok;         /* its snapshots matched the reference's */
+	json_t *snap_outs;   /* the mismatches of the first that did not */
+};
 
 struct perf_set {
 	struct perf_plan plan;
 	void **in[PERF_MAX_GROUPS];         /* [group][tensor] */
+	void *staging[PERF_MAX_GROUPS][PKB_MAX_TENSORS]; /* pinned, host-drawn tensors */
 	int gen[PERF_MAX_GROUPS];           /* the content generation each group holds */
 	uint64_t *sums;                     /* device: [group][tensor] checksum of that content */
 	uint64_t *now_sum;                  /* device: checksum scratch */
@@ -29,17 +50,26 @@ struct perf_set {
 	void **out[MAX_SOL][PERF_MAX_GROUPS + 1]; /* [solution][set][tensor]: each solution
 						  * has its own, so that the re-check reads
 						  * what that solution wrote */
-	void *chk_in[PKB_MAX_TENSORS];      /* the re-check's inputs and reference outputs */
-	void *chk_out[PKB_MAX_TENSORS];
 	void *flush;                        /* 2 x L2, read to leave L2 clean */
 	size_t flush_bytes;
-	cudaGraphExec_t graph[MAX_SOL][PERF_MAX_GROUPS];
 	char device[256];                   /* the GPU's name, for the roofline */
 	/* the launch gate: host memory mapped for the device */
 	volatile uint32_t *gate;            /* [0] the host's release word, [1] expired */
 	volatile uint32_t *gate_dev;        /* the same words, as the device sees them */
 	uint32_t gate_gen;
 	struct perf_gate gate_state;        /* on until it expired twice (perfplan.h) */
+	uint32_t word;                      /* the last go word written this solution */
+	pkb_dev_comm align;                 /* the judges' alignment barrier */
+	cudaEvent_t *ev, base;
+	struct perf_run run[MAX_SOL];
+	int inputs_modified;
+	/* the late-work check: the outputs of the last call of n_snap timed
+	 * blocks, chosen at random per launch and told to no solution, copied
+	 * by the judge's stream right after that call's end event */
+	int n_snap, snap_block[MAX_SNAP];
+	void *snap[MAX_SNAP][PKB_MAX_TENSORS];       /* device, the judge's */
+	void *cand_snap[MAX_SNAP][PKB_MAX_TENSORS];  /* host: the candidate's */
+	int timed_block;                              /* of the solution being timed */
 };
 
 /* A block's calls are enqueued behind a gate kernel and released at once, so
@@ -76,8 +106,23 @@ static void regen_group(struct rank_env *E, struct perf_set *ps, int g)
 					(struct CUstream_st *)E->stream))
 			rank_fail(E, OUT_RUNTIME_ERROR, "input check failed");
 	ps->gen[g]++;
-	gen_inputs(E, perf_trial(g, ps->gen[g]), ps->in[g]);
+	gen_inputs_async(E, perf_trial(g, ps->gen[g]), ps->in[g], ps->staging[g]);
 	sum_group(E, ps, g, want);
+}
+
+/* every group's content still as drawn (the last block's calls are checked
+ * here, the others when their groups are drawn anew) */
+static void check_groups(struct rank_env *E, struct perf_set *ps)
+{
+	for (int g = 0; g < ps->plan.groups; g++) {
+		uint64_t *want = ps->sums + (size_t)g * PKB_MAX_TENSORS;
+		sum_group(E, ps, g, ps->now_sum);
+		for (int i = 0; i < E->io.n_in; i++)
+			if (kern_flag_if_differ(ps->now_sum + i, want + i, ps->modified,
+						(struct CUstream_st *)E->stream))
+				rank_fail(E, OUT_RUNTIME_ERROR, "input check failed");
+	}
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamSynchronize(E->stream));
 }
 
 static void flush_l2(struct rank_env *E, struct perf_set *ps)
@@ -124,13 +169,13 @@ static void perf_prepare(struct rank_env *E, struct perf_set *ps, enum perf_mode
 	for (int s = 0; s < E->n_sol; s++)
 		for (int k = 0; k < ps->plan.out_sets; k++) {
 			ps->out[s][k] = xcalloc(PKB_MAX_TENSORS, sizeof(void *));
-			for (int i = 0; i < E->io.n_out; i++)
-				ps->out[s][k][i] = dev_alloc(E, tensor_desc_bytes(&E->io.out[i]));
+			for (int i = 0; i < E->io.n_out; i++) {
+				size_t b = tensor_desc_bytes(&E->io.out[i]);
+				ps->out[s][k][i] = dev_alloc(E, b);
+				/* nothing left over from earlier allocations */
+				CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemset(ps->out[s][k][i], 0xff, b));
+			}
 		}
-	for (int i = 0; i < E->io.n_in; i++)
-		ps->chk_in[i] = dev_alloc(E, tensor_desc_bytes(&E->io.in[i]));
-	for (int i = 0; i < E->io.n_out; i++)
-		ps->chk_out[i] = dev_alloc(E, tensor_desc_bytes(&E->io.out[i]));
 	void *gate = NULL;
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaHostAlloc(&gate, 2 * sizeof(uint32_t), cudaHostAllocMapped));
 	ps->gate = gate;
@@ -171,9 +216,6 @@ static void perf_l2_check(struct rank_env *E)
 static void perf_release(struct rank_env *E, struct perf_set *ps)
 {
 	for (int g = 0; g < ps->plan.groups; g++) {
-		for (int s = 0; s < MAX_SOL; s++)
-			if (ps->graph[s][g])
-				cudaGraphExecDestroy(ps->graph[s][g]);
 		for (int i = 0; i < E->io.n_in; i++)
 			cudaFree(ps->in[g][i]);
 		free(ps->in[g]);
@@ -184,102 +226,170 @@ static void perf_release(struct rank_env *E, struct perf_set *ps)
 				cudaFree(ps->out[s][k][i]);
 			free(ps->out[s][k]);
 		}
-	for (int i = 0; i < E->io.n_in; i++)
-		cudaFree(ps->chk_in[i]);
-	for (int i = 0; i < E->io.n_out; i++)
-		cudaFree(ps->chk_out[i]);
 	cudaFree(ps->sums);
 	cudaFree(ps->now_sum);
 	cudaFree(ps->modified);
 	cudaFree(ps->flush);
+	for (int j = 0; j < ps->n_snap; j++)
+		for (int i = 0; i < E->io.n_out; i++) {
+			cudaFree(ps->snap[j][i]);
+			free(ps->cand_snap[j][i]);
+		}
 	cudaFreeHost((void *)ps->gate);
+	for (int g = 0; g < PERF_MAX_GROUPS; g++)
+		for (int i = 0; i < PKB_MAX_TENSORS; i++)
+			if (ps->staging[g][i])
+				cudaFreeHost(ps->staging[g][i]);
 }
 
-/* graph mode: one graph per group, each a capture of one call on that
- * group's inputs and output set (output set = group in this mode) */
-static void perf_capture(struct rank_env *E, struct perf_set *ps, int s)
+
+/* the blocks whose last outputs the judge snapshots: n_snap of the timed
+ * blocks, drawn from the OS per launch (the same for every solution of it) */
+static void snap_plan(struct rank_env *E, struct perf_set *ps)
 {
-	struct solution *sol = &E->sol[s];
-	for (int g = 0; g < ps->plan.groups; g++) {
-		cudaGraph_t graph = NULL;
-		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamSynchronize(E->stream));
-		CUDA_OR(E, OUT_RUNTIME_ERROR,
-			cudaStreamBeginCapture(E->stream, cudaStreamCaptureModeThreadLocal));
-		refresh_ctx(E, sol, ps->in[g], ps->out[s][g]);
-		int rc = sol->run(&sol->ctx);
-		cudaError_t e = cudaStreamEndCapture(E->stream, &graph);
-		if (rc != 0 || e != cudaSuccess || !graph) {
-			cudaGetLastError();
-			rank_fail(E, OUT_RUNTIME_ERROR, "graph mode: the %s cannot be captured in a "
-				  "CUDA graph (%s): work outside ctx->stream, a synchronisation, or "
-				  "pkb_run returned %d", sol->role,
-				  e != cudaSuccess ? cudaGetErrorString(e) : "no graph", rc);
+	int blocks = (ps->plan.iters + ps->plan.block - 1) / ps->plan.block;
+	size_t out_bytes = 0;
+	for (int i = 0; i < E->io.n_out; i++)
+		out_bytes += tensor_desc_bytes(&E->io.out[i]);
+	size_t fit = out_bytes ? SNAP_BYTES / out_bytes : MAX_SNAP;
+	int n = blocks < MAX_SNAP ? blocks : MAX_SNAP;
+	n = (size_t)n > fit ? (int)(fit ? fit : 1) : n;
+	/* rank 0 draws, every rank takes its draw: the ranks snapshot the same calls */
+	uint64_t seed = 0;
+	if (E->rank == 0 && getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed)
+		rank_fail(E, OUT_ENV_ERROR, "cannot draw from the OS (getrandom)");
+	uint64_t *all = xcalloc((size_t)E->world, sizeof *all);
+	if (coll_allgather(E, &seed, all, sizeof seed) < 0)
+		rank_fail(E, OUT_INTERNAL, "lost the parent");
+	seed = all[0];
+	free(all);
+	int *order = xcalloc((size_t)blocks, sizeof *order);
+	for (int b = 0; b < blocks; b++)
+		order[b] = b;
+	for (int b = blocks - 1; b > 0; b--) {   /* Fisher-Yates */
+		seed = mix64(seed + 0x9e3779b97f4a7c15ull);
+		int r = (int)(seed % (uint64_t)(b + 1)), t = order[b];
+		order[b] = order[r];
+		order[r] = t;
+	}
+	ps->n_snap = n;
+	for (int j = 0; j < n; j++) {
+		ps->snap_block[j] = order[j];
+		for (int i = 0; i < E->io.n_out; i++) {
+			size_t b = tensor_desc_bytes(&E->io.out[i]);
+			ps->snap[j][i] = dev_alloc(E, b);
+			ps->cand_snap[j][i] = xmalloc(b + 1);
 		}
-		e = cudaGraphInstantiate(&ps->graph[s][g], graph, 0);
-		cudaGraphDestroy(graph);
-		if (e != cudaSuccess)
-			rank_fail(E, OUT_RUNTIME_ERROR, "graph mode: cannot instantiate the %s's "
-				  "graph: %s", sol->role, cudaGetErrorString(e));
+	}
+	free(order);
+}
+
+/* after the end event of a timed block's last call, on the judge's stream */
+static void snapshot(struct rank_env *E, struct perf_set *ps, int s, int o)
+{
+	for (int j = 0; j < ps->n_snap; j++) {
+		if (ps->snap_block[j] != ps->timed_block)
+			continue;
+		for (int i = 0; i < E->io.n_out; i++)
+			CUDA_OR(E, OUT_RUNTIME_ERROR,
+				cudaMemcpyAsync(ps->snap[j][i], ps->out[s][o][i],
+						tensor_desc_bytes(&E->io.out[i]),
+						cudaMemcpyDeviceToDevice, E->stream));
 	}
 }
 
-struct perf_run {
-	int s;               /* index into E->sol */
-	double *ms;          /* per timed iteration, this rank */
-	double *start_ms;    /* its start, from the timed phase's base event */
-	int n;
-	struct perf_track track; /* where its calls went (perfplan.h) */
-	double host_ms;      /* host wall of all timed blocks */
-	double span_ms;      /* block-start event to last end event, per block, summed */
-	int gate_expired;    /* timed blocks whose launch gate expired */
-};
+/* The candidate is timed first: its snapshots wait on the host; the
+ * reference's are compared with them, the same calls on the same content
+ * (perf_rewind). Late work -- a done word written before the outputs
+ * were -- is a mismatch here. A lone solution (pkb run) keeps its own. */
+static int snap_check(struct rank_env *E, struct perf_set *ps, int s, json_t *outs)
+{
+	int ok = 1;
+	json_t *one = json_array();
+	for (int j = 0; j < ps->n_snap; j++) {
+		if (s != 0 || E->n_sol == 1) {
+			copy_outputs(E, ps->snap[j], ps->cand_snap[j]);
+			continue;
+		}
+		for (int i = 0; i < E->io.n_out; i++)
+			memcpy(E->host_out[i], ps->cand_snap[j][i], tensor_desc_bytes(&E->io.out[i]));
+		copy_outputs(E, ps->snap[j], E->host_ref);
+		json_array_clear(one);
+		if (!compare_outputs(E, one) && ok) {
+			ok = 0;
+			json_array_extend(outs, one);
+		}
+	}
+	json_decref(one);
+	return ok;
+}
 
-/* `count` calls of one solution; timed ones get events. Ranks are aligned by
- * a device barrier before every call, outside the events. ev[2 * block]
- * marks where this rank's stream starts the block (past the launch gate):
- * the escape check compares the host clock with the span from there, so
- * that waiting at the first barrier for a rank that released its gate later
- * (an input group to regenerate that is larger on some ranks) is on both
- * clocks, not only the host's. Afterwards the
- * groups it used get fresh content and L2 is left clean, so every block
- * starts from the same state. */
+/* `count` calls of the solution process, timed ones between events of the
+ * judge's stream. The calls run in the solution process, on its stream,
+ * each behind a wait for the judge's "go" word and followed by a write of
+ * its "done" word (solhost.c:perf_block); the judge's stream per call:
+ * (cold: the L2 flush), the ranks' alignment barrier, the start event, go,
+ * a wait for done, the end event. Under MPS the two contexts meet on the
+ * GPU without a host round trip: the clock is the judge's, and what the
+ * solution process does after it writes done is not on it (docs/TIMING.md).
+ * ev[2 * block] marks where this rank's stream starts the block (past the
+ * launch gate), for the escape check. Afterwards the groups the block used
+ * get fresh content and L2 is left clean, so every block starts alike. */
 static void perf_block(struct rank_env *E, struct perf_set *ps, struct perf_run *pr, int count,
 		       int timed, pkb_dev_comm align, cudaEvent_t *ev, cudaEvent_t base)
 {
 	cudaEvent_t start = ev[2 * ps->plan.block];
-	struct solution *sol = &E->sol[pr->s];
 	const struct perf_plan *P = &ps->plan;
+	struct CUstream_st *st = (struct CUstream_st *)E->stream;
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaDeviceSynchronize());
 	int gated = ps->gate_state.on;
-	if (gated && kern_gate(ps->gate_dev, ++ps->gate_gen, GATE_NS, ps->gate_dev + 1,
-			       (struct CUstream_st *)E->stream))
+	if (gated && kern_gate(ps->gate_dev, ++ps->gate_gen, GATE_NS, ps->gate_dev + 1, st))
 		rank_fail(E, OUT_RUNTIME_ERROR, "launch gate failed");
-	uint64_t t0 = now_ns();
 	if (timed)
 		cudaEventRecord(start, E->stream);
-	long c0 = pr->track.call;
+	/* The groups of this block get their fresh content here, behind the
+	 * gate: it exists only once the solution process has enqueued the
+	 * block's calls, so no call's work can be done ahead of its clock, at
+	 * enqueue time (issue 36: work done synchronously before the gate
+	 * opened was off every clock). Their old content is checked first. */
+	for (long c = pr->track.call; c < pr->track.call + count; c++)
+		regen_group(E, ps, perf_group(P, c));
+	flush_l2(E, ps);
+	json_t *calls = json_array();
+	uint32_t base_word = ps->word;
 	for (int k = 0; k < count; k++) {
 		int g, o;
 		perf_next_call(P, &pr->track, ps->gen, &g, &o);
+		json_array_append_new(calls, json_pack("[i,i]", g, o));
+		uint32_t v = ++ps->word;
 		if (P->mode == PERF_COLD)
 			flush_l2(E, ps);
-		if (kern_barrier(align, (struct CUstream_st *)E->stream))
+		if (kern_barrier(align, st))
 			rank_fail(E, OUT_RUNTIME_ERROR, "alignment barrier launch failed");
 		if (timed)
 			cudaEventRecord(ev[2 * k], E->stream);
-		if (P->mode == PERF_GRAPH)
-			CUDA_OR(E, OUT_RUNTIME_ERROR, cudaGraphLaunch(ps->graph[pr->s][g], E->stream));
-		else
-			sol_call(E, sol, ps->in[g], ps->out[pr->s][o]);
+		if (kern_write_u32(E->flags, v, st) || kern_wait_geq(E->flags + 1, v, st))
+			rank_fail(E, OUT_ENV_ERROR, "stream memory operations failed (cuStreamWrite"
+				  "Value32/cuStreamWaitValue32): the judge cannot time another "
+				  "process without them");
 		if (timed)
 			cudaEventRecord(ev[2 * k + 1], E->stream);
+		if (timed && k == count - 1)
+			snapshot(E, ps, pr->s, o);
 	}
+	sol_command(E, json_pack("{s:s,s:I,s:o}", "op", "block", "base", (json_int_t)base_word,
+				 "calls", calls), "enqueued");
+	uint64_t t0 = now_ns();
 	if (gated) {
 		/* the host clock starts at the release: it sees what the GPU ran */
 		__atomic_store_n(&ps->gate[0], ps->gate_gen, __ATOMIC_RELEASE);
 		t0 = now_ns();
 	}
-	wait_stream(E, sol->role);
+	/* its "synced" first: a solution process that dies or fails mid-block
+	 * is seen there, where the judge's stream would wait for its done word
+	 * until the deadline */
+	sol_command(E, NULL, "synced");
+	wait_stream(E, "the judge's timing stream");
 	if (gated && ps->gate[1]) {
 		ps->gate[1] = 0;
 		pr->gate_expired += timed;
@@ -298,34 +408,55 @@ static void perf_block(struct rank_env *E, struct perf_set *ps, struct perf_run 
 			pr->ms[pr->n++] = ms;
 		}
 	}
-	for (long c = c0; c < pr->track.call; c++)
-		regen_group(E, ps, perf_group(P, c));
-	flush_l2(E, ps);
 }
 
-/* After timing: each output set holds the result of its last call, whose
- * group and generation are known. The inputs of that call are drawn again,
- * the reference computes their output, and the two must match. Every rank
- * makes the same reference calls in the same order (they are collective). */
-static int perf_recheck(struct rank_env *E, struct perf_set *ps, struct perf_run *pr,
-			json_t *outs)
+/* the IPC handles of the groups and of solution s's output sets, for its process */
+static json_t *perf_handles(struct rank_env *E, struct perf_set *ps, int s)
+{
+	json_t *groups = json_array(), *sets = json_array();
+	for (int g = 0; g < ps->plan.groups; g++)
+		json_array_append_new(groups, ipc_handles(E, ps->in[g], E->io.n_in));
+	for (int k = 0; k < ps->plan.out_sets; k++)
+		json_array_append_new(sets, ipc_handles(E, ps->out[s][k], E->io.n_out));
+	return json_pack("{s:s,s:o,s:o,s:b}", "op", "perf", "groups", groups, "sets", sets,
+			 "graph", ps->plan.mode == PERF_GRAPH);
+}
+
+/* Every group back to its first content: each solution sees the same
+ * sequence of input content, so that the reference's output sets hold what
+ * the candidate's must (the re-check, perf_recheck) */
+static void perf_rewind(struct rank_env *E, struct perf_set *ps)
+{
+	for (int g = 0; g < ps->plan.groups; g++) {
+		ps->gen[g] = 0;
+		gen_inputs(E, perf_trial(g, 0), ps->in[g]);
+		sum_group(E, ps, g, ps->sums + (size_t)g * PKB_MAX_TENSORS);
+	}
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemset(E->flags, 0, 2 * sizeof(uint32_t)));
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaDeviceSynchronize());
+	ps->word = 0;
+	perf_gate_init(&ps->gate_state);
+}
+
+/* After timing: each output set holds the result of its last call. Both
+ * solutions made the same calls on the same content (perf_rewind), so the
+ * reference's set o holds what the candidate's set o must. */
+static int perf_recheck(struct rank_env *E, struct perf_set *ps, struct perf_run *ref,
+			struct perf_run *cand, json_t *outs)
 {
 	int ok = 1;
-	struct solution *ref = &E->sol[0];
 	json_t *one = json_array();
 	for (int o = 0; o < ps->plan.out_sets; o++) {
-		int g, gen;
-		if (!perf_recheck_of(&ps->plan, &pr->track, o, &g, &gen))
+		int g, gen, rg, rgen;
+		int have = perf_recheck_of(&ps->plan, &cand->track, o, &g, &gen);
+		int rhave = perf_recheck_of(&ps->plan, &ref->track, o, &rg, &rgen);
+		if (have != rhave || (have && (g != rg || gen != rgen)))
+			rank_fail(E, OUT_INTERNAL, "the reference's and the candidate's timed calls "
+				  "differ (output set %d)", o);
+		if (!have)
 			continue;
-		void *in[PKB_MAX_TENSORS];
-		memcpy(in, ps->chk_in, sizeof in);
-		gen_inputs(E, perf_trial(g, gen), in);
-		poison_outputs(E, ps->chk_out);
-		host_barrier(E);
-		sol_call(E, ref, in, ps->chk_out);
-		wait_stream(E, ref->role);
-		copy_outputs(E, ps->chk_out, E->host_ref);
-		copy_outputs(E, ps->out[pr->s][o], E->host_out);
+		copy_outputs(E, ps->out[ref->s][o], E->host_ref);
+		copy_outputs(E, ps->out[cand->s][o], E->host_out);
 		json_array_clear(one);
 		if (!compare_outputs(E, one) && ok) {
 			ok = 0;
@@ -336,94 +467,114 @@ static int perf_recheck(struct rank_env *E, struct perf_set *ps, struct perf_run
 	return ok;
 }
 
-void do_perf(struct rank_env *E)
+void perf_begin(struct rank_env *E)
 {
-	int warmup = E->job.perf.warmup;
-	int iters = E->job.perf.iters;
-	int block = E->job.perf.block;
 	int mode = perf_mode_parse(E->job.perf.mode);
 	if (mode < 0)
 		mode = PERF_WARM;
-	phase(E, PH_TIMING, "preparing %d+%d %s calls per solution", warmup, iters,
-	      perf_mode_name((enum perf_mode)mode));
-	struct perf_set ps;
-	memset(&ps, 0, sizeof ps);
-	perf_prepare(E, &ps, (enum perf_mode)mode, warmup, iters, block);
-	block = ps.plan.block;
-	if (mode == PERF_GRAPH)
-		for (int s = 0; s < E->n_sol; s++)
-			perf_capture(E, &ps, s);
-
-	pkb_dev_comm align;
-	if (make_dev_comm(E, &E->align_pads, &E->align_epochs, &E->align_err, &align) < 0)
+	phase(E, PH_TIMING, "preparing %d+%d %s calls per solution", E->job.perf.warmup,
+	      E->job.perf.iters, perf_mode_name((enum perf_mode)mode));
+	/* the clock is the judge's, the calls another process's: without MPS
+	 * the two contexts time-slice and each call pays ~275 us (H100,
+	 * tests/gpu/judge_probe.cu; docs/MPS.md) */
+	int mps = 0;
+	if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, E->device) != cudaSuccess || !mps)
+		rank_fail(E, OUT_ENV_ERROR, "timing needs an NVIDIA MPS daemon serving this GPU "
+			  "(the judge times another process's calls; docs/MPS.md): none is");
+	struct perf_set *ps = xcalloc(1, sizeof *ps);
+	perf_prepare(E, ps, (enum perf_mode)mode, E->job.perf.warmup, E->job.perf.iters,
+		     E->job.perf.block);
+	if (make_dev_comm(E, &E->align_pads, &E->align_epochs, &E->align_err, &ps->align) < 0)
 		rank_fail(E, OUT_RUNTIME_ERROR, "cannot allocate the alignment barrier: %s",
 			  E->symm_err);
-	cudaEvent_t *ev = xcalloc((size_t)(2 * block + 1), sizeof *ev), base;
+	snap_plan(E, ps);
+	int block = ps->plan.block;
+	ps->ev = xcalloc((size_t)(2 * block + 1), sizeof *ps->ev);
 	for (int k = 0; k <= 2 * block; k++)
-		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventCreate(&ev[k]));
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventCreate(&base));
+		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventCreate(&ps->ev[k]));
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventCreate(&ps->base));
+	E->perf = ps;
+}
 
-	struct perf_run pr[MAX_SOL];
-	memset(pr, 0, sizeof pr);
-	for (int s = 0; s < E->n_sol; s++) {
-		pr[s].s = s;
-		pr[s].ms = xcalloc((size_t)iters + (size_t)block, sizeof(double));
-		pr[s].start_ms = xcalloc((size_t)iters + (size_t)block, sizeof(double));
-	}
-	/* warmup, then timed blocks interleaved ABBA so that drift of clocks or
-	 * temperature hits every solution alike */
-	phase(E, PH_TIMING, "warmup");
+/* warmup, then the timed blocks of solution s, in its process */
+void perf_solution(struct rank_env *E, int s)
+{
+	struct perf_set *ps = E->perf;
+	struct perf_run *pr = &ps->run[s];
+	const char *role = E->job.sol[s].role;
+	int warmup = ps->plan.warmup, iters = ps->plan.iters, block = ps->plan.block;
+	phase(E, PH_TIMING, "warmup of the %s", role);
+	perf_rewind(E, ps);
+	sol_command(E, perf_handles(E, ps, s), "ok");
+	memset(pr, 0, sizeof *pr);
+	pr->s = s;
+	pr->ms = xcalloc((size_t)iters + (size_t)block, sizeof(double));
+	pr->start_ms = xcalloc((size_t)iters + (size_t)block, sizeof(double));
 	for (int done = 0; done < warmup; done += block)
-		for (int s = 0; s < E->n_sol; s++)
-			perf_block(E, &ps, &pr[s], perf_block_calls(done, warmup, block), 0,
-				   align, ev, base);
-	phase(E, PH_TIMING, "timed calls");
-	if (kern_barrier(align, (struct CUstream_st *)E->stream))
+		perf_block(E, ps, pr, perf_block_calls(done, warmup, block), 0, ps->align, ps->ev,
+			   ps->base);
+	phase(E, PH_TIMING, "timed calls of the %s", role);
+	if (kern_barrier(ps->align, (struct CUstream_st *)E->stream))
 		rank_fail(E, OUT_RUNTIME_ERROR, "alignment barrier launch failed");
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventRecord(base, E->stream));
-	for (int b = 0, done = 0; done < iters; b++, done += block) {
-		int cnt = perf_block_calls(done, iters, block);
-		for (int k = 0; k < E->n_sol; k++) {
-			int s = perf_abba(b, k, E->n_sol);
-			perf_block(E, &ps, &pr[s], cnt, 1, align, ev, base);
-		}
-	}
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaEventRecord(ps->base, E->stream));
+	ps->timed_block = 0;
+	for (int done = 0; done < iters; done += block, ps->timed_block++)
+		perf_block(E, ps, pr, perf_block_calls(done, iters, block), 1, ps->align, ps->ev,
+			   ps->base);
 	uint32_t aerr = 0, modified = 0;
 	cudaMemcpy(&aerr, E->align_err, 4, cudaMemcpyDeviceToHost);
 	if (aerr)
 		rank_fail(E, OUT_TIMEOUT, "the harness's alignment barrier gave up (a rank stalled)");
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemcpy(&modified, ps.modified, 4, cudaMemcpyDeviceToHost));
-
+	check_groups(E, ps);
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemcpy(&modified, ps->modified, 4, cudaMemcpyDeviceToHost));
+	ps->inputs_modified |= modified != 0;
 	perf_l2_check(E);
-	phase(E, PH_TIMING, "re-checking the outputs of timed calls");
+	/* the reference, timed last, carries the verdict of the snapshots */
+	pr->snap_outs = json_array();
+	pr->snap_ok = snap_check(E, ps, s, pr->snap_outs);
+}
+
+/* the perf record of every solution, the candidate's re-checked */
+void perf_end(struct rank_env *E)
+{
+	struct perf_set *ps = E->perf;
+	/* after every solution process has ended: none can touch its outputs */
+	phase(E, PH_FINI, "re-checking the outputs of timed calls");
 	for (int s = 0; s < E->n_sol; s++) {
-		struct solution *sol = &E->sol[s];
-		check_dev_err(E, sol);
 		json_t *outs = json_array();
-		/* the reference is not checked against itself, unless it is the
-		 * only solution (pkb run) */
-		int ok = s == 0 && E->n_sol > 1 ? 1 : perf_recheck(E, &ps, &pr[s], outs);
+		/* the reference is not checked against itself; a lone solution
+		 * (pkb run) has nothing to be checked against */
+		struct perf_run *pr = &ps->run[s];
+		int ok = s == 0 ? 1 : perf_recheck(E, ps, &ps->run[0], &ps->run[s], outs);
+		if (s > 0 && !ps->run[0].snap_ok) {
+			ok = 0;
+			json_array_extend(outs, ps->run[0].snap_outs);
+		}
 		struct wire_perf wp = {
-			.rank = E->rank, .n = pr[s].n, .times_ms = pr[s].ms,
-			.start_ms = pr[s].start_ms, .host_ms = pr[s].host_ms,
-			.span_ms = pr[s].span_ms, .groups = ps.plan.groups, .block = block,
-			.inputs_modified = modified != 0, .recheck_ok = ok,
-			.gate_expired = pr[s].gate_expired, .recheck = outs,
+			.rank = E->rank, .n = pr->n, .times_ms = pr->ms,
+			.start_ms = pr->start_ms, .host_ms = pr->host_ms,
+			.span_ms = pr->span_ms, .groups = ps->plan.groups, .block = ps->plan.block,
+			.inputs_modified = ps->inputs_modified, .recheck_ok = ok,
+			.gate_expired = pr->gate_expired, .recheck = outs,
 		};
-		snprintf(wp.solution, sizeof wp.solution, "%s", sol->role);
-		snprintf(wp.mode, sizeof wp.mode, "%s", perf_mode_name(ps.plan.mode));
-		snprintf(wp.device, sizeof wp.device, "%s", ps.device);
+		snprintf(wp.solution, sizeof wp.solution, "%s", E->job.sol[s].role);
+		snprintf(wp.mode, sizeof wp.mode, "%s", perf_mode_name(ps->plan.mode));
+		snprintf(wp.device, sizeof wp.device, "%s", ps->device);
 		send_result(E, wire_perf_pack(&wp));
 		json_decref(outs);
-		free(pr[s].ms);
-		free(pr[s].start_ms);
+		free(pr->ms);
+		free(pr->start_ms);
 	}
-	for (int k = 0; k <= 2 * block; k++)
-		cudaEventDestroy(ev[k]);
-	cudaEventDestroy(base);
-	free(ev);
-	perf_release(E, &ps);
+	for (int s = 0; s < E->n_sol; s++)
+		json_decref(ps->run[s].snap_outs);
+	for (int k = 0; k <= 2 * ps->plan.block; k++)
+		cudaEventDestroy(ps->ev[k]);
+	cudaEventDestroy(ps->base);
+	free(ps->ev);
+	perf_release(E, ps);
 	symm_free(E, &E->align_pads);
 	cudaFree(E->align_epochs);
 	cudaFree(E->align_err);
+	free(ps);
+	E->perf = NULL;
 }

@@ -108,14 +108,17 @@ static int candidate(int fd)
 		int rounds;
 		recv_all(fd, &rounds, sizeof rounds);
 		if (mode == 'm') {   /* enqueue every call ahead */
+			/* answer first: a full push buffer blocks the enqueue of a
+			 * wait the judge has not opened yet, so waiting for the
+			 * whole enqueue before answering deadlocks past ~1000 calls */
+			char ok = 'k';
+			send_all(fd, &ok, 1);
 			for (int i = 1; i <= h.iters; i++) {
 				DK(cuStreamWaitValue32((CUstream)s, (CUdeviceptr)&flags[0], (uint32_t)i,
 						       CU_STREAM_WAIT_VALUE_GEQ));
 				work<<<132, 256, 0, s>>>(in, out, h.n, (float)i, rounds);
 				DK(cuStreamWriteValue32((CUstream)s, (CUdeviceptr)&flags[1], (uint32_t)i, 0));
 			}
-			char ok = 'k';
-			send_all(fd, &ok, 1);
 			CK(cudaStreamSynchronize(s));
 		} else {             /* one call per request */
 			for (int i = 1; i <= h.iters; i++) {
@@ -147,6 +150,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--candidate"))
 		return candidate(atoi(argv[2]));
 	int iters = argc > 1 ? atoi(argv[1]) : 200;
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	int n = 1 << 20;
 	CK(cudaSetDevice(0));
 	cudaDeviceProp prop;

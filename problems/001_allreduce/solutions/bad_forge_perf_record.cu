@@ -1,11 +1,12 @@
 /*
  * 001_allreduce, known-bad (issue 36, a forged record): computes honestly
- * (ok_oneshot_pull.cu), then, from pkb_fini -- which runs after the rank has
- * sent its timing records -- writes one more timing record of the reference,
- * 1000 ms a call, on the rank's link to its parent (its fd is in PKB_FD).
- * The parent once kept the last record of each role and rank, whoever wrote
- * it: a speedup of ~10^5. It now takes one record of each kind, trial or
- * solution from a rank, each in that rank's name, and flags the rest.
+ * (ok_oneshot_pull.cu), then, from pkb_fini, writes a timing record of the
+ * reference, 1000 ms a call, on fd PKB_FD (3). When candidates ran inside
+ * the rank that was the rank's link to its parent, which once kept the last
+ * record of each role and rank, whoever wrote it: a speedup of ~10^5. Now
+ * the candidate runs in a solution process whose fd 3 leads to its judge,
+ * which files no message of it as a record: a result, phase or done
+ * message from a solution process is a forgery, `flagged` (src/solproc.c).
  * pkb-expect: flagged
  * pkb-args: --measure-perf --trials 1 --warmup 20 --iters 20
  */

@@ -1,11 +1,12 @@
 /*
  * 001_allreduce, known-bad (issue 36, a deadline dodged): before computing
  * honestly (ok_oneshot_pull.cu), its pkb_init sleeps for two minutes and,
- * every second, announces its phase again on the rank's link to its parent
- * (its fd is in PKB_FD). Each announcement re-armed the rank's 60 s init
- * deadline, so a candidate could stay alive as long as it liked. The parent
- * now takes only the announcements the rank's own code makes for the job
- * (one pkb_init per solution, both already made): flagged at the first.
+ * every second, announces its phase again on fd PKB_FD (3). When candidates
+ * ran inside the rank, that was the link to the parent, and each
+ * announcement re-armed the rank's 60 s init deadline, so a candidate could
+ * stay alive as long as it liked. Now fd 3 of the candidate's process leads
+ * to its judge, which announces every phase itself and takes a phase
+ * message from a solution process as a forgery: flagged at the first.
  * pkb-expect: flagged
  */
 #define pkb_init honest_init
