@@ -9,10 +9,12 @@
 #include "util.h"
 #include "wire.h"    /* defines: struct wire_job */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <linux/landlock.h>
+#include <linux/magic.h>   /* defines: PROC_SUPER_MAGIC */
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -20,24 +22,44 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* Rights of Landlock ABI 3 and 5, fixed by the kernel's ABI, which Debian
- * 12's headers (ABI 2) do not name yet */
+/* Rights and scopes of Landlock ABI 3, 5 and 6, fixed by the kernel's ABI,
+ * which Debian 12's headers (ABI 2) do not name yet */
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE
 #define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
 #endif
 #ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
 #define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
 #endif
+#ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+#define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#endif
+#ifndef LANDLOCK_SCOPE_SIGNAL
+#define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#endif
+
+/* struct landlock_ruleset_attr as of ABI 6 (net: ABI 4, scoped: ABI 6); the
+ * kernel reads as many bytes as it is told, so older kernels get the
+ * prefix they know */
+struct ruleset_attr {
+	__u64 handled_access_fs;
+	__u64 handled_access_net;
+	__u64 scoped;
+};
 
 /* ---- environment ------------------------------------------------------------ */
 
 /* What CUDA, NCCL, the sanitizers and pkb read (docs/PROCESS.md). A name
- * that says it holds a secret never passes, whatever its prefix. */
+ * that says it holds a secret never passes, whatever its prefix. CUDA_ lets
+ * through CUDA_MPS_PIPE_DIRECTORY and CUDA_MPS_LOG_DIRECTORY: a solution
+ * process is a client of the judge's MPS daemon (so that the judge's events
+ * see its work), and finds the daemon there. */
 static const char *const env_prefixes[] = {
 	"CUDA_", "NCCL_", "PKB_", "NVIDIA_", "CUBLAS_", "CUBLASLT_", "CUDNN_", "CUFFT_",
 	"__NV_", "LC_", "ASAN_", "UBSAN_", "LSAN_", NULL,
@@ -133,6 +155,9 @@ static int report_fd = -1;
 static void remember(const char *name)
 {
 	int nr = seccomp_syscall_resolve_name(name);
+	for (int i = 0; i < n_named; i++)
+		if (named[i].nr == nr)
+			return;   /* a call with several rules (socket: one a family) */
 	if (nr < 0 || n_named >= MAX_NAMED)
 		return;
 	named[n_named].nr = nr;
@@ -245,18 +270,33 @@ int sandbox_seccomp(unsigned flags, char *err, size_t n)
 		snprintf(err, n, "seccomp rule for clone3 failed");
 		bad = 1;
 	}
-	/* sockets: UNIX always (NCCL passes cuMem handles over them), INET and
-	 * INET6 only while NCCL may still open connections; every other family
-	 * (netlink, packet, ...) never */
-	for (int d = 0; d <= AF_MAX && !bad; d++) {
-		if (d == AF_UNIX || ((d == AF_INET || d == AF_INET6) && (flags & SANDBOX_ALLOW_INET)))
-			continue;
-		struct scmp_arg_cmp dom = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)d);
-		bad = add(f, "socket", 1, &dom, err, n) || add(f, "socketpair", 1, &dom, err, n);
-	}
-	if (!bad) {
-		struct scmp_arg_cmp above = SCMP_A0(SCMP_CMP_GT, AF_MAX);
-		bad = add(f, "socket", 1, &above, err, n);
+	/* another process's rlimits (prlimit64 with a pid; glibc's getrlimit
+	 * and setrlimit pass 0): RLIMIT_CPU 1 on the judge would end it */
+	struct scmp_arg_cmp some_pid = SCMP_A0(SCMP_CMP_NE, 0);
+	bad = bad || add(f, "prlimit64", 1, &some_pid, err, n);
+	if (flags & SANDBOX_NO_SOCKETS) {
+		/* no new socket, no new connection, no listener: the process talks
+		 * to the judge on the socketpair it was started with, and send,
+		 * recv and their msg forms stay open for that */
+		static const char *const net[] = { "socket", "socketpair", "connect", "bind",
+						   "listen", "accept", "accept4", NULL };
+		for (int i = 0; net[i] && !bad; i++)
+			bad = add(f, net[i], 0, NULL, err, n);
+	} else {
+		/* UNIX always (NCCL passes cuMem handles over them), INET and
+		 * INET6 only while NCCL may still open connections; every other
+		 * family (netlink, packet, ...) never */
+		for (int d = 0; d <= AF_MAX && !bad; d++) {
+			if (d == AF_UNIX ||
+			    ((d == AF_INET || d == AF_INET6) && (flags & SANDBOX_ALLOW_INET)))
+				continue;
+			struct scmp_arg_cmp dom = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)d);
+			bad = add(f, "socket", 1, &dom, err, n) || add(f, "socketpair", 1, &dom, err, n);
+		}
+		if (!bad) {
+			struct scmp_arg_cmp above = SCMP_A0(SCMP_CMP_GT, AF_MAX);
+			bad = add(f, "socket", 1, &above, err, n);
+		}
 	}
 	if (!bad) {
 		int r = seccomp_attr_set(f, SCMP_FLTATR_CTL_TSYNC, 1);
@@ -283,30 +323,58 @@ int sandbox_landlock_abi(char *why, size_t n)
 	return (int)abi;
 }
 
-static int allow_below(int ruleset, const char *path, __u64 access, __u64 handled, char *err,
+/* the rights a rule may give, before the mask of what this kernel handles */
+#define LL_FILE (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | \
+		 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE | \
+		 LANDLOCK_ACCESS_FS_IOCTL_DEV)
+#define LL_READ (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | \
+		 LANDLOCK_ACCESS_FS_READ_DIR)
+/* a device node: open it, read, write and ioctl it; nothing made or removed */
+#define LL_DEV  (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | \
+		 LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV | \
+		 LANDLOCK_ACCESS_FS_READ_DIR)
+#define LL_ALL  (~0ULL)
+
+struct ll_rule {
+	const char *path;
+	__u64 access;   /* LL_*: masked by what the ruleset handles */
+};
+
+static int allow_below(int ruleset, const struct ll_rule *rule, __u64 handled, char *err,
 		       size_t n)
 {
-	int fd = open(path, O_PATH | O_CLOEXEC);
+	int fd = open(rule->path, O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return 0;   /* a path this machine lacks: nothing to allow */
+	__u64 access = rule->access & handled;
 	struct stat st;
 	if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
-		/* on a file only the file rights apply */
-		access &= LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |
-			  LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |
-			  LANDLOCK_ACCESS_FS_IOCTL_DEV;
-	struct landlock_path_beneath_attr pb = { .allowed_access = access & handled,
-						 .parent_fd = fd };
+		access &= LL_FILE;   /* on a file only the file rights apply */
+	struct landlock_path_beneath_attr pb = { .allowed_access = access, .parent_fd = fd };
 	long r = syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
-	close(fd);
+	int e = errno;
+	/* A rule holds the inode, not the path: procfs makes a new inode for
+	 * /proc/<pid> or /proc/cpuinfo once the kernel drops its dentry (memory
+	 * pressure, drop_caches), and the rule would stop matching -- measured:
+	 * /proc/self/status denied after `echo 2 > /proc/sys/vm/drop_caches`.
+	 * An open descriptor pins the dentry, so those stay open for the life
+	 * of the process (O_PATH: it reads nothing; a candidate that closes one
+	 * only loses its own access). */
+	struct statfs sf;
+	if (r < 0 || fstatfs(fd, &sf) != 0 || sf.f_type != PROC_SUPER_MAGIC)
+		close(fd);
 	if (r < 0) {
-		snprintf(err, n, "landlock_add_rule '%s': %s", path, strerror(errno));
+		snprintf(err, n, "landlock_add_rule '%s': %s", rule->path, strerror(e));
 		return -1;
 	}
 	return 0;
 }
 
-int sandbox_landlock(const char *const *ro, const char *const *rw, char *err, size_t n)
+/* Landlock over `rules` (n_rules of them, NULL paths skipped) and, where the
+ * ABI has them (6), the scopes in `scoped`. 0, 1 when Landlock is missing,
+ * -1 with err. */
+static int landlock_enter(const struct ll_rule *rules, int n_rules, __u64 scoped, char *err,
+			  size_t n)
 {
 	int abi = sandbox_landlock_abi(err, n);
 	if (abi < 1)
@@ -325,19 +393,20 @@ int sandbox_landlock(const char *const *ro, const char *const *rw, char *err, si
 		handled |= LANDLOCK_ACCESS_FS_TRUNCATE;
 	if (abi >= 5)
 		handled |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
-	struct landlock_ruleset_attr attr = { .handled_access_fs = handled };
-	int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+	/* below ABI 6 there is no scope: the seccomp filter's rules on
+	 * signals and sockets still hold */
+	struct ruleset_attr attr = { .handled_access_fs = handled,
+				     .scoped = abi >= 6 ? scoped : 0 };
+	size_t size = abi >= 6 ? sizeof attr : sizeof attr.handled_access_fs;
+	int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
 	if (rs < 0) {
 		snprintf(err, n, "landlock_create_ruleset: %s", strerror(errno));
 		return -1;
 	}
-	__u64 read = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE |
-		     LANDLOCK_ACCESS_FS_READ_DIR;
 	int bad = 0;
-	for (int i = 0; ro && ro[i] && !bad; i++)
-		bad = allow_below(rs, ro[i], read, handled, err, n);
-	for (int i = 0; rw && rw[i] && !bad; i++)
-		bad = allow_below(rs, rw[i], handled, handled, err, n);
+	for (int i = 0; i < n_rules && !bad; i++)
+		if (rules[i].path)
+			bad = allow_below(rs, &rules[i], handled, err, n);
 	if (!bad && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
 		snprintf(err, n, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
 		bad = 1;
@@ -348,6 +417,23 @@ int sandbox_landlock(const char *const *ro, const char *const *rw, char *err, si
 	}
 	close(rs);
 	return bad ? -1 : 0;
+}
+
+int sandbox_landlock(const char *const *ro, const char *const *rw, char *err, size_t n)
+{
+	int k = 0, cap = 0;
+	for (int i = 0; ro && ro[i]; i++)
+		cap++;
+	for (int i = 0; rw && rw[i]; i++)
+		cap++;
+	struct ll_rule *rules = xcalloc((size_t)cap + 1, sizeof *rules);
+	for (int i = 0; ro && ro[i]; i++)
+		rules[k++] = (struct ll_rule){ ro[i], LL_READ };
+	for (int i = 0; rw && rw[i]; i++)
+		rules[k++] = (struct ll_rule){ rw[i], LL_ALL };
+	int r = landlock_enter(rules, k, 0, err, n);
+	free(rules);
+	return r;
 }
 
 /* ---- the rank ------------------------------------------------------------------ */
@@ -379,44 +465,131 @@ void sandbox_exit_guard(int fd, const char *phase, const int *finishing)
 	on_exit(on_exit_guard, NULL);
 }
 
+/* lower resource `res` to at most `v`, soft and hard; never raises */
+static int lower_limit(int res, const char *name, rlim_t v, char *err, size_t n)
+{
+	struct rlimit rl;
+	if (getrlimit(res, &rl) < 0) {
+		snprintf(err, n, "getrlimit(%s): %s", name, strerror(errno));
+		return -1;
+	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > v)
+		rl.rlim_cur = v;
+	if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > v)
+		rl.rlim_max = v;
+	if (setrlimit(res, &rl) < 0) {
+		snprintf(err, n, "setrlimit(%s, %llu): %s", name, (unsigned long long)v,
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* the rlimits of sandbox.h: CORE and CPU always, FSIZE and NOFILE without
+ * NCCL (FSIZE not with a save folder either) */
+static int rank_limits(int nccl, int saves, char *err, size_t n)
+{
+	if (lower_limit(RLIMIT_CORE, "RLIMIT_CORE", 0, err, n) < 0 ||
+	    lower_limit(RLIMIT_CPU, "RLIMIT_CPU", SANDBOX_CPU_S, err, n) < 0)
+		return -1;
+	if (nccl)
+		return 0;
+	if (!saves && lower_limit(RLIMIT_FSIZE, "RLIMIT_FSIZE", SANDBOX_FSIZE_BYTES, err, n) < 0)
+		return -1;
+	return lower_limit(RLIMIT_NOFILE, "RLIMIT_NOFILE", SANDBOX_NOFILE, err, n);
+}
+
+/* the device nodes of the GPUs: every /dev/nvidia* (nvidia0.., nvidiactl,
+ * nvidia-uvm, nvidia-uvm-tools, nvidia-modeset, the nvidia-caps folder),
+ * xstrdup'd into names[], at most cap; how many */
+static int gpu_nodes(char **names, int cap)
+{
+	DIR *d = opendir("/dev");
+	int k = 0;
+	for (struct dirent *e; d && k < cap && (e = readdir(d));)
+		if (!strncmp(e->d_name, "nvidia", 6))
+			names[k++] = xstrfmt("/dev/%s", e->d_name);
+	if (d)
+		closedir(d);
+	return k;
+}
+
+#define MAX_RULES 128
+
 int sandbox_rank_enter(const struct wire_job *j, int fd, char *err, size_t n)
 {
+	/* the folders of every rank: libraries, configuration, devices' sysfs */
 	static const char *const system_ro[] = { "/usr", "/lib", "/lib64", "/lib32", "/etc",
-						 "/opt", "/proc", "/sys", NULL };
-	const char *ro[64], *rw[3];
-	char *own[48];
-	int nro = 0, nown = 0, nrw = 0;
+						 "/opt", "/sys", NULL };
+	/* what CUDA and the C library read of /proc in a process without NCCL:
+	 * its own /proc/<pid> ("/proc/self" opens it: maps, status, fd/, task/),
+	 * the driver's parameters and GPUs, sysctls, the CPU and memory files;
+	 * never another process's /proc/<pid> (the judge's environ, cmdline,
+	 * mem) */
+	static const char *const proc_ro[] = { "/proc/self", "/proc/driver", "/proc/sys",
+					       "/proc/cpuinfo", "/proc/meminfo", "/proc/stat",
+					       NULL };
+	static const char *const dev_rw[] = { "/dev/null", "/dev/zero", NULL };
+	static const char *const dev_ro[] = { "/dev/urandom", "/dev/random", NULL };
+	struct ll_rule rules[MAX_RULES];
+	char *own[MAX_RULES];
+	int nr = 0, nown = 0, nccl = 0;
+	for (int i = 0; i < j->n_sol && i < WIRE_MAX_SOL; i++)
+		nccl |= j->sol[i].nccl;
 	for (int i = 0; system_ro[i]; i++)
-		ro[nro++] = system_ro[i];
-	unsigned flags = 0;
+		rules[nr++] = (struct ll_rule){ system_ro[i], LL_READ };
 	for (int i = 0; i < j->n_sol && i < WIRE_MAX_SOL; i++) {
-		flags |= j->sol[i].nccl ? SANDBOX_ALLOW_INET : 0;
 		char *d = xstrdup(j->sol[i].so), *slash = strrchr(d, '/');
 		if (slash && slash != d)
 			*slash = 0;
 		else
 			strcpy(d, slash ? "/" : ".");
-		ro[nro++] = own[nown++] = d;
+		rules[nr++] = (struct ll_rule){ own[nown++] = d, LL_READ };
 	}
 	/* a CUDA or NCCL of the user's own, loaded lazily (cuBLAS, cuFFT ...) */
 	char *lib = xstrdup(getenv("LD_LIBRARY_PATH") ? getenv("LD_LIBRARY_PATH") : "");
-	for (char *save = NULL, *t = strtok_r(lib, ":", &save); t && nown < 48 && nro < 62;
+	for (char *save = NULL, *t = strtok_r(lib, ":", &save); t && nr < MAX_RULES - 64;
 	     t = strtok_r(NULL, ":", &save))
 		if (t[0] == '/')
-			ro[nro++] = own[nown++] = xstrdup(t);
+			rules[nr++] = (struct ll_rule){ own[nown++] = xstrdup(t), LL_READ };
 	free(lib);
-	ro[nro] = NULL;
-	rw[nrw++] = "/dev";
 	if (j->save_dir[0])
-		rw[nrw++] = j->save_dir;
-	rw[nrw] = NULL;
+		rules[nr++] = (struct ll_rule){ j->save_dir, LL_ALL };
+	if (nccl) {
+		/* NCCL reads /proc (its topology, its peers) and keeps its
+		 * segments in /dev/shm */
+		rules[nr++] = (struct ll_rule){ "/proc", LL_READ };
+		rules[nr++] = (struct ll_rule){ "/dev", LL_ALL };
+	} else {
+		for (int i = 0; proc_ro[i]; i++)
+			rules[nr++] = (struct ll_rule){ proc_ro[i], LL_READ };
+		for (int i = 0; dev_rw[i]; i++)
+			rules[nr++] = (struct ll_rule){ dev_rw[i], LL_DEV };
+		for (int i = 0; dev_ro[i]; i++)
+			rules[nr++] = (struct ll_rule){ dev_ro[i], LANDLOCK_ACCESS_FS_READ_FILE };
+		int k = gpu_nodes(own + nown, MAX_RULES - nr);
+		for (int i = 0; i < k; i++)
+			rules[nr++] = (struct ll_rule){ own[nown++], LL_DEV };
+	}
+	__u64 scoped = LANDLOCK_SCOPE_SIGNAL | (nccl ? 0 : LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET);
 
-	int r = sandbox_seccomp(flags, err, n);
+	int r = rank_limits(nccl, j->save_dir[0] != 0, err, n);
+	if (r == 0)
+		r = sandbox_seccomp(nccl ? SANDBOX_ALLOW_INET : SANDBOX_NO_SOCKETS, err, n);
 	if (r == 0) {
 		report_fd = fd;
-		r = sandbox_landlock(ro, rw, err, n);
+		r = landlock_enter(rules, nr, scoped, err, n);
 	}
 	for (int i = 0; i < nown; i++)
 		free(own[i]);
 	return r;
+}
+
+int sandbox_judge_harden(char *err, size_t n)
+{
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		snprintf(err, n, "prctl(PR_SET_DUMPABLE, 0): %s", strerror(errno));
+		return -1;
+	}
+	return 0;
 }
