@@ -615,6 +615,11 @@ int rank_main(void)
 	/* a rank ends by returning from here after DONE (or by rank_fail's
 	 * _exit): an exit() before that is a bug, named as such */
 	sandbox_exit_guard(E->fd, E->phase_now, &E->finishing);
+	/* not dumpable: a solution process of the same user cannot read this
+	 * one's memory, environment or seed through /proc or ptrace */
+	char why[300];
+	if (sandbox_judge_harden(why, sizeof why) < 0)
+		rank_fail(E, OUT_ENV_ERROR, "cannot harden the judge: %s", why);
 	setup(E);
 	alloc_io(E);
 	E->n_sol = E->job.n_sol;

@@ -117,7 +117,11 @@ enum pkb_outcome solproc_describe_end(const struct solproc *sp, char *msg, size_
 			 "posix_spawn() start a process)", sp->role);
 		return OUT_LOAD_REFUSED;
 	}
-	if (WIFSIGNALED(st))
+	if (WIFSIGNALED(st) && (WTERMSIG(st) == SIGXCPU || WTERMSIG(st) == SIGXFSZ))
+		snprintf(msg, n, "the %s process was killed by signal %d (%s): it passed its "
+			 "sandbox's limit on %s", sp->role, WTERMSIG(st), strsignal(WTERMSIG(st)),
+			 WTERMSIG(st) == SIGXCPU ? "CPU time" : "file size");
+	else if (WIFSIGNALED(st))
 		snprintf(msg, n, "the %s process was killed by signal %d (%s)", sp->role,
 			 WTERMSIG(st), strsignal(WTERMSIG(st)));
 	else

@@ -103,8 +103,8 @@ static int fake_sol(const char *mode)
 		_exit(0);
 	else if (!strcmp(mode, "sandbox"))
 		_exit(SANDBOX_EXIT);
-	else if (!strcmp(mode, "sigsys") || !strcmp(mode, "segv")) {
-		int sig = !strcmp(mode, "segv") ? SIGSEGV : SIGSYS;
+	else if (!strcmp(mode, "sigsys") || !strcmp(mode, "segv") || !strcmp(mode, "xcpu")) {
+		int sig = !strcmp(mode, "segv") ? SIGSEGV : !strcmp(mode, "xcpu") ? SIGXCPU : SIGSYS;
 		signal(sig, SIG_DFL);
 		raise(sig);
 	} else if (!strcmp(mode, "partial")) {
@@ -263,6 +263,7 @@ int main(int argc, char **argv)
 	expect("sandbox", 0, OUT_LOAD_REFUSED, "sandbox");
 	expect("sigsys", 0, OUT_LOAD_REFUSED, "SIGSYS");
 	expect("segv", 0, OUT_RUNTIME_ERROR, "signal 11");
+	expect("xcpu", 0, OUT_RUNTIME_ERROR, "limit on CPU time");
 
 	/* hangs: silent, or mid-frame; the wait's own limit ends them */
 	o = run_mode("hang", 0, "ready", 300, 0);
