@@ -172,7 +172,7 @@ $(BUILD)/tests/sandbox_probe: tests/gpu/sandbox_probe.cu src/sandbox.c src/wire.
 	@echo "  NVCC    $<"
 	@$(NVCC) $(NVFLAGS) $(addprefix -isystem ,$(DEPS_INC)) -c $< -o $@.o
 	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $@.o src/sandbox.c src/wire.c src/util.c src/proto.c \
-		$(LDLIBS)
+		$(LDLIBS) -lnccl
 
 # the judge split's timing question (tests/gpu/judge_probe.cu): can a judge
 # process time a candidate process's kernels on one GPU? Run on a GPU machine

@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <linux/landlock.h>
@@ -195,6 +196,13 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	last_violation[k] = 0;
 	ssize_t w = write(2, line, o);
 	(void)w;
+	/* where the call came from, into the log: a call of the CUDA or C
+	 * library on the solution's behalf names the library, not the
+	 * solution (backtrace() was called once at entry, so its first use
+	 * here loads nothing) */
+	void *frames[24];
+	int nf = backtrace(frames, 24);
+	backtrace_symbols_fd(frames, nf, 2);
 	if (report_fd >= 0) {
 		/* the parent's verdict, as rank_fail would send it (send() is
 		 * async-signal-safe; names are identifiers: nothing to escape) */
@@ -234,6 +242,8 @@ int sandbox_seccomp(unsigned flags, char *err, size_t n)
 {
 	struct sigaction sa = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO };
 	sigemptyset(&sa.sa_mask);
+	void *warm[2];
+	backtrace(warm, 2);   /* loads libgcc's unwinder now, not in the handler */
 	if (sigaction(SIGSYS, &sa, NULL) < 0) {
 		snprintf(err, n, "sigaction(SIGSYS): %s", strerror(errno));
 		return -1;
@@ -274,18 +284,11 @@ int sandbox_seccomp(unsigned flags, char *err, size_t n)
 	 * and setrlimit pass 0): RLIMIT_CPU 1 on the judge would end it */
 	struct scmp_arg_cmp some_pid = SCMP_A0(SCMP_CMP_NE, 0);
 	bad = bad || add(f, "prlimit64", 1, &some_pid, err, n);
-	if (flags & SANDBOX_NO_SOCKETS) {
-		/* no new socket, no new connection, no listener: the process talks
-		 * to the judge on the socketpair it was started with, and send,
-		 * recv and their msg forms stay open for that */
-		static const char *const net[] = { "socket", "socketpair", "connect", "bind",
-						   "listen", "accept", "accept4", NULL };
-		for (int i = 0; net[i] && !bad; i++)
-			bad = add(f, net[i], 0, NULL, err, n);
-	} else {
-		/* UNIX always (NCCL passes cuMem handles over them), INET and
-		 * INET6 only while NCCL may still open connections; every other
-		 * family (netlink, packet, ...) never */
+	{
+		/* UNIX always (NCCL passes cuMem handles over them; CUDA under
+		 * MPS opens one in each new thread), INET and INET6 only while
+		 * NCCL may still open connections; every other family (netlink,
+		 * packet, ...) never */
 		for (int d = 0; d <= AF_MAX && !bad; d++) {
 			if (d == AF_UNIX ||
 			    ((d == AF_INET || d == AF_INET6) && (flags & SANDBOX_ALLOW_INET)))
@@ -575,7 +578,7 @@ int sandbox_rank_enter(const struct wire_job *j, int fd, char *err, size_t n)
 
 	int r = rank_limits(nccl, j->save_dir[0] != 0, err, n);
 	if (r == 0)
-		r = sandbox_seccomp(nccl ? SANDBOX_ALLOW_INET : SANDBOX_NO_SOCKETS, err, n);
+		r = sandbox_seccomp(nccl ? SANDBOX_ALLOW_INET : 0, err, n);
 	if (r == 0) {
 		report_fd = fd;
 		r = landlock_enter(rules, nr, scoped, err, n);

@@ -45,11 +45,6 @@
 enum {
 	SANDBOX_ALLOW_INET = 1 << 0,   /* AF_INET / AF_INET6 sockets (NCCL's
 					  bootstrap and proxy connections) */
-	SANDBOX_NO_SOCKETS = 1 << 1,   /* no socket of any family: socket,
-					  socketpair, connect, bind, listen,
-					  accept trap; send, recv, read, write
-					  on sockets opened before still work.
-					  Wins over SANDBOX_ALLOW_INET */
 };
 
 /* The rlimits sandbox_rank_enter sets. Each only lowers the current value,
@@ -111,9 +106,15 @@ int sandbox_landlock(const char *const *ro, const char *const *rw, char *err, si
  * exist. The fake rank of the tests enters it the same way. In order:
  *   rlimits  the values above (CORE and CPU always; FSIZE and NOFILE
  *            without NCCL);
- *   seccomp  SANDBOX_NO_SOCKETS when no solution of the job has NCCL,
- *            else SANDBOX_ALLOW_INET (NCCL 2.28 connects to its peers'
- *            proxy threads lazily, at their first collective);
+ *   seccomp  UNIX sockets only when no solution of the job has NCCL,
+ *            else SANDBOX_ALLOW_INET too (NCCL 2.28 connects to its peers'
+ *            proxy threads lazily, at their first collective). Not none:
+ *            under MPS, CUDA opens a UNIX socket in every new thread that
+ *            calls it (cuDevicePrimaryCtxRetain, measured on 2x H100 with
+ *            001 bad_late_host_thread), so a solution with a thread of its
+ *            own would die of CUDA's socket; abstract names outside the
+ *            process are closed by Landlock's scope below, and the only
+ *            folders it may write hold no socket file;
  *   Landlock read below /usr /lib /lib64 /lib32 /etc /opt /sys, the
  *            solution objects' folders and each LD_LIBRARY_PATH entry;
  *            read and write below the job's save folder; and

@@ -2,11 +2,11 @@
  * 001_allreduce, known-bad (issues 30 and 36, the solution process's
  * sandbox): opens a TCP connection from pkb_init to 127.0.0.1:22 (any
  * server the machine reaches: a metadata service, the user's cluster).
- * A solution process without NCCL may open no socket at all: the filter
- * traps socket() and the process ends. (A rank whose job has NCCL keeps
- * INET for NCCL's lazy connections: there the connect fails or succeeds,
- * nothing is computed, and the candidate ends as a runtime_error or a
- * mismatch -- docs/ANTI_CHEAT.md.)
+ * A solution process without NCCL may open UNIX sockets only: the filter
+ * traps socket(AF_INET) and the process ends. (A solution process with
+ * NCCL keeps INET for NCCL's lazy connections: there the connect fails or
+ * succeeds, nothing is computed, and the candidate ends as a runtime_error
+ * or a mismatch -- docs/ANTI_CHEAT.md.)
  * pkb-expect: load_refused
  * pkb-caught-by: sandbox
  */

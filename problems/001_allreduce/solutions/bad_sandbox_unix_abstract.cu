@@ -1,19 +1,21 @@
 /*
  * 001_allreduce, known-bad (issue 36, the solution process's sandbox):
  * connects from pkb_init to an abstract AF_UNIX socket of another process
- * (its name lives in the kernel, with no file for Landlock to guard): here
- * a name in the style of D-Bus's, which a desktop session listens on;
- * NCCL's proxies and CUDA's own sockets are abstract too, and so are those
- * of whatever else runs on the machine. A solution process without NCCL may
- * open no socket at all: the filter traps socket() and the process ends.
- * (Landlock's scope, ABI 6, refuses as well a datagram sent to such a name
- * from a socket made before the sandbox.) With NCCL in the job UNIX sockets stay open: there
- * the connect fails or succeeds, nothing is computed, and the candidate
- * ends as a runtime_error or a mismatch.
- * pkb-expect: load_refused
+ * (its name lives in the kernel, with no file for Landlock to guard): the
+ * one CUDA opens in its judge, `@cuda-uvmfd-<net namespace>-<judge pid>`
+ * (the listing of tests/gpu/sandbox_probe), which serves CUDA's memory
+ * handles. A solution process may open UNIX sockets (CUDA under MPS opens
+ * one in each new thread), so what stops it is Landlock's scope (ABI 6): no
+ * connection to an abstract socket made outside the process's sandbox. The
+ * connect fails with EPERM and pkb_init returns 1: runtime_error. Any other
+ * end (connected, or the name not there) returns 0 and computes nothing:
+ * a mismatch, which the suite reports as this file's failure, to be read.
+ * pkb-expect: runtime_error
  * pkb-caught-by: sandbox
  */
+#include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -25,18 +27,24 @@ PKB_SOLUTION;
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	(void)ctx;
-	static const char name[] = "/tmp/dbus-pkb";   /* '@' + name: abstract */
+	char ns[64] = "", name[108];
+	ssize_t k = readlink("/proc/self/ns/net", ns, sizeof ns - 1);   /* "net:[N]" */
+	unsigned long long inode = 0;
+	if (k <= 0 || sscanf(ns, "net:[%llu]", &inode) != 1)
+		return 0;
+	int len = snprintf(name, sizeof name, "cuda-uvmfd-%llu-%d", inode, (int)getppid());
 	struct sockaddr_un a;
 	memset(&a, 0, sizeof a);
 	a.sun_family = AF_UNIX;
-	memcpy(a.sun_path + 1, name, sizeof name - 1);
-	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	memcpy(a.sun_path + 1, name, (size_t)len);   /* '@' + name: abstract */
+	int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
 	if (s < 0)
-		return 1;
+		return 0;
 	int r = connect(s, (struct sockaddr *)&a,
-			(socklen_t)(offsetof(struct sockaddr_un, sun_path) + sizeof name));
+			(socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)len));
+	int e = errno;
 	close(s);
-	return r != 0;
+	return r != 0 && e == EPERM;
 }
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
