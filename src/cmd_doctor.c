@@ -8,6 +8,7 @@
 #include "cmds.h"
 #include "exitcode.h"
 #include "job.h"
+#include "mps.h"       /* defines: mps_probe */
 #include "ncclso.h"    /* defines: nccl_version */
 #include "opts.h"
 #include "util.h"
@@ -181,6 +182,13 @@ int cmd_doctor(int argc, char **argv)
 			json_object_set_new(rec, "probe", pr);
 		}
 	}
+	/* the judge times another process's calls: timed launches need MPS */
+	char mline[600];
+	int no_mps = mps_probe(mline, sizeof mline);
+	printf("mps       %s\n", mline);
+	json_object_set_new(rec, "mps", json_string(mline));
+	if (no_mps && g > 0)
+		problems++;
 	const char *nvls = getenv("NCCL_NVLS_ENABLE");
 	printf("multicast NCCL_NVLS_ENABLE=%s (pkb sets 0 for every rank)\n", nvls ? nvls : "unset");
 	printf("%s\n", problems ? "not ready: see above" : "ready");

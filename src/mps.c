@@ -386,6 +386,29 @@ static char *last_log_line(const struct mps *m, const char *what)
 	return line;
 }
 
+int mps_probe(char *line, size_t n)
+{
+	const char *pipe_env = getenv(mps_vars[V_PIPE]);
+	const char *at = pipe_env && *pipe_env ? pipe_env : MPS_DEFAULT_PIPE;
+	if (daemon_answers(at)) {
+		snprintf(line, n, "a daemon answers, pipes in %s (timed launches use it)", at);
+		return 0;
+	}
+	const char *mode = getenv("PKB_MPS");
+	if (mode && !strcmp(mode, "off")) {
+		snprintf(line, n, "off (PKB_MPS=off): --measure-perf cannot run");
+		return 1;
+	}
+	char bin[512];
+	if (find_program("nvidia-cuda-mps-control", bin, sizeof bin) < 0) {
+		snprintf(line, n, "nvidia-cuda-mps-control not found on PATH: --measure-perf "
+			 "cannot run (docs/MPS.md)");
+		return 1;
+	}
+	snprintf(line, n, "%s (a private daemon for each timed launch)", bin);
+	return 0;
+}
+
 int mps_start(struct mps *m, char *err, size_t n)
 {
 	if (m->active)

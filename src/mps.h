@@ -54,6 +54,11 @@ int mps_start(struct mps *m, char *err, size_t n);
  * nothing else. Safe to call twice and after a failed start. */
 void mps_stop(struct mps *m);
 
+/* What mps_start would find, without starting anything (`pkb doctor`):
+ * 0 with `line` saying where a daemon answers or which program pkb would
+ * start; 1 when a timed launch could not have MPS here (off, not found). */
+int mps_probe(char *line, size_t n);
+
 /* One line for `pkb doctor`: "running: ...", "off: ...", "not found: ...",
  * "failed: ..." or "not started", with the pipe folder when running */
 const char *mps_describe(const struct mps *m);

@@ -238,8 +238,16 @@ int main(void)
 	close(lfd);
 	setenv(PIPE_VAR, nowhere, 1);
 
+	/* ---- what pkb doctor says, starting nothing --------------------------- */
+	char line[600];
+	int before = count_folders(tmp);
+	CHECKF(mps_probe(line, sizeof line) == 0 && strstr(line, "nvidia-cuda-mps-control") &&
+	       strstr(line, "private daemon"), "probe: %s", line);
+	CHECK(count_folders(tmp) == before);
+
 	/* ---- no MPS ---------------------------------------------------------- */
 	setenv("PKB_MPS", "off", 1);
+	CHECKF(mps_probe(line, sizeof line) == 1 && strstr(line, "PKB_MPS=off"), "probe: %s", line);
 	struct mps o = { 0 };
 	rc = mps_start(&o, err, sizeof err);
 	CHECKF(rc == 1 && !o.active && strstr(err, "PKB_MPS=off"), "rc %d: %s", rc, err);
@@ -249,6 +257,7 @@ int main(void)
 	CHECKF(rc == -1 && strstr(err, "'maybe'"), "rc %d: %s", rc, err);
 	setenv("PKB_MPS", "on", 1);
 	setenv("PATH", "/nonexistent", 1);
+	CHECKF(mps_probe(line, sizeof line) == 1 && strstr(line, "not found"), "probe: %s", line);
 	rc = mps_start(&o, err, sizeof err);
 	CHECKF(rc == 1 && !o.active && strstr(err, "not found"), "rc %d: %s", rc, err);
 	CHECK(!strncmp(mps_describe(&o), "not found", 9) && count_folders(tmp) == 0);
