@@ -119,10 +119,24 @@ static pid_t spawn(const struct lanes_job *j, const char *gpus)
 	return pid;
 }
 
+/* an MPS control daemon a timed launch started (mps.c): it goes to the
+ * subreaper when it forks into the background */
+static int is_mps_daemon(long pid)
+{
+	char *path = xstrfmt("/proc/%ld/comm", pid);
+	char *comm = read_file(path, NULL);
+	free(path);
+	int r = comm && !strncmp(comm, "nvidia-cuda-mps", 15);
+	free(comm);
+	return r;
+}
+
 /* The ranks of a launch killed at its deadline live on in process groups
  * of their own (a rank stuck in a kernel never notices its parent go). As
  * the subreaper the caller inherits them: every child that is not a
- * running launch is such an orphan, and its group is killed. */
+ * running launch is such an orphan, and its group is killed -- but an MPS
+ * daemon, which a running timed launch may be using (a killed launch's is
+ * stopped by the next mps_start, which finds its owner gone). */
 static void kill_orphans(const struct slot *s, int ns)
 {
 	char *path = xstrfmt("/proc/self/task/%d/children", (int)getpid());
@@ -136,7 +150,7 @@ static void kill_orphans(const struct slot *s, int ns)
 		int mine = 0;
 		for (int i = 0; i < ns; i++)
 			mine |= s[i].pid == pid;
-		if (!mine) {
+		if (!mine && !is_mps_daemon(pid)) {
 			kill(-(pid_t)pid, SIGKILL);
 			kill((pid_t)pid, SIGKILL);
 		}

@@ -116,8 +116,9 @@ static void end_phase(struct launch *L, int r, uint64_t now)
 	s->kind = -1;
 }
 
-/* the order in which a rank goes through the kinds (rank.c): do_run saves
- * before do_perf times */
+/* the order in which a rank goes through the kinds within a solution's
+ * round (rank.c; load starts the next solution's round): do_run saves
+ * before perf_solution times */
 static const int phase_order[PH_KIND_COUNT] = {
 	[PH_START] = 0, [PH_CUDA_INIT] = 1, [PH_NCCL_INIT] = 2, [PH_LOAD] = 3, [PH_INIT] = 4,
 	[PH_TRIAL] = 5, [PH_SAVE] = 6, [PH_TIMING] = 7, [PH_FINI] = 8,

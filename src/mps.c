@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include "mps.h"
+#include "sandbox.h"   /* defines: sandbox_env_build */
 #include "util.h"   /* defines: xstrfmt, strvec, rm_rf, now_ns, run_logged_child, write_file_atomic */
 
 #include <dirent.h>
@@ -223,12 +224,17 @@ static int stdin_from(void *arg, char *why, size_t n)
 static int run_control(const char *bin, const char *arg, const char *dir, int in,
 		       const char *what, double wait_s)
 {
+	/* the ranks' allowlist (sandbox.h), not the parent's environment: the
+	 * daemon's /proc/<pid>/environ is readable by the solution processes
+	 * that keep all of /proc (NCCL's), and the parent's holds API keys */
 	struct strvec env = STRVEC_INIT;
 	size_t pl = strlen(mps_vars[V_PIPE]), ll = strlen(mps_vars[V_LOG]);
-	for (char **e = environ; *e; e++)
+	char **allowed = sandbox_env_build(environ);
+	for (char **e = allowed; *e; e++)
 		if (!(!strncmp(*e, mps_vars[V_PIPE], pl) && (*e)[pl] == '=') &&
 		    !(!strncmp(*e, mps_vars[V_LOG], ll) && (*e)[ll] == '='))
 			strvec_push(&env, *e);
+	sandbox_env_free(allowed);
 	strvec_pushf(&env, "%s=%s/pipe", mps_vars[V_PIPE], dir);
 	strvec_pushf(&env, "%s=%s/log", mps_vars[V_LOG], dir);
 	char *log = xstrfmt("%s/log/pkb-%s.log", dir, what);

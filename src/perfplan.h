@@ -79,9 +79,15 @@ static inline int perf_block_calls(int done, int total, int block)
 {
 	return total - done < block ? total - done : block;
 }
-/* ABBA: the k-th solution to run in timed block b, so that drift of
- * clocks or temperature hits every solution alike */
-static inline int perf_abba(int b, int k, int n_sol) { return (b & 1) ? n_sol - 1 - k : k; }
+/* calls in the warmup block that starts after `done` of `total`: the short
+ * block first, then whole blocks, so that the last warmup block is as long
+ * as a timed one and no block's length marks where the timed calls begin
+ * (the warmup count has a random part, job.c:warmup_jitter) */
+static inline int perf_warmup_calls(int done, int total, int block)
+{
+	int first = total % block;
+	return done == 0 && first ? first : total - done < block ? total - done : block;
+}
 
 /* the trial number whose inputs generation `gen` of group g holds: no
  * correctness trial uses these */

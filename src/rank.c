@@ -167,7 +167,7 @@ static int relay_coll(void *ctx, const void *send, size_t len, void **out, size_
 	return coll_allgather(E, send, *out, len);
 }
 
-void sol_command(struct rank_env *E, json_t *cmd, const char *op)
+static json_t *sol_wait(struct rank_env *E, json_t *cmd, const char *op)
 {
 	if (cmd && solproc_send(E->proc, MSG_SOL_CMD, cmd) < 0) {
 		char msg[400];
@@ -179,7 +179,33 @@ void sol_command(struct rank_env *E, json_t *cmd, const char *op)
 	char msg[1200];
 	if (solproc_wait(E->proc, op, -1, &reply, relay_coll, E, &cat, msg, sizeof msg) < 0)
 		rank_fail(E, cat, "%s", msg);
-	json_decref(reply);
+	return reply;
+}
+
+void sol_command(struct rank_env *E, json_t *cmd, const char *op)
+{
+	json_decref(sol_wait(E, cmd, op));
+}
+
+/* The GPU as solution s's process has it, against the judge's own view
+ * taken before any solution ran: the same SMs, and MPS where the job is
+ * timed. The reference runs after the candidate, so a change there is the
+ * candidate's doing (the MPS control socket is a pathname it can reach). */
+static void check_gpu_view(struct rank_env *E, int s, json_t *ready)
+{
+	int sms = (int)json_integer_value(json_object_get(ready, "sms"));
+	int mps = json_is_true(json_object_get(ready, "mps"));
+	int after_candidate = s == 0 && E->n_sol > 1;
+	if (sms != E->sms)
+		rank_fail(E, after_candidate ? OUT_FLAGGED : OUT_ENV_ERROR,
+			  "the %s's process may use %d SMs where the judge's has %d%s",
+			  E->job.sol[s].role, sms, E->sms, after_candidate ? ": the MPS daemon's "
+			  "settings changed while the candidate ran" : "");
+	if (E->job.has_perf && !mps)
+		rank_fail(E, after_candidate ? OUT_FLAGGED : OUT_ENV_ERROR,
+			  "the %s's process is not an MPS client where the judge's is%s",
+			  E->job.sol[s].role, after_candidate ? ": the MPS daemon went away while "
+			  "the candidate ran" : " (docs/MPS.md)");
 }
 
 /* Start solution s's process: the job as it may know it (its own solution,
@@ -207,7 +233,11 @@ static void sol_start(struct rank_env *E, struct solproc *sp, int s)
 	E->proc = sp;
 	if (solproc_send(sp, MSG_SOL_SETUP, setup) < 0)
 		rank_fail(E, OUT_RUNTIME_ERROR, "the %s's process is gone", w->role);
-	sol_command(E, NULL, "ready");
+	sol_command(E, NULL, "setup");
+	sp->trusted = 0;   /* it loads the solution next */
+	json_t *ready = sol_wait(E, NULL, "ready");
+	check_gpu_view(E, s, ready);
+	json_decref(ready);
 	phase(E, PH_INIT, "pkb_init of the %s", w->role);
 	sol_command(E, json_pack("{s:s}", "op", "init"), "ok");
 }
@@ -222,13 +252,22 @@ static void sol_stop(struct rank_env *E, int s)
 
 /* ---- inputs and outputs --------------------------------------------------- */
 
+/* The key of one tensor's draw: SHA-256 of (seed, problem, trial, rank or
+ * "all", tensor), its first 8 bytes. One-way, so that a solution that
+ * recovers the key of a tensor it sees (host-drawn inputs are splitmix64
+ * streams of it, and splitmix64 can be run backwards) learns neither the
+ * seed nor a peer's key: a chain of mix64 steps was a bijection at every
+ * step, and its constants are public (issue 44: inputs regenerated instead
+ * of communicated). */
 static uint64_t input_key(struct rank_env *E, int trial, int tensor, int same)
 {
-	uint64_t k = mix64(E->seed);
-	k = mix64(k ^ (uint64_t)E->p->id);
-	k = mix64(k ^ (uint64_t)(uint32_t)trial);
-	k = mix64(k ^ (same ? 0xffffffffull : (uint64_t)E->rank));
-	return mix64(k ^ (uint64_t)tensor);
+	int64_t words[5] = { (int64_t)E->seed, E->p->id, trial, same ? -1 : E->rank, tensor };
+	char hex[65];
+	sha256_hex(words, sizeof words, hex);
+	uint64_t k = 0;
+	for (int i = 0; i < 16; i++)
+		k = k << 4 | (uint64_t)(hex[i] <= '9' ? hex[i] - '0' : hex[i] - 'a' + 10);
+	return k;
 }
 
 void gen_inputs(struct rank_env *E, int trial, void *const *bufs)
@@ -399,7 +438,7 @@ static void checked_call(struct rank_env *E, int s, int trial, void **host)
 	copy_outputs(E, E->out_dev, host);
 }
 
-/* solution s's outputs of every trial, kept on the host */
+/* the candidate's outputs of every trial, kept on the host */
 static void **run_trials(struct rank_env *E, int s)
 {
 	int n = E->job.trials, no = E->io.n_out;
@@ -415,17 +454,17 @@ static void **run_trials(struct rank_env *E, int s)
 	return keep;
 }
 
-/* eval: the candidate's outputs of every trial against the reference's.
- * Records up to the first trial that fails on any rank (all ranks agree). */
-static void compare_trials(struct rank_env *E, void **ref, void **cand)
+/* eval: the reference on the inputs of every trial the candidate ran, each
+ * compared at once with the candidate's kept outputs (only the candidate's
+ * wait on the host). Records up to the first trial that fails on any rank
+ * (all ranks agree on it); the reference's later trials are not run. */
+static void ref_trials(struct rank_env *E, void **cand)
 {
 	int no = E->io.n_out;
 	for (int t = 0; t < E->job.trials; t++) {
-		for (int i = 0; i < no; i++) {
-			size_t b = tensor_desc_bytes(&E->io.out[i]);
-			memcpy(E->host_ref[i], ref[t * no + i], b);
-			memcpy(E->host_out[i], cand[t * no + i], b);
-		}
+		checked_call(E, 0, E->job.trial0 + t, E->host_ref);
+		for (int i = 0; i < no; i++)
+			memcpy(E->host_out[i], cand[t * no + i], tensor_desc_bytes(&E->io.out[i]));
 		json_t *outs = json_array();
 		int ok = compare_outputs(E, outs);
 		struct wire_trial wt = { .trial = E->job.trial0 + t, .rank = E->rank, .ok = ok,
@@ -567,6 +606,8 @@ static void setup(struct rank_env *E)
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaSetDevice(E->device));
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaFree(0));
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamCreateWithFlags(&E->stream, cudaStreamNonBlocking));
+	CUDA_OR(E, OUT_RUNTIME_ERROR,
+		cudaDeviceGetAttribute(&E->sms, cudaDevAttrMultiProcessorCount, E->device));
 }
 
 void nccl_setup(struct rank_env *E)
@@ -640,14 +681,14 @@ int rank_main(void)
 		sol_start(E, &sp, s);
 		if (!eval)
 			do_run(E);
-		else
+		else if (s == 1)
 			kept[s] = run_trials(E, s);
+		else
+			ref_trials(E, kept[1]);
 		if (E->job.has_perf)
 			perf_solution(E, s);
 		sol_stop(E, s);
 	}
-	if (eval)
-		compare_trials(E, kept[0], kept[1]);
 	if (E->job.has_perf)
 		perf_end(E);
 	for (int s = 0; s < E->n_sol; s++)

@@ -75,6 +75,7 @@ struct rank_env {
 	char phase_now[256];          /* the last phase announced, for the exit hook */
 	int finishing;                /* the harness's own return from rank_main */
 	int is_sol;                   /* a solution process (solhost.c), not a judge */
+	int sms;                      /* the judge: the SMs its context may use */
 	struct solproc *proc;         /* the judge: the solution process now running */
 	uint32_t *flags;              /* the judge: the go and done words it shares */
 	struct perf_set *perf;        /* the judge: the timing engine's state */

@@ -66,7 +66,10 @@ static const char *const env_prefixes[] = {
 	"__NV_", "LC_", "ASAN_", "UBSAN_", "LSAN_", NULL,
 };
 static const char *const env_names[] = {
-	"PATH", "LD_LIBRARY_PATH", "HOME", "TMPDIR", "LANG", "TZ", "TERM", NULL,
+	"PATH", "LD_LIBRARY_PATH", "HOME", "TMPDIR", "LANG", "TZ", "TERM",
+	/* never NVLink multicast (launch.c sets them for every rank): a
+	 * candidate's torch or NVSHMEM must see them too */
+	"TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", NULL,
 };
 static const char *const env_secret_words[] = {
 	"KEY", "TOKEN", "SECRET", "PASSW", "CREDENTIAL", "AUTH", "COOKIE", "SESSION", NULL,

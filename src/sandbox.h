@@ -13,8 +13,8 @@
  *                CLONE_THREAD), no ptrace or process_vm_*, no mount, chroot,
  *                namespaces, setuid family, keyrings, module or kexec calls,
  *                no signal and no rlimit change to another process; sockets:
- *                none at all without NCCL (the judge link is a socketpair
- *                made before), UNIX and INET/INET6 with it;
+ *                UNIX only without NCCL (CUDA under MPS opens one in each
+ *                new thread), UNIX and INET/INET6 with it;
  *   Landlock     files: read only below the system folders and the paths
  *                given (the solution objects, CUDA, NCCL), write only below
  *                the save folder; without NCCL only the GPU device nodes in
@@ -25,10 +25,10 @@
  *                the sandbox and, without NCCL, no abstract UNIX socket of
  *                one.
  *
- * A system call the filter forbids raises SIGSYS; the handler writes one line
- * naming the call to the rank's stderr (its log) and ends the process with
- * SANDBOX_EXIT, which the parent reports as the verdict `sandbox` (docs/
- * EXIT_CODES.md). A candidate cannot take the handler away: rt_sigaction and
+ * A system call the filter forbids raises SIGSYS; the handler writes a line
+ * naming the call and a backtrace to the process's stderr (its log) and ends
+ * it with SANDBOX_EXIT, which the judge (solproc.c) reports as the verdict
+ * `load_refused` (docs/EXIT_CODES.md). A candidate cannot take the handler away: rt_sigaction and
  * signal on SIGSYS are forbidden too. docs/ANTI_CHEAT.md has the threat model.
  *
  * The judge process, which holds the user's environment and the real

@@ -330,6 +330,9 @@ static void setup(struct rank_env *E, json_t *msg)
 		if (r > 0 && E->rank == 0)
 			warning("%s", err);
 	}
+	/* the last word of pkb's code alone: from the dlopen on, what this
+	 * process claims is the solution's (solproc.h) */
+	reply_op(E, "setup");
 	load_solution(E, &E->sol[0]);
 }
 
@@ -447,7 +450,13 @@ int solhost_main(void)
 	setup(E, msg);
 	json_decref(msg);
 	struct solution *s = &E->sol[0];
-	reply_op(E, "ready");
+	/* what the judge checks of the GPU as this process has it: the SMs it
+	 * may use and whether MPS serves it (a candidate could change the MPS
+	 * daemon's settings for the clients after it, the reference's) */
+	int sms = 0, mps = 0;
+	cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, E->device);
+	cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, E->device);
+	reply(E, json_pack("{s:s,s:i,s:b}", "op", "ready", "sms", sms, "mps", mps));
 	for (;;) {
 		json_t *cmd = recv_json(E, MSG_SOL_CMD);
 		const char *op = json_string_value(json_object_get(cmd, "op"));

@@ -3,7 +3,7 @@
  *
  * A rank process is the judge of its GPU: it draws the inputs, keeps the
  * reference's outputs, compares and times. It never loads a solution.
- * Each solution (the reference, then the candidate) runs in a solution
+ * Each solution (the candidate, then the reference) runs in a solution
  * process of its own (`pkb __sol`, solhost.c), started fresh by the judge,
  * which maps the judge's buffers over CUDA IPC, loads the one .so and
  * makes calls on the judge's command. The link is a socketpair on the
@@ -41,6 +41,8 @@ struct solproc {
 	pid_t pid;            /* -1: none */
 	int fd;               /* the judge's end of the link */
 	int is_ref;           /* the reference: its failures are the harness's to explain */
+	int trusted;          /* no solution code has run in it yet (until the judge
+				 clears it, before the dlopen): its claims stand */
 	char role[16];
 	int status;           /* wait status once reaped */
 	int reaped;
@@ -78,6 +80,9 @@ int solproc_wait(struct solproc *sp, const char *op, int timeout_ms, json_t **re
  * harness or the machine, or excuse itself, so it reads as runtime_error.
  * The reference's claims stand (it is trusted, and runs alone). */
 enum pkb_outcome solproc_map_fail(const struct solproc *sp, const char *category);
+/* (The same holds for any process while sp->trusted: before its dlopen only
+ * pkb's code has run in it, and a CUDA device that fails there is the
+ * machine's env_error, not the candidate's.) */
 
 /* How a process that ended before its last reply ended, as a verdict and a
  * message: the sandbox's exit (SANDBOX_EXIT) or SIGSYS is load_refused,

@@ -1,13 +1,15 @@
 /*
- * timing.c -- the timing engine of one judge (docs/TIMING.md): input groups
- * over 3 x L2 rotated through blocks of calls released together by a launch
- * gate, ranks aligned by a device barrier before every call, the judge's
- * events around each call of the solution process (stream memory
- * operations on shared words: solhost.c has the other half), the blocks'
- * groups regenerated after each, and the candidate's last outputs of each
- * output set re-checked against the reference's of the same calls. What to do when (which
- * group, which output set, the gate's state, block sizes, ABBA) is
- * perfplan.c's, tested on the host; this file does it on the GPU.
+ * timing.c -- the timing engine of one judge (docs/TIMING.md): one solution
+ * process after the other (the candidate, then the reference), each from
+ * the same first input content; input groups over 3 x L2 rotated through
+ * blocks of calls released together by a launch gate, each block's groups
+ * drawn anew behind the gate; ranks aligned by a device barrier before
+ * every call; the judge's events around each call of the solution process
+ * (stream memory operations on shared words: solhost.c has the other
+ * half); snapshots of calls drawn at random, and the last output of each
+ * output set, compared between the two solutions. What to do when (which
+ * group, which output set, the gate's state, block sizes) is perfplan.c's,
+ * tested on the host; this file does it on the GPU.
  */
 #define _GNU_SOURCE
 #include "kernels.h"   /* defines: kern_gate, kern_barrier, kern_l2_flush, kern_checksum */
@@ -63,10 +65,11 @@ struct perf_set {
 	cudaEvent_t *ev, base;
 	struct perf_run run[MAX_SOL];
 	int inputs_modified;
-	/* the late-work check: the outputs of the last call of n_snap timed
-	 * blocks, chosen at random per launch and told to no solution, copied
-	 * by the judge's stream right after that call's end event */
-	int n_snap, snap_block[MAX_SNAP];
+	/* the late-work check: the outputs of one call of each of n_snap timed
+	 * blocks, block and call chosen at random per launch and told to no
+	 * solution, copied by the judge's stream right after that call's end
+	 * event */
+	int n_snap, snap_block[MAX_SNAP], snap_call[MAX_SNAP];
 	void *snap[MAX_SNAP][PKB_MAX_TENSORS];       /* device, the judge's */
 	void *cand_snap[MAX_SNAP][PKB_MAX_TENSORS];  /* host: the candidate's */
 	int timed_block;                              /* of the solution being timed */
@@ -243,8 +246,11 @@ static void perf_release(struct rank_env *E, struct perf_set *ps)
 }
 
 
-/* the blocks whose last outputs the judge snapshots: n_snap of the timed
- * blocks, drawn from the OS per launch (the same for every solution of it) */
+/* the calls whose outputs the judge snapshots: one call of each of n_snap
+ * timed blocks (every block, up to 16 and 1 GiB), block and call drawn from
+ * the OS per launch (the same for every solution of it). A candidate that
+ * skips a fraction p of its calls is caught with probability about
+ * 1 - (1 - p)^n_snap, wherever in a block the calls it skips are. */
 static void snap_plan(struct rank_env *E, struct perf_set *ps)
 {
 	int blocks = (ps->plan.iters + ps->plan.block - 1) / ps->plan.block;
@@ -275,6 +281,8 @@ static void snap_plan(struct rank_env *E, struct perf_set *ps)
 	ps->n_snap = n;
 	for (int j = 0; j < n; j++) {
 		ps->snap_block[j] = order[j];
+		seed = mix64(seed + 0x9e3779b97f4a7c15ull);
+		ps->snap_call[j] = (int)(seed % (uint64_t)ps->plan.block);
 		for (int i = 0; i < E->io.n_out; i++) {
 			size_t b = tensor_desc_bytes(&E->io.out[i]);
 			ps->snap[j][i] = dev_alloc(E, b);
@@ -284,11 +292,14 @@ static void snap_plan(struct rank_env *E, struct perf_set *ps)
 	free(order);
 }
 
-/* after the end event of a timed block's last call, on the judge's stream */
-static void snapshot(struct rank_env *E, struct perf_set *ps, int s, int o)
+/* after the end event of call k of a timed block of `count` calls, on the
+ * judge's stream: the chosen call of this block (the last, if the block is
+ * shorter than the draw) */
+static void snapshot(struct rank_env *E, struct perf_set *ps, int s, int o, int k, int count)
 {
 	for (int j = 0; j < ps->n_snap; j++) {
-		if (ps->snap_block[j] != ps->timed_block)
+		int at = ps->snap_call[j] < count ? ps->snap_call[j] : count - 1;
+		if (ps->snap_block[j] != ps->timed_block || k != at)
 			continue;
 		for (int i = 0; i < E->io.n_out; i++)
 			CUDA_OR(E, OUT_RUNTIME_ERROR,
@@ -374,8 +385,8 @@ static void perf_block(struct rank_env *E, struct perf_set *ps, struct perf_run 
 				  "process without them");
 		if (timed)
 			cudaEventRecord(ev[2 * k + 1], E->stream);
-		if (timed && k == count - 1)
-			snapshot(E, ps, pr->s, o);
+		if (timed)
+			snapshot(E, ps, pr->s, o, k, count);
 	}
 	sol_command(E, json_pack("{s:s,s:I,s:o}", "op", "block", "base", (json_int_t)base_word,
 				 "calls", calls), "enqueued");
@@ -510,9 +521,10 @@ void perf_solution(struct rank_env *E, int s)
 	pr->s = s;
 	pr->ms = xcalloc((size_t)iters + (size_t)block, sizeof(double));
 	pr->start_ms = xcalloc((size_t)iters + (size_t)block, sizeof(double));
-	for (int done = 0; done < warmup; done += block)
-		perf_block(E, ps, pr, perf_block_calls(done, warmup, block), 0, ps->align, ps->ev,
-			   ps->base);
+	for (int done = 0, cnt; done < warmup; done += cnt) {
+		cnt = perf_warmup_calls(done, warmup, block);
+		perf_block(E, ps, pr, cnt, 0, ps->align, ps->ev, ps->base);
+	}
 	phase(E, PH_TIMING, "timed calls of the %s", role);
 	if (kern_barrier(ps->align, (struct CUstream_st *)E->stream))
 		rank_fail(E, OUT_RUNTIME_ERROR, "alignment barrier launch failed");

@@ -135,7 +135,7 @@ int main(void)
 	char *path = xstrfmt("%s/tests/cli/fake-mps:%s", pkb_root(), old_path ? old_path : "/usr/bin:/bin");
 	setenv("PATH", path, 1);
 	char *pids = xstrfmt("%s/fake-pids", tmp);
-	unsetenv("FAKE_MPS_MODE");
+	unsetenv("PKB_FAKE_MPS_MODE");
 	unsetenv("PKB_MPS");
 	unsetenv(LOG_VAR);
 	/* no variable: the default folder is asked; a real daemon there would
@@ -155,7 +155,9 @@ int main(void)
 	/* ---- our own daemon -------------------------------------------------- */
 	struct mps m = { .wait_s = 2 };
 	CHECK(!strcmp(mps_describe(&m), "not started"));
+	setenv("OPENAI_API_KEY", "sk-pkb-test-secret", 1);
 	int rc = mps_start(&m, err, sizeof err);
+	unsetenv("OPENAI_API_KEY");
 	CHECKF(rc == 0 && m.active && m.ours, "rc %d: %s", rc, err);
 	char *prefix = xstrfmt("%s/pkb-mps-", tmp);
 	CHECKF(!strncmp(m.pipe_dir, prefix, strlen(prefix)), "pipe_dir %s", m.pipe_dir);
@@ -170,6 +172,13 @@ int main(void)
 	/* the daemon got the folders: it logged into ours */
 	char *clog = xstrfmt("%s/control.log", m.log_dir);
 	CHECK(exists(clog));
+	/* with the ranks' environment, not the parent's: no secret */
+	char *cenv_path = xstrfmt("%s/control.env", m.log_dir);
+	char *cenv = read_file(cenv_path, NULL);
+	CHECKF(cenv && strstr(cenv, "PATH=") && !strstr(cenv, "sk-pkb-test-secret"),
+	       "the daemon's environment: %s", cenv ? "holds the secret" : "not written");
+	free(cenv);
+	free(cenv_path);
 	/* a client's device list counts among the daemon's */
 	CHECK(env_is(VIS_VAR, "0,1"));
 	pid_t daemon = pid_in(m.pipe_dir, "nvidia-cuda-mps-control.pid");
@@ -268,9 +277,9 @@ int main(void)
 
 	/* ---- a daemon that fails ------------------------------------------- */
 	/* never makes its control pipe: -1 within the bound, its process
-	 * killed (the fake notes its pid in FAKE_MPS_PIDS), nothing left */
-	setenv("FAKE_MPS_MODE", "nopipe", 1);
-	setenv("FAKE_MPS_PIDS", pids, 1);
+	 * killed (the fake notes its pid in PKB_FAKE_MPS_PIDS), nothing left */
+	setenv("PKB_FAKE_MPS_MODE", "nopipe", 1);
+	setenv("PKB_FAKE_MPS_PIDS", pids, 1);
 	struct mps f = { .wait_s = 1 };
 	t0 = now_s();
 	rc = mps_start(&f, err, sizeof err);
@@ -283,23 +292,23 @@ int main(void)
 	CHECK(!strncmp(mps_describe(&f), "failed: ", 8) && strstr(mps_describe(&f), "no control pipe"));
 	mps_stop(&f);   /* after a failed start */
 	CHECK(!f.active && env_is(PIPE_VAR, nowhere));
-	unsetenv("FAKE_MPS_PIDS");
+	unsetenv("PKB_FAKE_MPS_PIDS");
 
 	/* -d fails: its status and its last line */
-	setenv("FAKE_MPS_MODE", "fail", 1);
+	setenv("PKB_FAKE_MPS_MODE", "fail", 1);
 	rc = mps_start(&f, err, sizeof err);
 	CHECKF(rc == -1 && strstr(err, "status 1") && strstr(err, "cannot start the daemon"),
 	       "rc %d: %s", rc, err);
 	CHECK(count_folders(tmp) == 0);
 	/* -d never returns: killed at the bound */
-	setenv("FAKE_MPS_MODE", "hang", 1);
+	setenv("PKB_FAKE_MPS_MODE", "hang", 1);
 	t0 = now_s();
 	rc = mps_start(&f, err, sizeof err);
 	took = since(t0);
 	CHECKF(rc == -1 && strstr(err, "did not return"), "rc %d: %s", rc, err);
 	CHECKF(took >= 0.9 && took < 2.5, "%.2f s", took);
 	CHECK(count_folders(tmp) == 0);
-	unsetenv("FAKE_MPS_MODE");
+	unsetenv("PKB_FAKE_MPS_MODE");
 
 	/* ---- stops that must not hang --------------------------------------- */
 	/* the daemon died first: stop does not ask it (the client would hang
@@ -310,25 +319,25 @@ int main(void)
 	snprintf(dir, sizeof dir, "%s", d.dir);
 	daemon = pid_in(d.pipe_dir, "nvidia-cuda-mps-control.pid");
 	CHECK(daemon > 0 && kill(daemon, SIGKILL) == 0 && gone_soon(daemon));
-	setenv("FAKE_MPS_MODE", "deafquit", 1);
+	setenv("PKB_FAKE_MPS_MODE", "deafquit", 1);
 	t0 = now_s();
 	mps_stop(&d);
 	CHECKF(since(t0) < 1, "stop took %.2f s", since(t0));
 	CHECK(!exists(dir) && env_is(PIPE_VAR, nowhere));
 	/* a daemon deaf to quit: killed after the bound */
-	unsetenv("FAKE_MPS_MODE");
+	unsetenv("PKB_FAKE_MPS_MODE");
 	d.wait_s = 0.5;
 	rc = mps_start(&d, err, sizeof err);
 	CHECKF(rc == 0 && d.ours, "rc %d: %s", rc, err);
 	snprintf(dir, sizeof dir, "%s", d.dir);
 	daemon = pid_in(d.pipe_dir, "nvidia-cuda-mps-control.pid");
-	setenv("FAKE_MPS_MODE", "deafquit", 1);
+	setenv("PKB_FAKE_MPS_MODE", "deafquit", 1);
 	t0 = now_s();
 	mps_stop(&d);
 	took = since(t0);
 	CHECKF(took >= 0.4 && took < 3, "stop took %.2f s", took);
 	CHECK(daemon > 0 && gone_soon(daemon) && !exists(dir));
-	unsetenv("FAKE_MPS_MODE");
+	unsetenv("PKB_FAKE_MPS_MODE");
 
 	/* ---- a killed pkb's folders ----------------------------------------- */
 	/* stale: a live daemon whose owner is gone (pkb killed): stopped, removed */

@@ -44,28 +44,30 @@ struct call_rec {
 	int s, g, gen, block;
 };
 
-/* The engine's schedule on the host for n_sol solutions: warmup blocks,
- * then timed ABBA blocks, each block's groups regenerated after it (as
- * timing.c's perf_block does). Checks what a wrong bookkeeping would break. */
+/* The judge's schedule on the host for n_sol solutions, as timing.c's
+ * perf_solution and perf_block make it: one solution after the other, each
+ * from the same first content (perf_rewind), warmup blocks (the short one
+ * first) then timed blocks, each block's groups drawn anew at its start.
+ * Checks what a wrong bookkeeping would break. */
 static void check_schedule(const struct perf_plan *p, int n_sol)
 {
-	int gen[PERF_MAX_GROUPS] = { 0 };
 	struct perf_track tr[2];
 	memset(tr, 0, sizeof tr);
 	int total = n_sol * (p->warmup + p->iters);
 	struct call_rec *rec = calloc((size_t)total + 1, sizeof *rec);
-	int n = 0, blocks = 0, timed[2] = { 0, 0 }, first[2] = { 0, 0 };
-	int bad_block = 0;
-	for (int phase = 0; phase < 2; phase++) {
-		int want = phase ? p->iters : p->warmup;
-		for (int b = 0, done = 0; done < want; b++, done += p->block) {
-			int cnt = perf_block_calls(done, want, p->block);
-			bad_block += cnt < 1 || cnt > p->block;
-			for (int k = 0; k < n_sol; k++) {
-				int s = phase ? perf_abba(b, k, n_sol) : k;
-				if (phase && k == 0)
-					first[s]++;
-				long c0 = tr[s].call;
+	int n = 0, blocks = 0, timed[2] = { 0, 0 }, bad_block = 0, last_warm = -1;
+	for (int s = 0; s < n_sol; s++) {
+		int gen[PERF_MAX_GROUPS] = { 0 };
+		for (int phase = 0; phase < 2; phase++) {
+			int want = phase ? p->iters : p->warmup;
+			for (int done = 0, cnt; done < want; done += cnt) {
+				cnt = phase ? perf_block_calls(done, want, p->block)
+					    : perf_warmup_calls(done, want, p->block);
+				bad_block += cnt < 1 || cnt > p->block;
+				if (!phase && done + cnt == want)
+					last_warm = cnt;
+				for (long c = tr[s].call; c < tr[s].call + cnt; c++)
+					gen[perf_group(p, c)]++;
 				for (int i = 0; i < cnt; i++) {
 					int g, o;
 					perf_next_call(p, &tr[s], gen, &g, &o);
@@ -75,8 +77,6 @@ static void check_schedule(const struct perf_plan *p, int n_sol)
 				}
 				if (phase)
 					timed[s] += cnt;
-				for (long c = c0; c < tr[s].call; c++)
-					gen[perf_group(p, c)]++;
 				blocks++;
 			}
 		}
@@ -85,16 +85,24 @@ static void check_schedule(const struct perf_plan *p, int n_sol)
 	for (int s = 0; s < n_sol; s++)
 		CHECKF(timed[s] == p->iters && tr[s].call == p->warmup + p->iters,
 		       "solution %d: %d timed, %ld calls", s, timed[s], tr[s].call);
-	if (n_sol == 2)   /* ABBA: each solution leads half of the timed blocks */
-		CHECKF(abs(first[0] - first[1]) <= 1, "A led %d blocks, B %d", first[0], first[1]);
-	/* every (group, generation) is the content of one block only: no call
-	 * sees inputs an earlier block's call has seen */
+	/* the last warmup block is a whole one when the warmup has one */
+	CHECKF(p->warmup < p->block || last_warm == p->block, "last warmup block of %d calls",
+	       last_warm);
+	/* within a solution, every (group, generation) is the content of one
+	 * block only: no call sees inputs an earlier block's call has seen */
 	int reused = 0;
 	for (int i = 0; i < n; i++)
 		for (int j = i + 1; j < n && !reused; j++)
-			reused += rec[i].g == rec[j].g && rec[i].gen == rec[j].gen &&
-				  rec[i].block != rec[j].block;
+			reused += rec[i].s == rec[j].s && rec[i].g == rec[j].g &&
+				  rec[i].gen == rec[j].gen && rec[i].block != rec[j].block;
 	CHECKF(!reused, "a group's content met two blocks (G = %d, block %d)", p->groups, p->block);
+	/* the solutions made the same calls on the same content: call k of
+	 * one is call k of the other (the snapshots and the re-check compare
+	 * them) */
+	int differ = 0;
+	for (int k = 0; n_sol == 2 && k < n / 2; k++)
+		differ += rec[k].g != rec[n / 2 + k].g || rec[k].gen != rec[n / 2 + k].gen;
+	CHECKF(!differ, "%d calls differ between the solutions", differ);
 	/* the re-check: each output set's last call, found from the record */
 	int bad_re = 0;
 	for (int s = 0; s < n_sol; s++)
@@ -183,10 +191,11 @@ int main(void)
 	CHECK(!gate.on && gate.misses == 2);
 	perf_gate_expired(&gate);
 	CHECK(!gate.on);
-	/* blocks: 25 in tens is 10, 10, 5; ABBA of two is 0 1, then 1 0 */
+	/* blocks: 25 timed in tens is 10, 10, 5; 25 warmup is 5, 10, 10 */
 	CHECK(perf_block_calls(0, 25, 10) == 10 && perf_block_calls(20, 25, 10) == 5);
-	CHECK(perf_abba(0, 0, 2) == 0 && perf_abba(1, 0, 2) == 1 && perf_abba(1, 1, 2) == 0);
-	CHECK(perf_abba(1, 0, 1) == 0);
+	CHECK(perf_warmup_calls(0, 25, 10) == 5 && perf_warmup_calls(5, 25, 10) == 10 &&
+	      perf_warmup_calls(15, 25, 10) == 10);
+	CHECK(perf_warmup_calls(0, 20, 10) == 10 && perf_warmup_calls(0, 3, 10) == 3);
 
 	/* generations never collide with each other or with trials 0..999999 */
 	CHECK(perf_trial(0, 0) == 1000000);

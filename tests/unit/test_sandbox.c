@@ -581,13 +581,15 @@ int main(void)
 		"AWS_SESSION_TOKEN=a", "GITHUB_TOKEN=ghp", "HF_TOKEN=hf", "SSH_AUTH_SOCK=/tmp/s",
 		"PKB_API_KEY=leak", "NCCL_SECRET=leak", "SLURM_JOB_ID=5", "KRB5CCNAME=/tmp/k",
 		"DOCKER_HOST=unix:///x", "no_equals_sign", "CUDA_MPS_PIPE_DIRECTORY=/tmp/mps",
-		"CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log", NULL,
+		"CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1",
+		"NVSHMEM_DISABLE_NVLS=1", NULL,
 	};
 	char **env = sandbox_env_build(parent);
 	static const char *const keep[] = {
 		"PATH=/usr/bin", "LD_LIBRARY_PATH=/usr/local/cuda/lib64", "CUDA_VISIBLE_DEVICES=0,1",
 		"NCCL_NVLS_ENABLE=0", "NCCL_DEBUG=WARN", "PKB_ROOT=/x", "HOME=/root",
 		"CUDA_MPS_PIPE_DIRECTORY=/tmp/mps", "CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log",
+		"TORCH_SYMM_MEM_DISABLE_MULTICAST=1", "NVSHMEM_DISABLE_NVLS=1",
 	};
 	int n = 0;
 	while (env[n])

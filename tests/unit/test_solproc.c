@@ -158,6 +158,7 @@ static struct outcome run_mode(const char *mode, int is_ref, const char *op, int
 		return o;
 	}
 	solproc_send(&sp, MSG_SOL_SETUP, json_pack("{s:s}", "job", "x"));
+	sp.trusted = 0;   /* as after its "setup" reply: the solution is loaded */
 	json_t *reply = NULL;
 	o.rc = solproc_wait(&sp, op, timeout_ms, &reply, relay,
 			    relay_fails ? (void *)1 : NULL, &o.cat, o.msg, sizeof o.msg);
@@ -240,6 +241,9 @@ int main(int argc, char **argv)
 	      OUT_LOAD_REFUSED);
 	CHECK(solproc_map_fail(&(struct solproc){ .is_ref = 0 }, "mismatch") == OUT_MISMATCH);
 	CHECK(solproc_map_fail(&(struct solproc){ .is_ref = 0 }, NULL) == OUT_RUNTIME_ERROR);
+	/* before its dlopen only pkb's code ran in it: its env_error stands */
+	CHECK(solproc_map_fail(&(struct solproc){ .trusted = 1 }, "env_error") == OUT_ENV_ERROR);
+	CHECK(solproc_map_fail(&(struct solproc){ .trusted = 1 }, "pass") == OUT_INTERNAL);
 
 	/* garbage and protocol breaks: the candidate's runtime_error, the
 	 * process killed, nothing passed on */
