@@ -393,6 +393,28 @@ static void summary_table(struct page *pg)
 		for (int i = 0; i < s->nr; i++)
 			td(f, s->r[i].pass_at[k - 1], 1);
 	}
+	/* as score: the announced shape alone, where a run has hidden-shape
+	 * records (pass@k above counts a pass at both) */
+	int hidden = 0, below = 0;
+	for (int i = 0; i < s->nr; i++) {
+		hidden |= s->r[i].hidden_n > 0;
+		below |= s->r[i].below_bound > 0;
+	}
+	for (int k = 1; hidden && k <= s->nk; k++) {
+		fprintf(f, "</tr>\n<tr><td>pass@%d announced</td>", k);
+		for (int i = 0; i < s->nr; i++)
+			td(f, s->r[i].pass_announced[k - 1], 1);
+	}
+	if (hidden) {
+		fputs("</tr>\n<tr><td>hidden failed</td>", f);
+		for (int i = 0; i < s->nr; i++)
+			fprintf(f, "<td>%d/%d</td>", s->r[i].hidden_failed, s->r[i].hidden_n);
+	}
+	if (below) {
+		fputs("</tr>\n<tr><td>below bound</td>", f);
+		for (int i = 0; i < s->nr; i++)
+			fprintf(f, "<td>%d</td>", s->r[i].below_bound);
+	}
 	for (int q = 0; q < s->np; q++) {
 		fprintf(f, "</tr>\n<tr><td>fast_%g</td>", s->p[q]);
 		for (int i = 0; i < s->nr; i++)

@@ -189,7 +189,7 @@ static int write_csv(const struct sum_set *s, const char *path)
 	fputs(",geomean,geomean_clamped,geomean_n,best_speedup,mean_sol,mean_roofline_fraction", f);
 	for (int o = 0; o < OC_COUNT; o++)
 		fprintf(f, ",%s", sum_outcome_names[o]);
-	fputc('\n', f);
+	fputs(",correct_announced,hidden_evaluated,hidden_failed,below_bound\n", f);
 	for (int i = 0; i < s->nr; i++) {
 		const struct sum_run *r = &s->r[i];
 		for (int j = 0; j < r->np; j++) {
@@ -199,11 +199,15 @@ static int write_csv(const struct sum_set *s, const char *path)
 			const struct pkb_problem *pp = problem_find(id);
 			struct score_item *it = xcalloc(p->n + 1, sizeof(*it));
 			int oc[OC_COUNT] = { 0 }, sol_n = 0, frac_n = 0, geo_n = 0;
+			int hid_n = 0, hid_failed = 0, below = 0;
 			double sol = 0, frac = 0;
 			for (int c = 0; c < p->n; c++) {
 				const struct sum_cand *sc = &p->c[c];
 				it[c] = (struct score_item){ sc->outcome == OC_PASS, sc->speedup };
 				oc[sc->outcome]++;
+				hid_n += sc->hidden >= 0;
+				hid_failed += sc->announced == OC_PASS && sc->outcome != OC_PASS;
+				below += sc->below_bound;
 				if (it[c].correct && isfinite(sc->sol)) {
 					sol += sc->sol;
 					sol_n++;
@@ -232,7 +236,7 @@ static int write_csv(const struct sum_set *s, const char *path)
 			csv_num(f, frac_n ? frac / frac_n : NAN);
 			for (int o = 0; o < OC_COUNT; o++)
 				fprintf(f, ",%d", oc[o]);
-			fputc('\n', f);
+			fprintf(f, ",%d,%d,%d,%d\n", p->correct_announced, hid_n, hid_failed, below);
 			free(it);
 		}
 	}
@@ -310,10 +314,22 @@ int cmd_score(int argc, char **argv)
 	printf("\n%-16s", "problems");
 	for (int i = 0; i < s.nr; i++)
 		printf(" %12d", s.r[i].np);
+	/* the rows a hidden shape or a time under the bound adds, only where
+	 * some run has one */
+	int hidden = 0, below = 0;
+	for (int i = 0; i < s.nr; i++) {
+		hidden |= s.r[i].hidden_n > 0;
+		below |= s.r[i].below_bound > 0;
+	}
 	for (int k = 1; k <= nk; k++) {
 		printf("\npass@%-11d", k);
 		for (int i = 0; i < s.nr; i++)
 			cell(s.r[i].pass_at[k - 1], 1);
+	}
+	for (int k = 1; hidden && k <= nk; k++) {
+		printf("\npass@%d announced", k);
+		for (int i = 0; i < s.nr; i++)
+			cell(s.r[i].pass_announced[k - 1], 1);
 	}
 	for (int q = 0; q < np; q++) {
 		char name[32];
@@ -339,6 +355,20 @@ int cmd_score(int argc, char **argv)
 		printf("%-16s", sum_outcome_names[o]);
 		for (int i = 0; i < s.nr; i++)
 			printf(" %12d", s.r[i].oc[o]);
+		putchar('\n');
+	}
+	/* of the above: correct at the announced shape, not at the hidden one;
+	 * recorded as pass with a time under the bound (in flagged) */
+	if (hidden) {
+		printf("%-16s", "hidden failed");
+		for (int i = 0; i < s.nr; i++)
+			printf(" %8d/%-3d", s.r[i].hidden_failed, s.r[i].hidden_n);
+		putchar('\n');
+	}
+	if (below) {
+		printf("%-16s", "below bound");
+		for (int i = 0; i < s.nr; i++)
+			printf(" %12d", s.r[i].below_bound);
 		putchar('\n');
 	}
 	for (int i = 0; i < s.nr; i++) {

@@ -10,6 +10,11 @@
  * Layouts read: DIR/candidates/NNN/FILE.cu (pkb generate; a DIR/replies/NNN/
  * sample_K.json without its .cu is recorded as no_code), else DIR/NNN/FILE.cu
  * and DIR/NNN_FILE.cu.
+ *
+ * Every candidate is evaluated twice (issue 44, item 10): at the announced
+ * shape, the prompt's, as asked (timed with --measure-perf), and, for
+ * correctness only, at a hidden shape the prompt never showed, drawn per
+ * problem from the run (or --hidden-shape MxN); one record holds both.
  */
 #define _GNU_SOURCE
 #include "cmds.h"
@@ -28,6 +33,7 @@
 #include "opts.h"
 #include "util.h"
 
+#include <ctype.h>
 #include <cuda_runtime_api.h>
 #include <dirent.h>
 #include <errno.h>
@@ -61,6 +67,13 @@ static const char tail[] =
 "here, an env_error (not recorded: runs again), or no process could be\n"
 "forked, 128+S stopped by signal S (records kept)\n";
 
+/* A problem's hidden shape: m, n 0 when it has none (why says so) */
+struct hidden {
+	int known;         /* computed (hidden_for) */
+	long long m, n;
+	char *why;
+};
+
 struct task {
 	int problem;
 	char *sample;      /* file stem: sample_0 */
@@ -91,6 +104,12 @@ struct sweep {
 	unsigned char want[1024];   /* problem ids selected */
 	json_t *args;               /* the options above as given, for --slurm's tasks */
 	json_t *versions;           /* driver, CUDA runtime, NCCL of this host */
+	/* the hidden shape: --hidden-shape MxN, else drawn per problem
+	 * (hidden_for), or off */
+	int hidden_off;
+	long long hidden_m, hidden_n;   /* given; 0: drawn */
+	uint64_t hidden_seed;           /* the draw's (hidden_seed) */
+	struct hidden hid[1024];        /* per problem id, as want[] */
 };
 
 struct slurm_opts {
@@ -125,16 +144,115 @@ static int file_sha256(const char *path, char out[65])
 	return 0;
 }
 
-/* the shard of a key: a hash of the key alone (FNV-1a, then mixed: keys
- * differ in a digit or two), so that every task of an array and every
- * later submission agree without a shared plan file, whatever else was
- * recorded meanwhile */
-static int shard_of(const char *key, int n)
+/* FNV-1a of a string, then mixed (splitmix64): strings that differ in a
+ * digit or two land far apart */
+static uint64_t hash_str(const char *str)
 {
 	uint64_t h = 14695981039346656037ull;
-	for (const unsigned char *c = (const unsigned char *)key; *c; c++)
+	for (const unsigned char *c = (const unsigned char *)str; *c; c++)
 		h = (h ^ *c) * 1099511628211ull;
-	return (int)(mix64(h) % (uint64_t)n);
+	return mix64(h);
+}
+
+/* the shard of a key: a hash of the key alone, so that every task of an
+ * array and every later submission agree without a shared plan file,
+ * whatever else was recorded meanwhile */
+static int shard_of(const char *key, int n)
+{
+	return (int)(hash_str(key) % (uint64_t)n);
+}
+
+/* ---- the hidden shape (issue 44, item 10; docs/SWEEP.md) ---- */
+
+/* What a hidden shape is drawn from: each dimension of the announced shape
+ * scaled by 1/2, 3/4, 1, 5/4, 3/2 or 2 (not both by 1), rounded to a
+ * multiple of that dimension's alignment (the largest power of two that
+ * divides it, at most 256). A kernel written for 1024 x 1024 meets
+ * 768 x 2048, never a tail the announced shape did not ask it to handle
+ * (--hidden-shape 1001x999 asks that). At most 2x per dimension: the
+ * untimed check costs about what the announced evaluation's trials do. */
+static const int hidden_scale[][2] = { { 1, 2 }, { 3, 4 }, { 1, 1 }, { 5, 4 }, { 3, 2 }, { 2, 1 } };
+#define HIDDEN_SCALES ((int)ARRAY_SIZE(hidden_scale))
+
+static long long hidden_dim(long long x, int num, int den)
+{
+	long long a = x & -x;   /* the largest power of two dividing x */
+	if (a > 256)
+		a = 256;
+	long long q = (2 * x * num + den * a) / (2 * den * a);   /* x num / den in units of a */
+	return q < 1 ? a : q * a;
+}
+
+/* The draw's seed: DIR/run.json's args (which generate and agent refuse to
+ * change on resume; its dates are left out) and the announced instance, so
+ * that a resumed sweep, each --slurm task and `--status` draw the same */
+static uint64_t hidden_seed(const struct sweep *s)
+{
+	char *args = s->run_args ? json_dumps(s->run_args, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	char *txt = xstrfmt("%s|W%d|%s|%lldx%lld", args ? args : "-", s->W, s->eval.dtype,
+			    s->eval.m, s->eval.n);
+	uint64_t h = hash_str(txt);
+	free(txt);
+	free(args);
+	return h;
+}
+
+/* does p take (W, m, n, dtype)? why (may be NULL) gets its reason if not */
+static int problem_takes(const struct pkb_problem *p, const struct sweep *s, long long m,
+			 long long n, char *why, size_t nwhy)
+{
+	struct pkb_io *io = xcalloc(1, sizeof *io);
+	struct pkb_dims d = { .world = s->W, .m = m, .n = n,
+		.dtype = (pkb_dtype)dtype_parse(s->eval.dtype) };
+	int ok = problem_describe(p, &d, io) == 0;
+	if (!ok && why)
+		snprintf(why, nwhy, "%s", io->err);
+	free(io);
+	return ok;
+}
+
+/* The hidden shape of a problem (1 <= problem < 1024), worked out once:
+ * --hidden-shape's when the problem takes it; else the first of the
+ * scaled shapes, in the order the run's seed starts at, that the problem
+ * takes (problem_describe, as the skips below and tools/test-gpu's -s):
+ * one shape for the whole sweep wherever the problems allow it. */
+static const struct hidden *hidden_for(struct sweep *s, int problem)
+{
+	struct hidden *h = &s->hid[problem];
+	if (h->known)
+		return h;
+	h->known = 1;
+	char id[16], why[300] = "";
+	snprintf(id, sizeof id, "%d", problem);
+	const struct pkb_problem *p = problem_find(id);
+	if (!p) {
+		h->why = xstrfmt("no problem %03d", problem);
+		return h;
+	}
+	if (s->hidden_m) {
+		if (problem_takes(p, s, s->hidden_m, s->hidden_n, why, sizeof why)) {
+			h->m = s->hidden_m;
+			h->n = s->hidden_n;
+		} else {
+			h->why = xstrfmt("%lldx%lld refused: %s", s->hidden_m, s->hidden_n, why);
+		}
+		return h;
+	}
+	int total = HIDDEN_SCALES * HIDDEN_SCALES, start = (int)(s->hidden_seed % (uint64_t)total);
+	for (int k = 0; k < total && !h->m; k++) {
+		int i = (start + k) % total;
+		long long m = hidden_dim(s->eval.m, hidden_scale[i / HIDDEN_SCALES][0],
+					 hidden_scale[i / HIDDEN_SCALES][1]);
+		long long n = hidden_dim(s->eval.n, hidden_scale[i % HIDDEN_SCALES][0],
+					 hidden_scale[i % HIDDEN_SCALES][1]);
+		if ((m != s->eval.m || n != s->eval.n) && problem_takes(p, s, m, n, NULL, 0)) {
+			h->m = m;
+			h->n = n;
+		}
+	}
+	if (!h->m)
+		h->why = xstrfmt("it takes none of the %d scaled shapes at W = %d", total - 1, s->W);
+	return h;
 }
 
 /* a timed sweep whose timing is not eval's default: warm, 100 calls after 500 */
@@ -188,6 +306,15 @@ static void add_task(struct sweep *s, int problem, const char *stem, const char 
 	if (timing_given(s)) {
 		char *k = xstrfmt("%s|%s|it%d|wu%d", t->key, s->eval.timing ? s->eval.timing : "warm",
 				  s->eval.iters, s->eval.warmup);
+		free(t->key);
+		t->key = k;
+	}
+	/* and the hidden shape: a second evaluation in the same record (off:
+	 * the keys of sweeps before it) */
+	if (!s->hidden_off) {
+		const struct hidden *h = hidden_for(s, problem);
+		char *k = h->m ? xstrfmt("%s|h%lldx%lld", t->key, h->m, h->n)
+			       : xstrfmt("%s|hnone", t->key);
 		free(t->key);
 		t->key = k;
 	}
@@ -423,6 +550,22 @@ static json_t *json_steal_str(char *v)
 	return j;
 }
 
+/* instance.hidden: where the hidden shape came from ("drawn", or "given"
+ * with the shape given) and the shape evaluated, m and n, null with the
+ * reason ("none") where the problem has none */
+static json_t *hidden_instance(const struct sweep *s, const struct task *t)
+{
+	const struct hidden *h = &s->hid[t->problem];
+	json_t *j = json_pack("{s:s}", "from", s->hidden_m ? "given" : "drawn");
+	if (s->hidden_m)
+		json_object_set_new(j, "given", json_sprintf("%lldx%lld", s->hidden_m, s->hidden_n));
+	json_object_set_new(j, "m", h->m ? json_integer(h->m) : json_null());
+	json_object_set_new(j, "n", h->m ? json_integer(h->n) : json_null());
+	if (!h->m)
+		json_object_set_new(j, "none", json_string(h->why ? h->why : "?"));
+	return j;
+}
+
 static const char *fail_category(json_t *res)
 {
 	const char *o = json_string_value(json_object_get(res, "outcome"));
@@ -444,6 +587,8 @@ static json_t *make_record(struct sweep *s, struct task *t, json_t *res, int rc,
 		json_object_set_new(key, "timed", json_pack("{s:s, s:i, s:i}", "mode",
 			s->eval.timing ? s->eval.timing : "warm", "iters", s->eval.iters,
 			"warmup", s->eval.warmup));
+	if (!s->hidden_off)
+		json_object_set_new(key, "hidden", hidden_instance(s, t));
 	if (res) {
 		json_t *v;
 		if ((v = json_object_get(res, "dtype")))
@@ -532,25 +677,51 @@ static void progress(struct progress *p, const char *outcome, const char *line)
 }
 
 /* ---- a local sweep (or one shard of it) on this machine's GPUs ---- */
+
+/* What the launches of one candidate said so far: [0] the announced
+ * shape's, [1] the hidden shape's (when it has one) */
+struct pending {
+	int left;          /* launches still running or waiting */
+	json_t *res[2];    /* eval's --json, NULL when it wrote none */
+	int status[2];
+	double secs[2];
+	char *gpus[2];
+};
+
 struct run_ctx {
 	struct sweep *s;
 	int *todo;
-	char **json;       /* eval's --json file per job */
+	char **json;       /* eval's --json file per launch */
+	int *job_task;     /* per launch: its candidate (index into todo) */
+	int *job_hidden;   /* per launch: 1 at the hidden shape */
+	struct pending *pend;   /* per candidate */
 	int fd, rc;
 	struct progress pg;
 };
 
 /* eval's command line for one candidate: the sweep's eval options, as
- * job_opts_argv writes them, with this task's --json and --log-dir */
-static char **eval_argv(struct sweep *s, struct task *t, const char *json)
+ * job_opts_argv writes them, with this task's --json and --log-dir. At
+ * the hidden shape: its M and N, untimed (correctness is the question; a
+ * timed launch would also own its GPUs), logs under .hidden. */
+static char **eval_argv(struct sweep *s, struct task *t, const char *json, int hidden)
 {
 	struct strvec a = STRVEC_INIT;
 	strvec_push(&a, pkb_self_exe());
 	strvec_push(&a, "eval");
 	strvec_pushf(&a, "%d", t->problem);
 	strvec_push(&a, t->path);
-	struct job_opts o = s->eval;
-	char *rel = task_log(t, ".ranks"), *ranks = xstrfmt("%s/%s", s->root, rel);
+	struct job_opts o = s->eval, d;
+	char *rel = task_log(t, hidden ? ".hidden.ranks" : ".ranks");
+	char *ranks = xstrfmt("%s/%s", s->root, rel);
+	if (hidden) {
+		job_opts_init(&d);
+		o.m = s->hid[t->problem].m;
+		o.n = s->hid[t->problem].n;
+		o.measure_perf = 0;
+		o.timing = o.trace_path = NULL;
+		o.iters = d.iters;
+		o.warmup = d.warmup;
+	}
 	o.json_path = json;
 	o.log_dir = ranks;
 	o.quiet = 1;
@@ -560,52 +731,116 @@ static char **eval_argv(struct sweep *s, struct task *t, const char *json)
 	return a.v;
 }
 
+static int is_outcome(json_t *res, const char *name)
+{
+	const char *o = json_string_value(json_object_get(res, "outcome"));
+	return o && !strcmp(o, name);
+}
+
+/* the ranks' logs of a launch stay beside the record, named relative to
+ * the run directory (also when the sweep's own timeout killed eval); a
+ * pass needs none. The relative name, or NULL when there are none. */
+static char *keep_rank_logs(struct sweep *s, struct task *t, json_t *res, int hidden)
+{
+	char *rel = task_log(t, hidden ? ".hidden.ranks" : ".ranks");
+	char *ranks = xstrfmt("%s/%s", s->root, rel);
+	struct stat st;
+	if (is_outcome(res, "pass"))
+		rm_rf(ranks);
+	int have = stat(ranks, &st) == 0;
+	free(ranks);
+	if (res)
+		json_object_set_new(res, "log_dir", have ? json_string(rel) : json_null());
+	if (!have) {
+		free(rel);
+		rel = NULL;
+	}
+	return rel;
+}
+
+/* the record's "hidden": the shape, the verdict there and eval's --json */
+static json_t *hidden_record(struct sweep *s, struct task *t, struct pending *p)
+{
+	const struct hidden *h = &s->hid[t->problem];
+	json_t *res = p->res[1];
+	json_t *j = json_pack("{s:I, s:I, s:s, s:i, s:f, s:o}", "m", (json_int_t)h->m, "n",
+		(json_int_t)h->n, "outcome", res ? fail_category(res) :
+		p->status[1] == -2 ? "timeout" : "internal_error", "exit_code", p->status[1],
+		"seconds", p->secs[1], "log", json_steal_str(task_log(t, ".hidden.log")));
+	char *ranks = keep_rank_logs(s, t, res, 1);
+	if (ranks)
+		json_object_set_new(j, "rank_logs", json_steal_str(ranks));
+	json_t *msg = json_object_get(res, "message");
+	if (json_is_string(msg))
+		json_object_set(j, "message", msg);
+	else if (!res && p->status[1] != -2)
+		json_object_set_new(j, "message", json_string("eval wrote no JSON (see log)"));
+	if (res)
+		json_object_set(j, "result", res);
+	return j;
+}
+
+/* Both launches of a candidate are done: one record, or, when either met
+ * an env_error (the machine, not the candidate: no GPU, driver, NCCL init,
+ * rendezvous), none, so that a resumed sweep runs it again */
+static void task_done(struct run_ctx *c, int ti)
+{
+	struct sweep *s = c->s;
+	struct task *t = &s->t[c->todo[ti]];
+	struct pending *p = &c->pend[ti];
+	int hidden = p->gpus[1] != NULL;
+	for (int k = 0; k <= hidden; k++)
+		if (is_outcome(p->res[k], "env_error")) {
+			s->env_errors++;
+			const char *msg = json_string_value(json_object_get(p->res[k], "message"));
+			char *line = xstrfmt("%03d %s on GPUs %s%s: env_error, not recorded (%s)",
+					     t->problem, t->sample, p->gpus[k], k ? " (hidden shape)" : "",
+					     msg ? msg : "see its log");
+			progress(&c->pg, "env_error", line);
+			free(line);
+			return;
+		}
+	json_t *res = p->res[0];
+	char *ranks = keep_rank_logs(s, t, res, 0);
+	json_t *rec = make_record(s, t, res, p->status[0], p->secs[0]);
+	if (ranks)
+		json_object_set_new(rec, "rank_logs", json_steal_str(ranks));
+	if (!res && p->status[0] != -2)
+		json_object_set_new(rec, "message", json_string("eval wrote no JSON (see log)"));
+	if (hidden)
+		json_object_set_new(rec, "hidden", hidden_record(s, t, p));
+	if (append_record(c->fd, rec) < 0)
+		c->rc = PKB_EXIT_INPUT;
+	/* a pass at the announced shape that fails at the hidden one is no
+	 * pass: counted as hidden_<outcome> */
+	const char *o = json_string_value(json_object_get(rec, "outcome"));
+	const char *ho = json_string_value(json_object_get(json_object_get(rec, "hidden"), "outcome"));
+	char *shown = hidden && !strcmp(o, "pass") && strcmp(ho, "pass") ? xstrfmt("hidden_%s", ho)
+									 : xstrdup(o);
+	/* the hidden shape's verdict where it is another */
+	char *line = hidden && strcmp(o, ho) ?
+		xstrfmt("%03d %s on GPUs %s: %s; hidden %lldx%lld on GPUs %s: %s", t->problem,
+			t->sample, p->gpus[0], o, s->hid[t->problem].m, s->hid[t->problem].n,
+			p->gpus[1], ho) :
+		xstrfmt("%03d %s on GPUs %s: %s", t->problem, t->sample, p->gpus[0], o);
+	progress(&c->pg, shown, line);
+	free(line);
+	free(shown);
+	json_decref(rec);
+}
+
 static void eval_done(void *vctx, const struct lanes_done *d)
 {
 	struct run_ctx *c = vctx;
-	struct sweep *s = c->s;
-	struct task *t = &s->t[c->todo[d->job]];
-	json_t *res = d->status == -2 ? NULL : json_load_file(c->json[d->job], 0, NULL);
-	const char *o = json_string_value(json_object_get(res, "outcome"));
-	char *rel = task_log(t, ".ranks"), *ranks = xstrfmt("%s/%s", s->root, rel);
-	if (o && !strcmp(o, "env_error")) {
-		/* the machine failed (no GPU, driver, NCCL init, rendezvous), not
-		 * the candidate: no verdict, so nothing is recorded and a resumed
-		 * sweep runs it again */
-		s->env_errors++;
-		const char *msg = json_string_value(json_object_get(res, "message"));
-		char *line = xstrfmt("%03d %s on GPUs %s: env_error, not recorded (%s)", t->problem,
-				     t->sample, d->gpus, msg ? msg : "see its log");
-		progress(&c->pg, "env_error", line);
-		free(line);
-		goto out;
-	}
-	/* the ranks' logs stay beside the record, named relative to the run
-	 * directory (also when the sweep's own timeout killed eval); a pass
-	 * needs none */
-	struct stat st;
-	if (o && !strcmp(o, "pass"))
-		rm_rf(ranks);
-	int have = stat(ranks, &st) == 0;
-	if (res)
-		json_object_set_new(res, "log_dir", have ? json_string(rel) : json_null());
-	json_t *rec = make_record(s, t, res, d->status, d->seconds);
-	if (have)
-		json_object_set_new(rec, "rank_logs", json_string(rel));
-	if (!res && d->status != -2)
-		json_object_set_new(rec, "message", json_string("eval wrote no JSON (see log)"));
-	if (append_record(c->fd, rec) < 0)
-		c->rc = PKB_EXIT_INPUT;
-	o = json_string_value(json_object_get(rec, "outcome"));
-	char *line = xstrfmt("%03d %s on GPUs %s: %s", t->problem, t->sample, d->gpus, o);
-	progress(&c->pg, o, line);
-	free(line);
-	json_decref(rec);
-out:
-	free(rel);
-	free(ranks);
-	json_decref(res);
+	int ti = c->job_task[d->job], k = c->job_hidden[d->job];
+	struct pending *p = &c->pend[ti];
+	p->res[k] = d->status == -2 ? NULL : json_load_file(c->json[d->job], 0, NULL);
+	p->status[k] = d->status;
+	p->secs[k] = d->seconds;
+	p->gpus[k] = xstrdup(d->gpus);
 	unlink(c->json[d->job]);
+	if (--p->left == 0)
+		task_done(c, ti);
 }
 
 static int run_local(struct sweep *s, int *todo, int ntodo, const char *res_path, int fd)
@@ -640,27 +875,41 @@ static int run_local(struct sweep *s, int *todo, int ntodo, const char *res_path
 	}
 	char *tmp = xstrfmt("%s/.sweep", s->root);
 	mkdir_p(tmp);
-	struct lanes_job *jobs = xcalloc(nrun + 1, sizeof(*jobs));
-	c.json = xcalloc(nrun + 1, sizeof(char *));
+	/* each candidate's launches one after the other in the order, the
+	 * announced shape's first: its record is written when both are done */
+	struct lanes_job *jobs = xcalloc(2 * nrun + 1, sizeof(*jobs));
+	c.json = xcalloc(2 * nrun + 1, sizeof(char *));
+	c.job_task = xcalloc(2 * nrun + 1, sizeof(int));
+	c.job_hidden = xcalloc(2 * nrun + 1, sizeof(int));
+	c.pend = xcalloc(nrun + 1, sizeof(*c.pend));
+	int nj = 0;
 	for (int i = 0; i < nrun; i++) {
 		struct task *t = &s->t[todo[i]];
-		/* the pid in the name: an eval orphaned by a killed sweep must
-		 * not write the file a resumed sweep reads */
-		c.json[i] = xstrfmt("%s/%d.job%d.json", tmp, (int)getpid(), i);
-		unlink(c.json[i]);
+		int hidden = !s->hidden_off && s->hid[t->problem].m;
 		char *dir = xstrfmt("%s/logs/%03d", s->root, t->problem);
 		mkdir_p(dir);
 		free(dir);
-		jobs[i] = (struct lanes_job){ .world = s->W, .share = share,
-			.argv = eval_argv(s, t, c.json[i]), .timeout_s = s->timeout_s,
-			.log = xstrfmt("%s/logs/%03d/%s.log", s->root, t->problem, t->sample) };
-		/* the ranks' logs of an earlier attempt (an env_error, a kill) go */
-		char *ranks = xstrfmt("%s/logs/%03d/%s.ranks", s->root, t->problem, t->sample);
-		rm_rf(ranks);
-		free(ranks);
+		for (int k = 0; k <= hidden; k++, nj++) {
+			/* the pid in the name: an eval orphaned by a killed sweep
+			 * must not write the file a resumed sweep reads */
+			c.json[nj] = xstrfmt("%s/%d.job%d.json", tmp, (int)getpid(), nj);
+			unlink(c.json[nj]);
+			c.job_task[nj] = i;
+			c.job_hidden[nj] = k;
+			c.pend[i].left++;
+			jobs[nj] = (struct lanes_job){ .world = s->W, .share = share,
+				.argv = eval_argv(s, t, c.json[nj], k), .timeout_s = s->timeout_s,
+				.log = xstrfmt("%s/logs/%03d/%s%s.log", s->root, t->problem, t->sample,
+					       k ? ".hidden" : "") };
+			/* the ranks' logs of an earlier attempt (an env_error, a kill) go */
+			char *ranks = xstrfmt("%s/logs/%03d/%s%s.ranks", s->root, t->problem,
+					      t->sample, k ? ".hidden" : "");
+			rm_rf(ranks);
+			free(ranks);
+		}
 	}
-	int stopped = lanes_run(jobs, nrun, s->ngpus, s->lanes, eval_done, &c);
-	for (int i = 0; i < nrun; i++) {
+	int stopped = lanes_run(jobs, nj, s->ngpus, s->lanes, eval_done, &c);
+	for (int i = 0; i < nj; i++) {
 		for (char **a = jobs[i].argv; *a; a++)
 			free(*a);
 		free(jobs[i].argv);
@@ -668,8 +917,17 @@ static int run_local(struct sweep *s, int *todo, int ntodo, const char *res_path
 		unlink(c.json[i]);
 		free(c.json[i]);
 	}
+	/* a candidate whose other launch a stop killed: nothing recorded */
+	for (int i = 0; i < nrun; i++)
+		for (int k = 0; k < 2; k++) {
+			json_decref(c.pend[i].res[k]);
+			free(c.pend[i].gpus[k]);
+		}
 	free(jobs);
 	free(c.json);
+	free(c.job_task);
+	free(c.job_hidden);
+	free(c.pend);
 	free(tmp);
 	if (stopped > 0) {
 		warning("stopped by signal %d after %d of %d; run the same command to go on",
@@ -683,8 +941,8 @@ static int run_local(struct sweep *s, int *todo, int ntodo, const char *res_path
 		hint("fix the machine and run the same command: they run again");
 		c.rc = c.rc ? c.rc : PKB_EXIT_ENV;
 	} else if (!s->quiet) {
-		fprintf(stderr, "sweep: %d run, %d passed; records in %s\n", c.pg.done, c.pg.pass,
-			res_path);
+		fprintf(stderr, "sweep: %d run, %d passed%s; records in %s\n", c.pg.done, c.pg.pass,
+			s->hidden_off ? "" : " (at both shapes)", res_path);
 	}
 	json_decref(c.pg.fails);
 	return c.rc;
@@ -1068,7 +1326,7 @@ out:
 /* ---- option parsing, shared by a sweep and by --status (which reads
  * the options of the last submission back) ---- */
 enum { O_DRY_RUN = OPT_JOB_END, O_NGPUS, O_TIMEOUT, O_SHARD, O_JOBS, O_SLURM, O_STATUS, O_NODES,
-       O_GPN, O_PARTITION, O_TIME, O_ACCOUNT, O_CPUS };
+       O_GPN, O_PARTITION, O_TIME, O_ACCOUNT, O_CPUS, O_HIDDEN };
 
 static const struct opt sweep_opts[] = {
 	{ 'p', "problems", "SPEC", "all (default), 1-8,13, or a category name" },
@@ -1083,6 +1341,10 @@ static const struct opt sweep_opts[] = {
 	{ OPT_N, "n", "N", "passed to eval (default: run.json's, else 1024)" },
 	{ 'b', "backend", "B", "passed to eval: cuda, nccl-device ... (default:\n"
 			       "run.json's, else cuda)" },
+	{ O_HIDDEN, "hidden-shape", "MxN", "also evaluate every candidate, untimed, at this\n"
+					  "shape the prompt never showed; a sample passes\n"
+					  "only at both (default: drawn per problem from\n"
+					  "run.json; off: the announced shape alone)" },
 	{ O_DRY_RUN, "dry-run", NULL, "no GPU: compile and scan every candidate, record\n"
 				      "compile_error and load_refused, leave the rest to\n"
 				      "run on a GPU node" },
@@ -1176,7 +1438,7 @@ static int parse_opts(struct sweep *s, struct slurm_opts *so, const char **jobs,
 	while ((c = opts_next(&P, argc, argv)) != -1) {
 		const struct opt *o = opts_find(tables, c);
 		const char *name = o ? o->name : NULL;
-		if (c == 'p' || c == 'j' || c == O_TIMEOUT || is_eval_opt(c)) {
+		if (c == 'p' || c == 'j' || c == O_TIMEOUT || c == O_HIDDEN || is_eval_opt(c)) {
 			json_array_append_new(s->args, json_sprintf("--%s", o->name));
 			if (o->arg)
 				json_array_append_new(s->args, json_string(optarg));
@@ -1209,6 +1471,21 @@ static int parse_opts(struct sweep *s, struct slurm_opts *so, const char **jobs,
 			s->from[2] = "--m/--n";
 			break;
 		case O_TIMEOUT: s->timeout_s = atof(optarg); break;
+		case O_HIDDEN: {
+			char *end;
+			s->hidden_off = !strcmp(optarg, "off");
+			s->hidden_m = s->hidden_n = 0;
+			if (s->hidden_off)
+				break;
+			errno = 0;
+			s->hidden_m = strtoll(optarg, &end, 10);
+			if (*end == 'x')
+				s->hidden_n = strtoll(end + 1, &end, 10);
+			if (*end || errno || !isdigit((unsigned char)*optarg) || s->hidden_m < 1 ||
+			    s->hidden_n < 1 || s->hidden_m > (1ll << 40) || s->hidden_n > (1ll << 40))
+				return error("--hidden-shape takes MxN (768x2048) or off, not '%s'", optarg);
+			break;
+		}
 		case OPT_ATOL: s->atol = optarg; break;
 		case OPT_RTOL: s->rtol = optarg; break;
 		case 'o': s->out = optarg; break;
@@ -1269,6 +1546,8 @@ static void sweep_free(struct sweep *s)
 		free(s->t[i].key);
 	}
 	free(s->t);
+	for (size_t i = 0; i < ARRAY_SIZE(s->hid); i++)
+		free(s->hid[i].why);
 	json_decref(s->args);
 	json_decref(s->versions);
 	json_decref(s->run_args);
@@ -1379,6 +1658,7 @@ static int resolve_instance(struct sweep *s, int quiet)
 	if (bad)
 		return error("%s/run.json: args.%s is not a valid %s", s->root, bad, bad);
 	s->eval.world = s->W;
+	s->hidden_seed = hidden_seed(s);
 	const char *shape_from = !s->from[2] ? (mn_run ? "run.json" : "default")
 				 : mn_run ? "--m/--n and run.json" : s->from[2];
 	if (!quiet)
@@ -1445,6 +1725,42 @@ static void warn_hardware(const struct sweep *s)
 		warning("this machine's GPUs (%s) are not the hardware the run's prompts described "
 			"(run.json: hw %s, %s): speedups are measured here", here, hw, want.title);
 	free(here);
+}
+
+/* One line for the hidden shapes of the problems evaluated ("sweep: hidden
+ * shape 768x2048 (drawn), correctness only"; with several, how many
+ * problems have each), and one per problem that has none, with why */
+static void say_hidden(struct sweep *s, char **skip)
+{
+	json_t *shapes = json_object();
+	for (size_t i = 1; i < ARRAY_SIZE(s->hid); i++) {
+		const struct hidden *h = &s->hid[i];
+		if (!h->known || (skip[i] && *skip[i]))
+			continue;
+		if (!h->m) {
+			fprintf(stderr, "sweep: no hidden shape for %03zu: %s\n", i, h->why);
+			continue;
+		}
+		char k[64];
+		snprintf(k, sizeof k, "%lldx%lld", h->m, h->n);
+		json_object_set_new(shapes, k, json_integer(json_integer_value(json_object_get(shapes, k)) + 1));
+	}
+	const char *k;
+	json_t *v;
+	size_t n = json_object_size(shapes), i = 0;
+	if (n)
+		fprintf(stderr, "sweep: hidden shape%s", n > 1 ? "s" : "");
+	json_object_foreach(shapes, k, v) {
+		if (n == 1)
+			fprintf(stderr, " %s", k);
+		else
+			fprintf(stderr, "%s %s for %lld problem%s", i ? "," : "", k,
+				(long long)json_integer_value(v), json_integer_value(v) > 1 ? "s" : "");
+		i++;
+	}
+	if (n)
+		fprintf(stderr, " (%s), correctness only\n", s->hidden_m ? "--hidden-shape" : "drawn");
+	json_decref(shapes);
 }
 
 /* ---- --slurm --status ---- */
@@ -1604,6 +1920,12 @@ int cmd_sweep(int argc, char **argv)
 		rc = PKB_EXIT_INPUT;
 		goto out;
 	}
+	if (s.hidden_m == s.eval.m && s.hidden_n == s.eval.n) {
+		error("--hidden-shape %lldx%lld is the announced shape", s.hidden_m, s.hidden_n);
+		hint("another shape, or --hidden-shape off");
+		rc = PKB_EXIT_USAGE;
+		goto out;
+	}
 	if (s.ngpus < s.W && machine) {
 		/* the machine, not the command line: as eval's "too few GPUs" */
 		error("this machine shows %d GPUs: an evaluation of W = %d (%s) needs %d", s.ngpus,
@@ -1686,6 +2008,8 @@ int cmd_sweep(int argc, char **argv)
 	for (size_t i = 0; i < ARRAY_SIZE(skip); i++)
 		if (skip[i] && *skip[i] && !s.quiet)
 			fprintf(stderr, "sweep: skip %03zu at W = %d: %s\n", i, s.W, skip[i]);
+	if (!s.quiet && !s.hidden_off)
+		say_hidden(&s, skip);
 	if (s.run_args && !s.dry_run)
 		warn_hardware(&s);
 	/* no GPU here: every evaluation would be an env_error, which is no

@@ -32,7 +32,8 @@ double score_fast_p(const struct score_item *it, int n, double p)
 
 double score_geomean(const struct score_item *it, int n, int clamp, int *used)
 {
-	double sum = 0;   /* sum of logs: a product of 1000 speedups of 10x overflows */
+	double sum = 0;   /* sum of logs: a product of 1000 speedups of 10x overflows,
+			   * of 2000 of 1e-3 underflows to 0 */
 	int m = 0;
 	for (int i = 0; i < n; i++) {
 		double s = it[i].speedup;

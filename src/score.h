@@ -7,8 +7,11 @@
 #ifndef PKB_SCORE_H
 #define PKB_SCORE_H
 
-/* One candidate as the metrics see it: correct is eval's verdict "passed";
- * speedup is T_ref / T_k (only meaningful when correct). */
+/* One candidate as the metrics see it: correct is eval's verdict "passed"
+ * (summary.c: at the announced shape and at the hidden one where pkb sweep
+ * evaluated one, and not timed under the roofline's bound: a flagged time
+ * is never a speedup); speedup is T_ref / T_k (only meaningful when
+ * correct). */
 struct score_item {
 	int correct;
 	double speedup;
@@ -27,8 +30,10 @@ double score_pass_at_k(int n, int c, int k);
 double score_fast_p(const struct score_item *it, int n, double p);
 
 /* Geometric mean of the speedups of the correct items (clamp: each taken
- * as max(speedup, 1) first, so a slow kernel counts as the reference).
- * Items with a speedup that is not finite and > 0 are skipped.
+ * as max(speedup, 1) first, so a slow kernel counts as the reference), as
+ * exp of the mean of the logs: a product underflows (2000 speedups of
+ * 1e-3: 1e-6000 is 0) or overflows (1000 of 10x), the mean of logs does
+ * neither. Items with a speedup that is not finite and > 0 are skipped.
  * NaN when no item counts. *used (may be NULL) gets how many counted. */
 double score_geomean(const struct score_item *it, int n, int clamp, int *used);
 

@@ -30,19 +30,25 @@ const int sum_outcome_rank[OC_COUNT] = {
 
 const char sum_definitions[] =
 "pass@k     per problem 1 - C(n-c,k)/C(n,k) (Chen et al. 2021, unbiased; n samples,\n"
-"           c correct), mean over the problems with n >= k\n"
+"           c correct: at the announced shape and, where pkb sweep evaluated one, at\n"
+"           the hidden shape too), mean over the problems with n >= k; pass@k\n"
+"           announced: c counts the announced shape alone\n"
 "fast_p     per problem the fraction of its samples that are correct AND faster than\n"
 "           p times the reference (speedup > p strictly, as KernelBench), mean over\n"
-"           problems; fast_0 is the fraction correct\n"
+"           problems; fast_0 is the fraction correct. A time under the roofline's\n"
+"           bound is flagged, never counted, here or in the geomeans\n"
 SCORE_GEOMEAN_WORDS
 "S          speed-of-light score 1 / (1 + (T_k - T_sol) / (T_b - T_sol)), mean over\n"
 "           correct candidates with a bound: 0.5 at the reference, 1 at the bound\n"
 "           (docs/ROOFLINE.md); roofline fraction T_sol / T_k, mean likewise\n"
 "failures   every candidate by outcome: no_code (no code in the reply), compile_error,\n"
 "           load_refused, mismatch, runtime_error, timeout, flagged (faster than the\n"
-"           bound), other (env_error, internal_error: the harness's fault)\n"
-"left out   records whose GPU, world size, timing mode or tolerance differ from\n"
-"           most records' (not comparable), or a key seen twice\n";
+"           bound), other (env_error, internal_error: the harness's fault); one\n"
+"           correct at the announced shape only counts as its hidden shape's outcome;\n"
+"           hidden failed: how many did, of those evaluated at a hidden shape; below\n"
+"           bound: recorded as pass with a median under the roofline's bound (flagged)\n"
+"left out   records whose GPU, world size, timing mode, tolerance or hidden shape\n"
+"           differ from most records' (not comparable), or a key seen twice\n";
 
 const char *sum_fmt(double x, int pct, char *buf, int n)
 {
@@ -71,10 +77,24 @@ static double num(json_t *v)
 /* the parts of a record that make two records comparable; "-" where the
  * record cannot say (a no_code or compile_error record was never timed on
  * any GPU: it is comparable with every run of the same sweep) */
-#define FP_N 5
-static const char *const fp_names[FP_N] = { "gpu", "world", "timing", "mode", "tolerance" };
+#define FP_N 6
+static const char *const fp_names[FP_N] = { "gpu", "world", "timing", "mode", "tolerance",
+					    "hidden" };
 static const char *const fp_reason[FP_N] = { "different hardware", "different world size",
-	"different timing mode", "different timing mode", "different tolerance" };
+	"different timing mode", "different timing mode", "different tolerance",
+	"different hidden shape" };
+
+/* the hidden shape of pkb sweep as the fingerprint sees it: "drawn" (per
+ * problem from the run: runs side by side may differ), the MxN given, or
+ * "off" (a sweep without one, or from before it): a pass at one shape is
+ * not a pass at two */
+static char *fp_hidden(json_t *in)
+{
+	json_t *h = json_object_get(in, "hidden");
+	const char *from = json_string_value(json_object_get(h, "from"));
+	const char *given = json_string_value(json_object_get(h, "given"));
+	return xstrdup(!h ? "off" : given ? given : from ? from : "?");
+}
 
 static void fingerprint(json_t *rec, char *parts[FP_N])
 {
@@ -88,6 +108,7 @@ static void fingerprint(json_t *rec, char *parts[FP_N])
 	parts[2] = xstrdup(tm ? tm : "-");
 	parts[3] = xstrdup(mode ? mode : "-");
 	parts[4] = isnan(at) && isnan(rt) ? xstrdup("problem's") : xstrfmt("%g/%g", at, rt);
+	parts[5] = fp_hidden(in);
 }
 
 static int fp_complete(char *parts[FP_N])
@@ -100,8 +121,8 @@ static int fp_complete(char *parts[FP_N])
 
 static char *fp_join(char *parts[FP_N])
 {
-	return xstrfmt("gpu=%s world=%s timing=%s mode=%s tolerance=%s", parts[0], parts[1],
-		       parts[2], parts[3], parts[4]);
+	return xstrfmt("gpu=%s world=%s timing=%s mode=%s tolerance=%s hidden=%s", parts[0],
+		       parts[1], parts[2], parts[3], parts[4], parts[5]);
 }
 
 static void fp_free(char *parts[FP_N])
@@ -178,12 +199,26 @@ static void count_cat(json_t *by, const char *cat, int oc)
 	json_array_set_new(a, oc, json_integer(json_integer_value(json_array_get(a, oc)) + 1));
 }
 
+/* a timed pass whose median is under the roofline's lower bound (eval's
+ * own test, report_perf_verdict; "fraction" > 1 when the median is not
+ * recorded): no real kernel runs faster than the hardware allows */
+static int below_bound(json_t *res)
+{
+	json_t *rl = json_object_get(res, "roofline");
+	double bound_us = num(json_object_get(rl, "bound_us"));
+	double tk = num(json_object_get(json_object_get(res, "candidate_perf"), "median_ms"));
+	if (isfinite(bound_us) && isfinite(tk))
+		return tk * 1000 < bound_us;
+	return num(json_object_get(rl, "fraction")) > 1;
+}
+
 static void add_record(struct sum_run *r, json_t *rec)
 {
 	json_t *in = json_object_get(rec, "instance"), *res = json_object_get(rec, "result");
 	struct sum_problem *p = problem_slot(r, (int)json_integer_value(json_object_get(in, "problem")));
 	p->c = xrealloc(p->c, (p->n + 1) * sizeof(*p->c));
 	struct sum_cand *c = &p->c[p->n++];
+	memset(c, 0, sizeof(*c));
 	const char *s = json_string_value(json_object_get(in, "sample"));
 	c->sample = xstrdup(s ? s : "?");
 	s = json_string_value(json_object_get(rec, "candidate"));
@@ -192,6 +227,23 @@ static void add_record(struct sum_run *r, json_t *rec)
 	c->log = s ? xstrdup(s) : NULL;
 	c->outcome = outcome_index(json_string_value(json_object_get(rec, "outcome")));
 	c->speedup = c->sol = c->fraction = NAN;
+	c->hidden = -1;
+	if (c->outcome == OC_PASS && below_bound(res)) {
+		c->outcome = OC_FLAGGED;
+		c->below_bound = 1;
+		r->below_bound++;
+	}
+	c->announced = c->outcome;
+	p->correct_announced += c->announced == OC_PASS;
+	json_t *hid = json_object_get(rec, "hidden");
+	if (json_is_object(hid)) {
+		c->hidden = outcome_index(json_string_value(json_object_get(hid, "outcome")));
+		r->hidden_n++;
+		if (c->outcome == OC_PASS && c->hidden != OC_PASS) {
+			c->outcome = c->hidden;
+			r->hidden_failed++;
+		}
+	}
 	if (c->outcome == OC_PASS) {
 		p->correct++;
 		c->speedup = num(json_object_get(res, "speedup"));
@@ -210,7 +262,7 @@ static void add_record(struct sum_run *r, json_t *rec)
 static void compute(struct sum_set *s, struct sum_run *r)
 {
 	qsort(r->p, r->np, sizeof(*r->p), cmp_problem);
-	double pk[SUM_MAX_K] = { 0 }, fp[SUM_MAX_P] = { 0 };
+	double pk[SUM_MAX_K] = { 0 }, pka[SUM_MAX_K] = { 0 }, fp[SUM_MAX_P] = { 0 };
 	int npk[SUM_MAX_K] = { 0 };
 	struct score_item *all = xcalloc(r->candidates + 1, sizeof(*all));
 	int na = 0;
@@ -243,6 +295,7 @@ static void compute(struct sum_set *s, struct sum_run *r)
 		for (int k = 1; k <= s->nk; k++)
 			if (p->n >= k) {
 				pk[k - 1] += score_pass_at_k(p->n, p->correct, k);
+				pka[k - 1] += score_pass_at_k(p->n, p->correct_announced, k);
 				npk[k - 1]++;
 			}
 		for (int q = 0; q < s->np; q++)
@@ -258,8 +311,10 @@ static void compute(struct sum_set *s, struct sum_run *r)
 			json_integer_value(json_object_get(cat_n, p->category)) + 1));
 		free(it);
 	}
-	for (int k = 0; k < s->nk; k++)
+	for (int k = 0; k < s->nk; k++) {
 		r->pass_at[k] = npk[k] ? pk[k] / npk[k] : NAN;
+		r->pass_announced[k] = npk[k] ? pka[k] / npk[k] : NAN;
+	}
 	for (int q = 0; q < s->np; q++)
 		r->fast_p[q] = r->np ? fp[q] / r->np : NAN;
 	const char *cat;
@@ -640,10 +695,12 @@ json_t *sum_json(const struct sum_set *s)
 	for (int i = 0; i < s->nr; i++) {
 		const struct sum_run *r = &s->r[i];
 		json_t *pk = json_object(), *fp = json_object(), *oc = json_object(), *cats = json_object();
+		json_t *pka = json_object();
 		for (int k = 1; k <= s->nk; k++) {
 			char name[16];
 			snprintf(name, sizeof(name), "%d", k);
 			json_object_set_new(pk, name, jnum(r->pass_at[k - 1]));
+			json_object_set_new(pka, name, jnum(r->pass_announced[k - 1]));
 		}
 		for (int q = 0; q < s->np; q++) {
 			char name[32];
@@ -667,13 +724,18 @@ json_t *sum_json(const struct sum_set *s)
 			json_t *cs = json_array();
 			for (int k = 0; k < p->n; k++) {
 				const struct sum_cand *c = &p->c[k];
-				json_array_append_new(cs, json_pack("{s:s, s:s?, s:s?, s:s, s:o, s:o, s:o}",
+				json_array_append_new(cs, json_pack("{s:s, s:s?, s:s?, s:s, s:s, s:s?, s:b, "
+					"s:o, s:o, s:o}",
 					"sample", c->sample, "candidate", c->candidate, "log", c->log,
-					"outcome", sum_outcome_names[c->outcome], "speedup", jnum(c->speedup),
+					"outcome", sum_outcome_names[c->outcome], "outcome_announced",
+					sum_outcome_names[c->announced], "outcome_hidden", c->hidden < 0 ? NULL :
+					sum_outcome_names[c->hidden], "below_bound", c->below_bound,
+					"speedup", jnum(c->speedup),
 					"sol", jnum(c->sol), "roofline_fraction", jnum(c->fraction)));
 			}
-			json_array_append_new(probs, json_pack("{s:i, s:s, s:i, s:i, s:i, s:o}", "id", p->id,
-				"category", p->category, "n", p->n, "correct", p->correct, "best", p->best,
+			json_array_append_new(probs, json_pack("{s:i, s:s, s:i, s:i, s:i, s:i, s:o}", "id",
+				p->id, "category", p->category, "n", p->n, "correct", p->correct,
+				"correct_announced", p->correct_announced, "best", p->best,
 				"candidates", cs));
 		}
 		json_array_append_new(runs, json_pack("{s:s, s:s, s:i, s:i, s:O, s:i, s:o, s:o, s:o, s:o, "
@@ -687,6 +749,10 @@ json_t *sum_json(const struct sum_set *s)
 		const struct sum_meta *m = &r->meta;
 		json_t *run = json_array_get(runs, json_array_size(runs) - 1);
 		json_object_set_new(run, "label", json_string(r->label));
+		json_object_set_new(run, "pass_at_k_announced", pka);
+		json_object_set_new(run, "hidden", json_pack("{s:i, s:i}", "evaluated", r->hidden_n,
+							       "failed", r->hidden_failed));
+		json_object_set_new(run, "below_bound", json_integer(r->below_bound));
 		if (s->resamples > 0)
 			json_object_set_new(run, "ci", bands_json(s, r));
 		json_object_set_new(run, "meta", json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, "

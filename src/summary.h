@@ -27,9 +27,17 @@ extern const int sum_outcome_rank[OC_COUNT];
 #define SUM_MAX_P 16
 #define SUM_MAX_K 8
 
+/* A candidate's outcome is the verdict the metrics count: its record's,
+ * except that a pass timed under the roofline's bound is flagged (as eval
+ * flags it; a record of an older pkb or another tool may not be), and a
+ * pass at the announced shape that failed at the hidden shape (pkb sweep's
+ * second evaluation, docs/SWEEP.md) takes the hidden shape's outcome. */
 struct sum_cand {
 	char *sample, *candidate, *log;   /* log relative to the run dir */
 	int outcome;
+	int announced;      /* the outcome at the announced shape alone (the bound checked) */
+	int hidden;         /* the hidden shape's outcome; -1: not evaluated there */
+	int below_bound;    /* recorded as pass, timed under the bound: flagged here */
 	double speedup, sol, fraction;    /* NaN when not timed / no bound */
 };
 
@@ -38,6 +46,7 @@ struct sum_problem {
 	const char *category;
 	struct sum_cand *c;
 	int n, correct;
+	int correct_announced;   /* correct at the announced shape, whatever the hidden one said */
 	int best;           /* index of the fastest correct candidate, else the first of
 			     * the furthest (sum_outcome_rank); -1 none */
 	const char *name;   /* the problem's, "?" when this checkout lacks it */
@@ -63,6 +72,10 @@ struct sum_run {
 	json_t *oc_by_cat;           /* category -> [OC_COUNT counts] */
 	int candidates;
 	double pass_at[SUM_MAX_K];   /* pass@k for k = 1..nk: mean over problems with n >= k */
+	double pass_announced[SUM_MAX_K];   /* the same, the announced shape alone */
+	int hidden_n;                /* candidates evaluated at a hidden shape */
+	int hidden_failed;           /* of those, correct at the announced shape only */
+	int below_bound;             /* recorded as pass with a time under the bound */
 	double fast_p[SUM_MAX_P];    /* per p: mean over problems of the fraction of samples */
 	double geo_raw, geo_clamped; int geo_n;
 	double mean_sol, mean_fraction; int sol_n, fraction_n;

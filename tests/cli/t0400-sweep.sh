@@ -20,8 +20,10 @@ keys = [r['key'] for r in recs]
 assert len(keys) == len(set(keys)), 'a key twice'
 print(len(recs), ' '.join(sorted(r['outcome'] for r in recs)))" "$1"; }
 
+# (the announced shape alone: each line then names the GPUs of the one
+# evaluation of its candidate; t0440 checks the hidden shape's)
 mkrun "$TMP/ok" 3
-PKB_FAKE_MODE=ok expect_exit 0 "$PKB" sweep "$TMP/ok" -p 1 -g 2 --ngpus 4 -t 2
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" sweep "$TMP/ok" -p 1 -g 2 --ngpus 4 -t 2 --hidden-shape off
 expect_grep '^4 no_code pass pass pass$' <(count "$TMP/ok/results.jsonl")
 expect_grep '"sha256":"[0-9a-f]{64}"' "$TMP/ok/results.jsonl"
 expect_grep '"world":2' "$TMP/ok/results.jsonl"
@@ -31,7 +33,7 @@ expect_grep 'on GPUs 0,1: pass' "$TMP/err"
 expect_grep 'on GPUs 2,3: pass' "$TMP/err"
 ! grep -qE 'on GPUs [0-9,]*[4-9]' "$TMP/err" && ok || not_ok "a GPU beyond --ngpus"
 # again: everything recorded, nothing run
-PKB_FAKE_MODE=ok expect_exit 0 "$PKB" sweep "$TMP/ok" -p 1 -g 2 --ngpus 4 -t 2
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" sweep "$TMP/ok" -p 1 -g 2 --ngpus 4 -t 2 --hidden-shape off
 expect_grep '4 already recorded, 0 to run' "$TMP/err"
 expect_grep '^4 ' <(count "$TMP/ok/results.jsonl")
 # another problem selected: nothing of 001 runs
@@ -215,19 +217,24 @@ if command -v valgrind >/dev/null; then
 	PKB_FAKE_MODE=ok expect_exit 0 valgrind -q --error-exitcode=99 --leak-check=no \
 		--suppressions="$TMP/rtld.supp" \
 		"$PKB" sweep "$TMP/all" -p 1 -g 2 --ngpus 2 -j 1 -t 2 -d fp32 --m 512 --n 256 -b cuda \
-		--measure-perf --timeout 120 --deadline init=60 --deadline trial=60 \
+		--hidden-shape 256x512 --measure-perf --timeout 120 --deadline init=60 --deadline trial=60 \
 		--deadline timing=60 --deadline fini=60 --atol 0.5 --rtol 0.5 -o "$TMP/all.jsonl" -q
 else
 	PKB_FAKE_MODE=ok expect_exit 0 "$PKB" sweep "$TMP/all" -p 1 -g 2 --ngpus 2 -j 1 -t 2 -d fp32 \
-		--m 512 --n 256 -b cuda --measure-perf --timeout 120 --deadline init=60 \
+		--m 512 --n 256 -b cuda --hidden-shape 256x512 --measure-perf --timeout 120 --deadline init=60 \
 		--deadline trial=60 --deadline timing=60 --deadline fini=60 --atol 0.5 --rtol 0.5 \
 		-o "$TMP/all.jsonl" -q
 fi
 expect_grep '^pass fp32 512 256 2 cuda True$' <(field "$TMP/all.jsonl" \
 	"r[1]['outcome'], r[1]['result']['dtype'], r[1]['result']['m'], r[1]['result']['n'], r[1]['result']['trials'], r[1]['result']['backend'], r[1]['result']['measure_perf']")
-# the key of those options is the one earlier sweeps wrote (resume finds them)
-expect_grep '^001\|sample_0\|W2\|t2\|perf\|tol0.5/0.5\|pkb0.1\|[0-9a-f]{64}\|fp32\|m512\|n256$' \
+# the key of those options is the one earlier sweeps wrote (resume finds
+# them), and then the hidden shape's (issue 44; --hidden-shape off: none)
+expect_grep '^001\|sample_0\|W2\|t2\|perf\|tol0.5/0.5\|pkb0.1\|[0-9a-f]{64}\|fp32\|m512\|n256\|h256x512$' \
 	<(field "$TMP/all.jsonl" "r[1]['key']")
+# the hidden shape's evaluation: its shape, the sweep's dtype and trials,
+# untimed
+expect_grep '^pass 256 512 fp32 2 False$' <(field "$TMP/all.jsonl" \
+	"r[1]['hidden']['outcome'], r[1]['hidden']['result']['m'], r[1]['hidden']['result']['n'], r[1]['hidden']['result']['dtype'], r[1]['hidden']['result']['trials'], r[1]['hidden']['result']['measure_perf']")
 
 # issue 39: eval's options pass through the sweep as eval reads them (one
 # table, job_opt; one writer, job_opts_argv): the timing mode and counts
@@ -238,7 +245,7 @@ PKB_FAKE_MODE=ok expect_exit 0 "$PKB" sweep "$TMP/tm" -p 1 -g 2 --ngpus 2 -t 1 -
 	--arch sm_90a -q
 expect_grep '^pass graph 7 h200_8 True$' <(field "$TMP/tm/results.jsonl" \
 	"r[1]['outcome'], r[1]['result']['timing']['mode'], r[1]['result']['timing']['iters'], r[1]['result']['roofline']['hw'], r[1]['result']['measure_perf']")
-expect_grep '\|perf\|.*\|graph\|it7\|wu3$' <(field "$TMP/tm/results.jsonl" "r[1]['key']")
+expect_grep '\|perf\|.*\|graph\|it7\|wu3\|h[0-9]+x[0-9]+$' <(field "$TMP/tm/results.jsonl" "r[1]['key']")
 expect_grep "^\{'mode': 'graph', 'iters': 7, 'warmup': 3\}$" <(field "$TMP/tm/results.jsonl" \
 	"r[1]['instance']['timed']")
 # the same command again: every key recorded, nothing runs
@@ -248,7 +255,7 @@ expect_grep '2 already recorded, 0 to run' "$TMP/err"
 # --timing warm is eval's default: the keys of a plain timed sweep
 PKB_FAKE_MODE=ok expect_exit 0 "$PKB" sweep "$TMP/tm" -p 1 -g 2 --ngpus 2 -t 1 --timing warm
 expect_grep '0 already recorded, 2 to run' "$TMP/err"
-expect_grep '^True$' <(field "$TMP/tm/results.jsonl" "r[3]['key'].endswith('|perf|tol-/-|pkb0.1|' + r[3]['instance']['sha256']) and 'timed' not in r[3]['instance']")
+expect_grep '^True$' <(field "$TMP/tm/results.jsonl" "r[3]['key'].endswith('|perf|tol-/-|pkb0.1|' + r[3]['instance']['sha256'] + '|h%(m)dx%(n)d' % r[3]['instance']['hidden']) and 'timed' not in r[3]['instance']")
 # what eval refuses, the sweep refuses before running anything (exit 2):
 # a W eval does not take (it allowed 64), a dtype it does not know
 for bad in "-g 64" "-d int32" "--timing hot" "--deadline nophase=1" "-t 0" "--hw nosuch"; do

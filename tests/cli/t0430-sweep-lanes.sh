@@ -89,7 +89,7 @@ expect_exit 0 python3 - "$TMP/d/results.jsonl" <<'PY'
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1]) if '"pass"' in l][0]
 assert (r["instance"]["dtype"], r["instance"]["m"], r["instance"]["n"]) == ("fp32", 2048, 512), r["instance"]
-assert r["key"].endswith("|fp32|m2048|n512"), r["key"]
+assert r["key"].endswith("|fp32|m2048|n512|h%(m)dx%(n)d" % r["instance"]["hidden"]), r["key"]
 PY
 expect_exit 2 "$PKB" sweep "$TMP/d" --m 0
 # -q: nothing but errors

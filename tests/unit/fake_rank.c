@@ -39,7 +39,10 @@
  * A candidate can choose for itself (pkb agent's tests, where each step's
  * file must behave differently): a string "pkb-fake-mode:MODE" in its
  * shared object overrides $PKB_FAKE_MODE, "pkb-fake-us:T" sets its time
- * per call (default 5 us), "pkb-fake-look:LOOK" the look of a mismatch.
+ * per call (default 5 us), "pkb-fake-look:LOOK" the look of a mismatch,
+ * "pkb-fake-shape:MxN" the one base shape it passes at: at any other its
+ * trials are a mismatch, as a kernel written for the announced shape alone
+ * (pkb sweep's hidden shape, tests/cli/t0440).
  */
 #define _GNU_SOURCE
 #include "pkb.h"
@@ -211,8 +214,12 @@ int main(void)
 	char *own_mode = marker(&job, "pkb-fake-mode:");
 	char *own_us = marker(&job, "pkb-fake-us:");
 	char *own_look = marker(&job, "pkb-fake-look:");
+	char *own_shape = marker(&job, "pkb-fake-shape:"), here[64];
+	snprintf(here, sizeof here, "%lldx%lld", job.m, job.n);
 	if (own_mode)
 		mode = own_mode;
+	if (own_shape && strcmp(own_shape, here))
+		mode = "mismatch";
 	if (only && atoi(only) != rank)
 		mode = "ok";
 	phase(PH_CUDA_INIT, "pretending");

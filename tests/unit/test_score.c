@@ -82,6 +82,36 @@ int main(void)
 	for (int i = 0; i < 1000; i++)
 		big[i] = (struct score_item){1, 10};
 	CHECK(fabs(score_geomean(big, 1000, 0, NULL) - 10) < 1e-9);
+	/* issue 44 (GPU MODE's geomean underflow): 2000 speedups of 1e-3, whose
+	 * product 1e-6000 is 0 in a double (the product's 2000th root: 0, and
+	 * its log -inf), are a geomean of 1e-3; clamped, 1 */
+	static struct score_item tiny[2000];
+	double prod = 1;
+	for (int i = 0; i < 2000; i++) {
+		tiny[i] = (struct score_item){1, 1e-3};
+		prod *= tiny[i].speedup;
+	}
+	CHECK(prod == 0);   /* what a product would have been left with */
+	g = score_geomean(tiny, 2000, 0, &used);
+	CHECKF(used == 2000 && fabs(g / 1e-3 - 1) < 1e-9, "2000 x 1e-3: %g over %d", g, used);
+	CHECK(near(score_geomean(tiny, 2000, 1, NULL), 1));
+	/* huge and tiny together: 1000 of 1e300 and 1000 of 1e-300 are 1 (a
+	 * product taken in sorted order is 0 after two terms and stays 0);
+	 * 2000 of 1e308 stay 1e308 (a product is inf after two) */
+	static struct score_item mix[2000];
+	for (int i = 0; i < 2000; i++)
+		mix[i] = (struct score_item){1, i % 2 ? 1e300 : 1e-300};
+	g = score_geomean(mix, 2000, 0, NULL);
+	CHECKF(fabs(g - 1) < 1e-9, "1e300 and 1e-300: %g", g);
+	for (int i = 0; i < 2000; i++)
+		mix[i] = (struct score_item){1, 1e308};
+	g = score_geomean(mix, 2000, 0, NULL);
+	CHECKF(isfinite(g) && fabs(g / 1e308 - 1) < 1e-9, "2000 x 1e308: %g", g);
+	/* an infinite or zero speedup (a broken record) is skipped, not a NaN or 0 */
+	mix[0] = (struct score_item){1, INFINITY};
+	mix[1] = (struct score_item){1, 0};
+	g = score_geomean(mix, 2000, 0, &used);
+	CHECK(used == 1998 && isfinite(g));
 	/* the words printed for the rows say what the numbers are: the plain
 	 * geomean is unclamped (b above: 1, not 2), the clamped one is named */
 	CHECK(strstr(score_geomean_words, "not clamped") != NULL);
