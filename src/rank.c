@@ -358,6 +358,15 @@ static json_t *num_or_str(double v)
 }
 
 /* Compare every output; returns 1 if all pass. Appends records to `outs`. */
+void compare_keep_first(struct rank_env *E, json_t *scratch, json_t *outs, int *ok)
+{
+	json_array_clear(scratch);
+	if (!compare_outputs(E, scratch) && *ok) {
+		*ok = 0;
+		json_array_extend(outs, scratch);
+	}
+}
+
 int compare_outputs(struct rank_env *E, json_t *outs)
 {
 	int all_ok = 1;
@@ -564,7 +573,7 @@ static void do_run(struct rank_env *E)
 
 /* ---- main ----------------------------------------------------------------- */
 
-static void setup(struct rank_env *E)
+void describe_job(struct rank_env *E)
 {
 	E->p = problem_find(E->job.problem);
 	if (!E->p)
@@ -575,12 +584,17 @@ static void setup(struct rank_env *E)
 	E->dims.n = E->job.n;
 	E->dims.dtype = (pkb_dtype)dtype_parse(E->job.dtype);
 	E->dims.trial = E->job.trial0;
-	E->seed = (uint64_t)E->job.seed;
 	E->device_timeout_ns = (uint64_t)E->job.device_timeout_ms * 1000000ull;
 	if (!E->device_timeout_ns)
 		E->device_timeout_ns = 5000000000ull;
 	if (problem_describe(E->p, &E->dims, &E->io) < 0)
 		rank_fail(E, OUT_INTERNAL, "%s", E->io.err);
+}
+
+static void setup(struct rank_env *E)
+{
+	describe_job(E);
+	E->seed = (uint64_t)E->job.seed;
 	/* --atol/--rtol replace the problem's tolerances on float outputs */
 	double atol = E->job.atol, rtol = E->job.rtol;   /* < 0: not given */
 	for (int i = 0; i < E->io.n_out; i++) {

@@ -127,6 +127,12 @@ void poison_outputs(struct rank_env *E, void *const *bufs);
 void copy_outputs(struct rank_env *E, void *const *dev, void **host);
 /* E->host_out against E->host_ref; the mismatches appended to outs */
 int compare_outputs(struct rank_env *E, json_t *outs);
+/* the same into `scratch`; the records of the first comparison that fails
+ * (*ok still 1) go to outs, and *ok becomes 0 */
+void compare_keep_first(struct rank_env *E, json_t *scratch, json_t *outs, int *ok);
+/* the problem, dims, io and device timeout of E->job (judge and solution
+ * process alike) */
+void describe_job(struct rank_env *E);
 
 /* ---- symm.c: symmetric memory (CUDA IPC over NVLink) ---- */
 

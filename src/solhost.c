@@ -25,7 +25,6 @@
  * events, and what it sends are replies the judge checks (solproc.h).
  */
 #define _GNU_SOURCE
-#include "dtype.h"     /* defines: dtype_parse */
 #include "kernels.h"   /* defines: kern_wait_geq, kern_write_u32 */
 #include "phases.h"
 #include "problem.h"   /* defines: problem_find, problem_describe, tensor_desc_bytes */
@@ -296,20 +295,7 @@ static void setup(struct rank_env *E, json_t *msg)
 	E->world = E->job.world;
 	E->local_rank = E->job.local_rank;
 	E->n_sol = 1;
-	E->p = problem_find(E->job.problem);
-	if (!E->p)
-		rank_fail(E, OUT_INTERNAL, "unknown problem in the job");
-	E->dims.world = E->world;
-	E->dims.rank = E->rank;
-	E->dims.m = E->job.m;
-	E->dims.n = E->job.n;
-	E->dims.dtype = (pkb_dtype)dtype_parse(E->job.dtype);
-	E->dims.trial = E->job.trial0;
-	E->device_timeout_ns = (uint64_t)E->job.device_timeout_ms * 1000000ull;
-	if (!E->device_timeout_ns)
-		E->device_timeout_ns = 5000000000ull;
-	if (problem_describe(E->p, &E->dims, &E->io) < 0)
-		rank_fail(E, OUT_INTERNAL, "%s", E->io.err);
+	describe_job(E);
 
 	E->device = E->local_rank;
 	CUDA_OR(E, OUT_ENV_ERROR, cudaSetDevice(E->device));

@@ -325,11 +325,7 @@ static int snap_check(struct rank_env *E, struct perf_set *ps, int s, json_t *ou
 		for (int i = 0; i < E->io.n_out; i++)
 			memcpy(E->host_out[i], ps->cand_snap[j][i], tensor_desc_bytes(&E->io.out[i]));
 		copy_outputs(E, ps->snap[j], E->host_ref);
-		json_array_clear(one);
-		if (!compare_outputs(E, one) && ok) {
-			ok = 0;
-			json_array_extend(outs, one);
-		}
+		compare_keep_first(E, one, outs, &ok);
 	}
 	json_decref(one);
 	return ok;
@@ -468,11 +464,7 @@ static int perf_recheck(struct rank_env *E, struct perf_set *ps, struct perf_run
 			continue;
 		copy_outputs(E, ps->out[ref->s][o], E->host_ref);
 		copy_outputs(E, ps->out[cand->s][o], E->host_out);
-		json_array_clear(one);
-		if (!compare_outputs(E, one) && ok) {
-			ok = 0;
-			json_array_extend(outs, one);
-		}
+		compare_keep_first(E, one, outs, &ok);
 	}
 	json_decref(one);
 	return ok;
