@@ -400,109 +400,103 @@ char *build_log_head(const char *log)
 		       (int)cut, log, len - cut, more);
 }
 
-int build_solution(const char *src, const struct build_opts *o, struct build_result *r)
-{
-	memset(r, 0, sizeof *r);
-	uint64_t t0 = now_ns();
+/* ---- one build ------------------------------------------------------------------ */
+
+/* one build as it goes: what its key and nvcc's command line are made of */
+struct build {
+	const char *src;          /* the source as named */
+	char *text;               /* what compiles: the source, or a mutant's result */
 	size_t len;
-	char *text = read_file(src, &len);
-	if (!text) {
-		r->log = xstrfmt("cannot read '%s': %s", src, strerror(errno));
-		return 0;
+	int mutant;               /* text is a mutant's: compiled from a copy in the cache */
+	char *inc;                /* pkb's include/ */
+	char *lib;                /* problems/lib for a reference; NULL for a candidate */
+	const char *path[3];      /* inc, lib: the include path, NULL-terminated */
+	char *gencode;
+	unsigned libs;            /* the opt_libs it includes, itself or through a header */
+	uint64_t t0;              /* ns: when the build started */
+};
+
+static double since_s(uint64_t t0)
+{
+	return (double)(now_ns() - t0) / 1e9;
+}
+
+/* The source's text into b. A mutant compiles as its good file with the
+ * replacements made, from a temporary copy in the cache, the mutant's
+ * folder on the include path. 0, or (r->log saying why) -1 when the file
+ * cannot be read, -2 when it is a broken mutant. */
+static int read_source(struct build *b, struct build_result *r)
+{
+	b->text = read_file(b->src, &b->len);
+	if (!b->text) {
+		r->log = xstrfmt("cannot read '%s': %s", b->src, strerror(errno));
+		return -1;
 	}
-	/* a mutant compiles as its good file with the replacements made, from a
-	 * temporary copy in the cache, the mutant's folder on the include path */
 	char *mut_err;
-	char *mutant = mutant_source(src, text, &mut_err);
+	char *mutant = mutant_source(b->src, b->text, &mut_err);
 	if (mut_err) {
-		free(text);
 		r->log = mut_err;
-		r->seconds = (double)(now_ns() - t0) / 1e9;
-		return 0;
+		return -2;
 	}
 	if (mutant) {
-		free(text);
-		text = mutant;
-		len = strlen(text);
+		free(b->text);
+		b->text = mutant;
+		b->len = strlen(b->text);
+		b->mutant = 1;
 	}
-	char *inc = xstrfmt("%s/include", pkb_root());
+	return 0;
+}
+
+/* The key: source, ABI headers, local headers, flags, compiler; with the
+ * flags as the record keeps them (r->flags). */
+static void build_key(struct build *b, const struct build_opts *o, struct build_result *r)
+{
+	b->inc = xstrfmt("%s/include", pkb_root());
 	/* code that sibling problems' references share (problems/lib): on the
 	 * include path of references only, candidates stay standalone */
-	char *lib = o->reference ? xstrfmt("%s/problems/lib", pkb_root()) : NULL;
-	const char *path[] = { inc, lib, NULL };
-	char *gencode = xstrfmt("-gencode=arch=compute_%s,code=%s", o->arch + 3, o->arch);
-
-	/* the key: source, ABI headers, local headers, flags, compiler */
+	b->lib = o->reference ? xstrfmt("%s/problems/lib", pkb_root()) : NULL;
+	b->path[0] = b->inc;
+	b->path[1] = b->lib;
+	b->path[2] = NULL;
+	b->gencode = xstrfmt("-gencode=arch=compute_%s,code=%s", o->arch + 3, o->arch);
 	struct strbuf md = STRBUF_INIT;
-	strbuf_add(&md, text, len);
-	char *h1 = xstrfmt("%s/pkb.h", inc), *h2 = xstrfmt("%s/pkb_device.cuh", inc);
+	strbuf_add(&md, b->text, b->len);
+	char *h1 = xstrfmt("%s/pkb.h", b->inc), *h2 = xstrfmt("%s/pkb_device.cuh", b->inc);
 	hash_update_file(&md, h1);
 	hash_update_file(&md, h2);
 	free(h1);
 	free(h2);
 	/* cuDNN and cuFFT are linked only for a source that includes their
 	 * header, itself or through a local header */
-	unsigned libs = libs_of(text);
-	hash_includes(&md, text, src, path, 0, &libs);
+	b->libs = libs_of(b->text);
+	hash_includes(&md, b->text, b->src, b->path, 0, &b->libs);
 	char extra[64] = "";
 	for (size_t i = 0; i < sizeof opt_libs / sizeof *opt_libs; i++)
-		if (libs >> i & 1)
+		if (b->libs >> i & 1)
 			snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " %s",
 				 opt_libs[i].flag);
 	r->flags = xstrfmt("nvcc -std=c++17 -O3 -lineinfo -Xcompiler -fPIC -shared --cudart shared "
 			   "%s -I%s%s%s -o OUT.so SRC.cu -lcublas -lcublasLt -lcurand%s%s",
-			   gencode, inc, lib ? " -I" : "", lib ? lib : "", extra,
+			   b->gencode, b->inc, b->lib ? " -I" : "", b->lib ? b->lib : "", extra,
 			   o->reference ? " -lnccl" : "");
 	strbuf_addstr(&md, r->flags);
 	strbuf_addstr(&md, build_nvcc_version());
 	sha256_hex(md.s, md.len, r->key);
 	strbuf_free(&md);
+}
 
-	const char *dir = build_cache_dir();
-	if (mkdir_p(dir) < 0) {
-		free(text);
-		free(inc);
-		free(lib);
-		free(gencode);
-		return error("cannot create cache '%s': %s", dir, strerror(errno));
-	}
-	r->so_path = xstrfmt("%s/%s.so", dir, r->key);
-	struct stat st;
-	if (stat(r->so_path, &st) == 0 && st.st_size > 0) {
-		r->ok = r->cached = 1;
-		r->seconds = (double)(now_ns() - t0) / 1e9;
-		free(text);
-		free(inc);
-		free(lib);
-		free(gencode);
-		return 0;
-	}
-	char *cu = NULL, *srcdir = NULL;
-	if (mutant) {
-		cu = xstrfmt("%s/%s.%d.mutant.cu", dir, r->key, (int)getpid());
-		char *d = xstrdup(src), *sl = strrchr(d, '/');
-		if (sl)
-			*sl = 0;
-		srcdir = xstrfmt("-I%s", sl ? d : ".");
-		free(d);
-		if (write_file_atomic(cu, text, len) < 0) {
-			int rc = error("cannot write '%s': %s", cu, strerror(errno));
-			free(text);
-			free(cu);
-			free(srcdir);
-			free(inc);
-			free(lib);
-			free(gencode);
-			return rc;
-		}
-	}
-	free(text);
+/* the paths of one nvcc run */
+struct nvcc_files {
+	const char *cu;           /* the source nvcc reads */
+	const char *out;          /* the .so it writes */
+	const char *iflag, *libflag, *srcdir;   /* -I's; libflag, srcdir: NULL when none */
+};
 
-	char *tmp = xstrfmt("%s/%s.%d.tmp.so", dir, r->key, (int)getpid());
-	char *log = xstrfmt("%s/%s.%d.log", dir, r->key, (int)getpid());
-	char *iflag = xstrfmt("-I%s", inc);
-	char *libflag = lib ? xstrfmt("-I%s", lib) : NULL;
-	char *argv[24];
+/* nvcc's command line into argv (24 slots, pointing at b's and f's
+ * strings): the flags r->flags names, with f's real paths */
+static void nvcc_argv(const struct build *b, const struct build_opts *o,
+		      const struct nvcc_files *f, char **argv)
+{
 	int a = 0;
 	argv[a++] = (char *)nvcc_path();
 	argv[a++] = "-std=c++17";
@@ -513,25 +507,64 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	argv[a++] = "-shared";
 	argv[a++] = "--cudart";
 	argv[a++] = "shared";
-	argv[a++] = gencode;
-	argv[a++] = iflag;
-	if (libflag)
-		argv[a++] = libflag;
-	if (srcdir)
-		argv[a++] = srcdir;
+	argv[a++] = b->gencode;
+	argv[a++] = (char *)f->iflag;
+	if (f->libflag)
+		argv[a++] = (char *)f->libflag;
+	if (f->srcdir)
+		argv[a++] = (char *)f->srcdir;
 	argv[a++] = "-o";
-	argv[a++] = tmp;
-	argv[a++] = cu ? cu : (char *)src;
+	argv[a++] = (char *)f->out;
+	argv[a++] = (char *)f->cu;
 	argv[a++] = "-lcublas";
 	argv[a++] = "-lcublasLt";
 	argv[a++] = "-lcurand";
 	for (size_t i = 0; i < sizeof opt_libs / sizeof *opt_libs; i++)
-		if (libs >> i & 1)
+		if (b->libs >> i & 1)
 			argv[a++] = (char *)opt_libs[i].flag;
 	if (o->reference)
 		argv[a++] = "-lnccl";
 	argv[a] = NULL;
-	int rc = compile_confined(argv, log, src, dir, path, o->timeout_s);
+}
+
+/* A mutant's text into the cache `dir`, for nvcc: its path (*cu) and the
+ * mutant's folder as an include flag (*srcdir); -1 (said) when it cannot
+ * be written. */
+static int write_mutant(const struct build *b, const char *dir, const char *key, char **cu,
+			char **srcdir)
+{
+	*cu = xstrfmt("%s/%s.%d.mutant.cu", dir, key, (int)getpid());
+	char *d = xstrdup(b->src), *sl = strrchr(d, '/');
+	if (sl)
+		*sl = 0;
+	*srcdir = xstrfmt("-I%s", sl ? d : ".");
+	free(d);
+	if (write_file_atomic(*cu, b->text, b->len) < 0)
+		return error("cannot write '%s': %s", *cu, strerror(errno));
+	return 0;
+}
+
+/* A miss: nvcc into a temporary .so in the cache `dir`, renamed into place
+ * (r->so_path) when it compiles, else its log's head in r->log. 0, or -1
+ * on an internal error. */
+static int compile(const struct build *b, const struct build_opts *o, struct build_result *r,
+		   const char *dir)
+{
+	char *cu = NULL, *srcdir = NULL;
+	if (b->mutant && write_mutant(b, dir, r->key, &cu, &srcdir) < 0) {
+		free(cu);
+		free(srcdir);
+		return -1;
+	}
+	char *tmp = xstrfmt("%s/%s.%d.tmp.so", dir, r->key, (int)getpid());
+	char *log = xstrfmt("%s/%s.%d.log", dir, r->key, (int)getpid());
+	char *iflag = xstrfmt("-I%s", b->inc);
+	char *libflag = b->lib ? xstrfmt("-I%s", b->lib) : NULL;
+	struct nvcc_files f = { .cu = cu ? cu : b->src, .out = tmp, .iflag = iflag,
+				.libflag = libflag, .srcdir = srcdir };
+	char *argv[24];
+	nvcc_argv(b, o, &f, argv);
+	int rc = compile_confined(argv, log, b->src, dir, b->path, o->timeout_s);
 	if (rc == 0 && rename(tmp, r->so_path) == 0) {
 		r->ok = 1;
 	} else {
@@ -551,11 +584,41 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	free(tmp);
 	free(iflag);
 	free(libflag);
-	free(lib);
-	free(inc);
-	free(gencode);
-	r->seconds = (double)(now_ns() - t0) / 1e9;
+	r->seconds = since_s(b->t0);
 	return 0;
+}
+
+int build_solution(const char *src, const struct build_opts *o, struct build_result *r)
+{
+	memset(r, 0, sizeof *r);
+	struct build b = { .src = src, .t0 = now_ns() };
+	int rc = read_source(&b, r);
+	if (rc < 0) {
+		if (rc == -2)
+			r->seconds = since_s(b.t0);
+		free(b.text);
+		return 0;
+	}
+	build_key(&b, o, r);
+	const char *dir = build_cache_dir();
+	rc = 0;
+	if (mkdir_p(dir) < 0) {
+		rc = error("cannot create cache '%s': %s", dir, strerror(errno));
+	} else {
+		r->so_path = xstrfmt("%s/%s.so", dir, r->key);
+		struct stat st;
+		if (stat(r->so_path, &st) == 0 && st.st_size > 0) {
+			r->ok = r->cached = 1;
+			r->seconds = since_s(b.t0);
+		} else {
+			rc = compile(&b, o, r, dir);
+		}
+	}
+	free(b.text);
+	free(b.inc);
+	free(b.lib);
+	free(b.gencode);
+	return rc;
 }
 
 void build_result_free(struct build_result *r)

@@ -30,6 +30,118 @@ static const char tail[] =
 static const struct opt *const tables[] = { job_opts_eval, job_opts_dims, job_opts_json,
 					    job_opts_launch, NULL };
 
+/* Build the reference, then the candidate (its flags and nvcc's version
+ * into rec): OUT_PASS, or the outcome with its one-line message in `line`
+ * (a reference that does not build is pkb's error, not the candidate's). */
+static enum pkb_outcome build_both(const struct job_opts *o, struct job_solution *sols,
+				   json_t *rec, char *line, size_t n)
+{
+	char msg[4096] = "";
+	enum pkb_outcome out = job_build(o, &sols[0], "reference", msg, sizeof msg);
+	if (out != OUT_PASS) {
+		snprintf(line, n, "the reference does not build: %s", msg);
+		return OUT_INTERNAL;
+	}
+	out = job_build(o, &sols[1], o->backend, msg, sizeof msg);
+	json_object_set_new(rec, "compile_flags", json_string(sols[1].build->flags));
+	json_object_set_new(rec, "nvcc", json_string(build_nvcc_version()));
+	if (out == OUT_PASS)
+		return out;
+	if (out == OUT_COMPILE_ERROR)
+		fprintf(stderr, "%s\n", msg);
+	/* the one-line verdict keeps the compiler's first error line */
+	char *first = strstr(msg, "error");
+	snprintf(line, n, "%.511s", first && out == OUT_COMPILE_ERROR ? first : msg);
+	char *nl = strchr(line, '\n');
+	if (nl)
+		*nl = 0;
+	if (out == OUT_COMPILE_ERROR)
+		json_object_set_new(rec, "compiler_output", json_string(msg));
+	return out;
+}
+
+/* The launch's trial records checked: every trial reported and passed on
+ * every rank (*passed of them, also in rec); `out` the launch's outcome,
+ * kept when it is not a pass, the message of a failure in msg. */
+static enum pkb_outcome check_trials(const struct job_opts *o, json_t *trials,
+				     enum pkb_outcome out, json_t *rec, int *passed, char *msg,
+				     size_t n)
+{
+	char m[1024];
+	*passed = 0;
+	if (out == OUT_PASS) {
+		if (report_trials(trials, o->world, m, sizeof m, passed)) {
+			out = OUT_MISMATCH;
+			snprintf(msg, n, "%s", m);
+		} else if (*passed < o->trials) {
+			out = OUT_INTERNAL;
+			snprintf(msg, n, "only %d of %d trials reported", *passed, o->trials);
+		}
+	} else {
+		report_trials(trials, o->world, m, sizeof m, passed);
+	}
+	json_object_set_new(rec, "trials_passed", json_integer(*passed));
+	return out;
+}
+
+/* the timing table of a pass on stdout */
+static void print_perf(const struct job_opts *o, const struct perf_summary *ref,
+		       const struct perf_summary *cand, double speedup, double by_median,
+		       double by_mean, const char *rl_line)
+{
+	printf("%-10s %10s %10s %10s %10s %10s %8s\n", "", "median_us", "mean_us",
+	       "min_us", "p90_us", "std_us", "skew_us");
+	const struct perf_summary *rows[2] = { ref, cand };
+	const char *names[2] = { "reference", "candidate" };
+	for (int k = 0; k < 2; k++)
+		printf("%-10s %10.2f %10.2f %10.2f %10.2f %10.2f %8.2f\n", names[k],
+		       rows[k]->st.median * 1e3, rows[k]->st.mean * 1e3,
+		       rows[k]->st.min * 1e3, rows[k]->st.p90 * 1e3,
+		       rows[k]->st.std * 1e3, rows[k]->skew_ms * 1e3);
+	printf("speedup %.3fx (the smaller of reference / candidate by medians, "
+	       "%.3fx, and by means, %.3fx; n=%d, max over %d ranks, %s, %d input "
+	       "groups)\n", speedup, by_median, by_mean, cand->st.n, o->world, cand->mode,
+	       cand->groups);
+	printf("%s\n", rl_line);
+}
+
+/* The timed calls of a pass: both solutions' summaries, the speedup and
+ * the timing into rec, the table on stdout; the timing verdict, with its
+ * message in msg (a pass keeps msg as it was). */
+static enum pkb_outcome eval_perf(const struct job_opts *o, json_t *perf, json_t *rec,
+				  int *trace_failed, char *msg, size_t n)
+{
+	struct perf_summary ref, cand;
+	report_perf(perf, "reference", o->world, o->iters, &ref);
+	char rl_line[300];
+	enum pkb_outcome out = job_perf(o, perf, "candidate", ref.st.median, rec, &cand,
+					trace_failed, rl_line, sizeof rl_line, msg, n);
+	json_object_set_new(rec, "reference_perf", report_perf_json(&ref));
+	json_object_set_new(rec, "candidate_perf", report_perf_json(&cand));
+	/* the smaller of the ratios of medians and of means (issue 44):
+	 * work moved between calls (one call doing the next ones' work,
+	 * the rest returning at once) lowers the candidate's median but
+	 * not its mean, so it cannot raise the mean ratio, and so not
+	 * the speedup; on tight distributions the two agree to ~2% */
+	double by_median = cand.st.median > 0 ? ref.st.median / cand.st.median : 0;
+	double by_mean = cand.st.mean > 0 ? ref.st.mean / cand.st.mean : 0;
+	double speedup = by_median < by_mean ? by_median : by_mean;
+	json_object_set_new(rec, "speedup", json_real(speedup));
+	json_object_set_new(rec, "speedup_median", json_real(by_median));
+	json_object_set_new(rec, "speedup_mean", json_real(by_mean));
+	json_object_set_new(rec, "timing", json_pack("{s:s,s:i,s:i,s:s}", "mode", cand.mode,
+						     "iters", o->iters, "block", cand.block,
+						     "device", cand.device));
+	/* the reference is trusted: only its records must be there */
+	if (!ref.ok) {
+		out = OUT_INTERNAL;
+		snprintf(msg, n, "timing records missing");
+	}
+	if (out == OUT_PASS)
+		print_perf(o, &ref, &cand, speedup, by_median, by_mean, rl_line);
+	return out;
+}
+
 int cmd_eval(int argc, char **argv)
 {
 	struct job_opts o;
@@ -80,29 +192,9 @@ int cmd_eval(int argc, char **argv)
 				"measure_perf", o.measure_perf);
 	json_object_set_new(rec, "problem_id", json_integer(o.p->id));
 	job_stamp(rec);
-	char msg[4096] = "";
-	enum pkb_outcome out = job_build(&o, &sols[0], "reference", msg, sizeof msg);
+	char line[4200];
+	enum pkb_outcome out = build_both(&o, sols, rec, line, sizeof line);
 	if (out != OUT_PASS) {
-		free(ref_path);
-		char m2[4200];
-		snprintf(m2, sizeof m2, "the reference does not build: %s", msg);
-		return job_finish(&o, rec, OUT_INTERNAL, m2, NULL, -1, 1, 0);
-	}
-	out = job_build(&o, &sols[1], backend, msg, sizeof msg);
-	json_object_set_new(rec, "compile_flags", json_string(sols[1].build->flags));
-	json_object_set_new(rec, "nvcc", json_string(build_nvcc_version()));
-	if (out != OUT_PASS) {
-		if (out == OUT_COMPILE_ERROR)
-			fprintf(stderr, "%s\n", msg);
-		/* the one-line verdict keeps the compiler's first error line */
-		char *first = strstr(msg, "error");
-		char line[512];
-		snprintf(line, sizeof line, "%.511s", first && out == OUT_COMPILE_ERROR ? first : msg);
-		char *nl = strchr(line, '\n');
-		if (nl)
-			*nl = 0;
-		if (out == OUT_COMPILE_ERROR)
-			json_object_set_new(rec, "compiler_output", json_string(msg));
 		free(ref_path);
 		return job_finish(&o, rec, out, line, NULL, -1, 1, 0);
 	}
@@ -117,69 +209,12 @@ int cmd_eval(int argc, char **argv)
 	}
 	json_object_set_new(rec, "launch", report_launch_json(&res));
 	json_object_set_new(rec, "trial_records", json_incref(R.trial));
-	out = res.outcome;
+	char msg[4096];
 	snprintf(msg, sizeof msg, "%s", res.message);
-	int passed = 0;
-	if (out == OUT_PASS) {
-		char m[1024];
-		if (report_trials(R.trial, o.world, m, sizeof m, &passed)) {
-			out = OUT_MISMATCH;
-			snprintf(msg, sizeof msg, "%s", m);
-		} else if (passed < o.trials) {
-			out = OUT_INTERNAL;
-			snprintf(msg, sizeof msg, "only %d of %d trials reported", passed, o.trials);
-		}
-	} else {
-		char m[1024];
-		report_trials(R.trial, o.world, m, sizeof m, &passed);
-	}
-	json_object_set_new(rec, "trials_passed", json_integer(passed));
-
-	int trace_failed = 0;
-	if (out == OUT_PASS && o.measure_perf) {
-		struct perf_summary ref, cand;
-		report_perf(R.perf, "reference", o.world, o.iters, &ref);
-		char rl_line[300];
-		out = job_perf(&o, R.perf, "candidate", ref.st.median, rec, &cand, &trace_failed,
-			       rl_line, sizeof rl_line, msg, sizeof msg);
-		json_object_set_new(rec, "reference_perf", report_perf_json(&ref));
-		json_object_set_new(rec, "candidate_perf", report_perf_json(&cand));
-		/* the smaller of the ratios of medians and of means (issue 44):
-		 * work moved between calls (one call doing the next ones' work,
-		 * the rest returning at once) lowers the candidate's median but
-		 * not its mean, so it cannot raise the mean ratio, and so not
-		 * the speedup; on tight distributions the two agree to ~2% */
-		double by_median = cand.st.median > 0 ? ref.st.median / cand.st.median : 0;
-		double by_mean = cand.st.mean > 0 ? ref.st.mean / cand.st.mean : 0;
-		double speedup = by_median < by_mean ? by_median : by_mean;
-		json_object_set_new(rec, "speedup", json_real(speedup));
-		json_object_set_new(rec, "speedup_median", json_real(by_median));
-		json_object_set_new(rec, "speedup_mean", json_real(by_mean));
-		json_object_set_new(rec, "timing", json_pack("{s:s,s:i,s:i,s:s}", "mode", cand.mode,
-							     "iters", o.iters, "block", cand.block,
-							     "device", cand.device));
-		/* the reference is trusted: only its records must be there */
-		if (!ref.ok) {
-			out = OUT_INTERNAL;
-			snprintf(msg, sizeof msg, "timing records missing");
-		}
-		if (out == OUT_PASS) {
-			printf("%-10s %10s %10s %10s %10s %10s %8s\n", "", "median_us", "mean_us",
-			       "min_us", "p90_us", "std_us", "skew_us");
-			struct perf_summary *rows[2] = { &ref, &cand };
-			const char *names[2] = { "reference", "candidate" };
-			for (int k = 0; k < 2; k++)
-				printf("%-10s %10.2f %10.2f %10.2f %10.2f %10.2f %8.2f\n", names[k],
-				       rows[k]->st.median * 1e3, rows[k]->st.mean * 1e3,
-				       rows[k]->st.min * 1e3, rows[k]->st.p90 * 1e3,
-				       rows[k]->st.std * 1e3, rows[k]->skew_ms * 1e3);
-			printf("speedup %.3fx (the smaller of reference / candidate by medians, "
-			       "%.3fx, and by means, %.3fx; n=%d, max over %d ranks, %s, %d input "
-			       "groups)\n", speedup, by_median, by_mean, cand.st.n, o.world, cand.mode,
-			       cand.groups);
-			printf("%s\n", rl_line);
-		}
-	}
+	int passed, trace_failed = 0;
+	out = check_trials(&o, R.trial, res.outcome, rec, &passed, msg, sizeof msg);
+	if (out == OUT_PASS && o.measure_perf)
+		out = eval_perf(&o, R.perf, rec, &trace_failed, msg, sizeof msg);
 	if (out == OUT_PASS)
 		snprintf(msg, sizeof msg, "%d of %d trials, every output of %d ranks", passed,
 			 o.trials, o.world);

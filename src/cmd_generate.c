@@ -79,6 +79,12 @@ struct gen {
 	const struct llm_provider *prov;
 	const char *model, *base_url, *run_dir, *key;
 	struct llm_key keyinfo;
+	/* the command line's: the problems, the prompt's instance, --block as
+	 * given, --force */
+	const char *spec, *block_arg;
+	struct prompt_opts po;
+	int force;
+	char *base, *run_default;   /* owned: base_url, run_dir */
 	const struct pkb_problem **probs;
 	struct prompt *prompts;
 	char **prompt_files;     /* per problem: its prompt's file in the run (prompts/SHA.json) */
@@ -388,9 +394,9 @@ static int run_samples(struct gen *g, struct sample *todo, int n)
 
 /* the arguments that decide what a sample is: a run continues only with
  * the same ones (-j, --timeout, --retries do not change a sample) */
-static json_t *run_args(const struct gen *g, const char *spec, const char *backend,
-			const struct prompt_opts *po, const char *block)
+static json_t *run_args(const struct gen *g)
 {
+	const struct prompt_opts *po = &g->po;
 	json_t *ids = json_array(), *prompts = json_object();
 	for (int i = 0; i < g->n_probs; i++) {
 		char id[8];
@@ -406,8 +412,9 @@ static json_t *run_args(const struct gen *g, const char *spec, const char *backe
 		tpl += rl + 1;
 	json_t *a = json_pack("{s:s,s:s,s:s,s:s,s:o,s:i,s:i,s:s,s:s,s:i,s:I,s:I,s:s,s:s,s:s,s:s,s:o}",
 			      "model", g->model, "provider", g->prov->name, "base_url", g->base_url,
-			      "problems_spec", spec, "problems", ids, "k", g->k, "max_tokens",
-			      g->max_tokens, "block", block, "backend", backend, "world", po->world,
+			      "problems_spec", g->spec, "problems", ids, "k", g->k, "max_tokens",
+			      g->max_tokens, "block", g->block_arg, "backend", po->backend, "world",
+			      po->world,
 			      "m", (json_int_t)po->m, "n", (json_int_t)po->n, "dtype", po->dtype,
 			      "hw", po->hw, "template", tpl,
 			      "template_sha256", g->prompts[0].template_sha256, "prompt_sha256",
@@ -417,232 +424,289 @@ static json_t *run_args(const struct gen *g, const char *spec, const char *backe
 	return a;
 }
 
-/* ---- the command ------------------------------------------------------------ */
-
-int cmd_generate(int argc, char **argv)
+/* The run directory, locked and checked against run.json (`args`, and
+ * `extra`, which may change between runs); the lock's descriptor, or -1
+ * (said). */
+static int open_run(const struct gen *g, json_t *args, json_t *extra)
 {
-	struct llm_cli l = LLM_CLI_DEFAULTS;
-	struct gen g = { .k = 1, .j = 4 };
-	struct prompt_opts po = PROMPT_OPTS_DEFAULTS;
-	const char *spec = NULL;
-	int force = 0, c;
-	long long num;
-	struct opts_parser P;
-	opts_init(&P, tables);
-	while ((c = opts_next(&P, argc, argv)) != -1) {
-		int r = llm_cli_opt(&l, c, optarg);
-		r = r ? r : prompt_opt(&po, c, optarg);
-		if (r < 0)
-			return PKB_EXIT_USAGE;
-		if (r)
-			continue;
-		switch (c) {
-		case O_PROBLEMS: spec = optarg; break;
-		case O_RUN: g.run_dir = optarg; break;
-		case O_FORCE: force = 1; break;
-		case 'q': g.quiet = 1; break;
-		case 'k': case 'j':
-			if (opt_int(c == 'k' ? "k" : "j", optarg, 1, INT_MAX, &num) < 0)
-				return PKB_EXIT_USAGE;
-			*(c == 'k' ? &g.k : &g.j) = (int)num;
-			break;
-		case 'h':
-			opts_usage(stdout, head, tables, NULL);
-			return 0;
-		default:
-			opts_usage(stderr, head, tables, NULL);
-			return PKB_EXIT_USAGE;
-		}
+	if (mkdir_p(g->run_dir) < 0)
+		return error("cannot create '%s': %s", g->run_dir, strerror(errno));
+	int lock = rundir_lock(g->run_dir);
+	if (lock < 0)
+		return error("another pkb generate is using the run '%s'", g->run_dir);
+	rundir_remove_stale(g->run_dir);
+	if (rundir_open(g->run_dir, args, extra, g->force) < 0) {
+		close(lock);
+		return -1;
 	}
-	g.model = l.model;
-	g.base_url = l.base_url;
-	g.temperature = l.temperature;
-	g.timeout_s = l.timeout_s;
-	g.backoff_s = l.backoff_s;
-	g.max_tokens = l.max_tokens;
-	g.retries = l.retries;
-	const char *provider = l.provider, *block = l.block;
-	if (optind != argc) {
-		error("generate takes no operand ('%s')", argv[optind]);
-		return PKB_EXIT_USAGE;
-	}
-	if (!g.model || !provider || !spec) {
-		error("generate needs --model, --provider and --problems");
-		opts_usage(stderr, head, tables, NULL);
-		return PKB_EXIT_USAGE;
-	}
-	g.prov = llm_provider_find(provider);
-	if (!g.prov) {
-		error("unknown provider '%s'", provider);
-		hint("one of: %s", llm_provider_names());
-		return PKB_EXIT_USAGE;
-	}
-	if (!g.base_url)
-		g.base_url = g.prov->base_url;
-	if (!g.base_url) {
-		error("the provider '%s' needs --base-url", provider);
-		return PKB_EXIT_USAGE;
-	}
-	char *base = xstrdup(g.base_url);
-	while (strlen(base) > 1 && base[strlen(base) - 1] == '/')
-		base[strlen(base) - 1] = 0;
-	g.base_url = base;
-	if (!strcmp(block, "last")) {
-		g.block = 0;
-	} else if (!strcmp(block, "first")) {
-		g.block = -1;
-	} else if (parse_int_in(block, 1, 999, &num) == 0) {
-		g.block = (int)num;
-	} else {
-		error("--block takes first, last or a block number from 1");
-		free(base);
-		return PKB_EXIT_USAGE;
-	}
-	/* the key: read from the environment, held in memory, sent in a header
-	 * and nowhere else (never in argv, a URL, a file or a message), and
-	 * only to its provider's endpoint unless --api-key-env names it */
-	if (llm_cli_key(g.prov, g.base_url, l.api_key_env, &g.keyinfo, g.quiet) < 0) {
-		free(base);
-		return PKB_EXIT_INPUT;
-	}
-	g.key = g.keyinfo.key;
-	char err[512];
-	g.probs = spec_parse(spec, &g.n_probs, err, sizeof err);
-	if (!g.probs) {
-		error("--problems '%s': %s", spec, err);
-		hint("'pkb list' shows the problems and categories");
-		free(base);
-		return PKB_EXIT_USAGE;
-	}
-	char *run_default = NULL;
-	if (!g.run_dir) {
-		run_default = xstrfmt("runs/gen-%s-%s", g.prov->name, g.model);
-		for (char *p = run_default + 5; *p; p++)
-			if (*p == '/' || *p == ':' || *p == ' ')
-				*p = '_';
-		g.run_dir = run_default;
-	}
-	/* the machine the prompt describes: --hw, else the run's own (going
-	 * on in a run keeps its prompts), else this machine's (issue 38) */
-	char *rj = xstrfmt("%s/run.json", g.run_dir);
+	return lock;
+}
+
+/* The machine the prompt describes: --hw, else the run's own (going on in
+ * a run keeps its prompts), else this machine's (issue 38). What run.json
+ * keeps of it besides the args: the machine and how it was first chosen. */
+static json_t *resolve_hw(struct gen *g)
+{
+	char *rj = xstrfmt("%s/run.json", g->run_dir);
 	json_t *old = access(rj, F_OK) == 0 ? json_load_file(rj, 0, NULL) : NULL;
 	free(rj);
 	const char *old_src = json_string_value(json_object_get(old, "hw_source"));
-	prompt_hw_resolve(&po, json_string_value(json_object_get(json_object_get(old, "args"), "hw")));
+	prompt_hw_resolve(&g->po, json_string_value(json_object_get(json_object_get(old, "args"),
+								    "hw")));
 	/* the way the run's machine was first chosen stays its record */
 	char hw_source[32];
 	snprintf(hw_source, sizeof hw_source, "%s",
-		 !strcmp(po.hw_source, "run.json") && old_src ? old_src : po.hw_source);
-	json_t *extra = json_pack("{s:s,s:s}", "hw", po.hw, "hw_source", hw_source);
+		 !strcmp(g->po.hw_source, "run.json") && old_src ? old_src : g->po.hw_source);
+	json_t *extra = json_pack("{s:s,s:s}", "hw", g->po.hw, "hw_source", hw_source);
 	json_decref(old);
-	int rc = PKB_EXIT_INPUT;
-	g.prompts = xcalloc(g.n_probs, sizeof *g.prompts);
-	int n_built = 0;
-	for (; n_built < g.n_probs; n_built++) {
-		po.p = g.probs[n_built];
-		if (prompt_build(&po, &g.prompts[n_built], err, sizeof err) < 0) {
-			error("%s", err);
-			goto out;
-		}
-	}
-	json_t *args = run_args(&g, spec, po.backend, &po, block);
-	if (mkdir_p(g.run_dir) < 0) {
-		error("cannot create '%s': %s", g.run_dir, strerror(errno));
-		json_decref(args);
-		goto out_run;
-	}
-	int lock = rundir_lock(g.run_dir);
-	if (lock < 0) {
-		error("another pkb generate is using the run '%s'", g.run_dir);
-		json_decref(args);
-		goto out_run;
-	}
-	rundir_remove_stale(g.run_dir);
-	if (rundir_open(g.run_dir, args, extra, force) < 0) {
-		json_decref(args);
-		close(lock);
-		goto out_run;
-	}
-	json_decref(args);
+	return extra;
+}
 
-	/* the samples without a reply record */
-	struct sample *todo = xcalloc((size_t)g.n_probs * g.k, sizeof *todo);
-	int n = 0, have = 0;
-	g.prompt_files = xcalloc(g.n_probs, sizeof *g.prompt_files);
-	for (int i = 0; i < g.n_probs; i++) {
-		/* the whole prompt, kept beside its samples (issue 38): a run
-		 * says what was asked, not only its hash */
-		const struct prompt *pr = &g.prompts[i];
-		g.prompt_files[i] = rundir_store_prompt(g.run_dir, pr->sha256, pr->template_sha256,
-							pr->system, pr->user);
-		if (!g.prompt_files[i]) {
-			free(todo);
-			close(lock);
-			goto out_run;
-		}
-		char *d1 = xstrfmt("%s/candidates/%03d", g.run_dir, g.probs[i]->id);
-		char *d2 = xstrfmt("%s/replies/%03d", g.run_dir, g.probs[i]->id);
-		if (mkdir_p(d1) < 0 || mkdir_p(d2) < 0) {
-			error("cannot create '%s': %s", d2, strerror(errno));
-			free(d1);
-			free(d2);
-			free(todo);
-			close(lock);
-			goto out_run;
-		}
+/* ---- the samples -------------------------------------------------------------- */
+
+/* Problem i's folders, its stale temporary files removed, and its whole
+ * prompt kept beside its samples (issue 38: a run says what was asked, not
+ * only its hash); -1 (said) when they cannot be written. */
+static int problem_files(struct gen *g, int i)
+{
+	const struct prompt *pr = &g->prompts[i];
+	g->prompt_files[i] = rundir_store_prompt(g->run_dir, pr->sha256, pr->template_sha256,
+						 pr->system, pr->user);
+	if (!g->prompt_files[i])
+		return -1;
+	char *d1 = xstrfmt("%s/candidates/%03d", g->run_dir, g->probs[i]->id);
+	char *d2 = xstrfmt("%s/replies/%03d", g->run_dir, g->probs[i]->id);
+	int rc = 0;
+	if (mkdir_p(d1) < 0 || mkdir_p(d2) < 0) {
+		rc = error("cannot create '%s': %s", d2, strerror(errno));
+	} else {
 		rundir_remove_stale(d1);
 		rundir_remove_stale(d2);
-		free(d1);
-		free(d2);
-		for (int k = 0; k < g.k; k++) {
-			char *rep = sample_path(&g, "replies", i, k, "json");
+	}
+	free(d1);
+	free(d2);
+	return rc;
+}
+
+/* the samples without a reply record, in problem, sample order: their
+ * count (*todo malloc'd), *have the others; -1 (said) on an error */
+static int plan_samples(struct gen *g, struct sample **todo, int *have)
+{
+	struct sample *t = xcalloc((size_t)g->n_probs * g->k, sizeof *t);
+	int n = 0;
+	*have = 0;
+	g->prompt_files = xcalloc(g->n_probs, sizeof *g->prompt_files);
+	for (int i = 0; i < g->n_probs; i++) {
+		if (problem_files(g, i) < 0) {
+			free(t);
+			return -1;
+		}
+		for (int k = 0; k < g->k; k++) {
+			char *rep = sample_path(g, "replies", i, k, "json");
 			if (access(rep, F_OK) == 0)
-				have++;
+				(*have)++;
 			else
-				todo[n++] = (struct sample){ .prob = i, .k = k };
+				t[n++] = (struct sample){ .prob = i, .k = k };
 			free(rep);
 		}
 	}
-	g.tty = isatty(2);
-	g.rng = (unsigned)(now_ns() ^ (unsigned)getpid());
-	if (!g.quiet)
+	*todo = t;
+	return n;
+}
+
+/* Request the missing samples and say what came of them: the command's
+ * exit status. */
+static int fetch_samples(struct gen *g)
+{
+	struct sample *todo;
+	int have, n = plan_samples(g, &todo, &have);
+	if (n < 0)
+		return PKB_EXIT_INPUT;
+	g->tty = isatty(2);
+	g->rng = (unsigned)(now_ns() ^ (unsigned)getpid());
+	if (!g->quiet)
 		fprintf(stderr, "generate: %s %s, %d problems x %d samples: %d to request, %d kept, "
-			"run '%s', hardware %s (%s)\n", g.prov->name, g.model, g.n_probs, g.k, n, have,
-			g.run_dir, po.hw, po.hw_source);
+			"run '%s', hardware %s (%s)\n", g->prov->name, g->model, g->n_probs, g->k, n,
+			have, g->run_dir, g->po.hw, g->po.hw_source);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	run_samples(&g, todo, n);
+	run_samples(g, todo, n);
 	curl_global_cleanup();
 	for (int i = 0; i < n; i++) {
 		free(todo[i].body);
 		json_decref(todo[i].tries);
 	}
 	free(todo);
-	if (!g.quiet)
+	if (!g->quiet)
 		fprintf(stderr,
 			"generate: %d written (ok %d, no_code %d, truncated %d, bad_reply %d), "
 			"%d not obtained, %d kept from before\n",
-			g.done, g.outcomes[O_OK], g.outcomes[O_NO_CODE], g.outcomes[O_TRUNCATED],
-			g.outcomes[O_BAD_REPLY], n - g.done, have);
-	if (g.stop) {
-		rc = PKB_EXIT_PROVIDER;
-	} else if (g.done < n) {
-		rc = PKB_EXIT_INCOMPLETE;
-		hint("run the same command again to request the %d missing samples", n - g.done);
-	} else {
-		rc = 0;
+			g->done, g->outcomes[O_OK], g->outcomes[O_NO_CODE], g->outcomes[O_TRUNCATED],
+			g->outcomes[O_BAD_REPLY], n - g->done, have);
+	if (g->stop)
+		return PKB_EXIT_PROVIDER;
+	if (g->done < n) {
+		hint("run the same command again to request the %d missing samples", n - g->done);
+		return PKB_EXIT_INCOMPLETE;
 	}
-	close(lock);
-out_run:
+	return 0;
+}
+
+/* ---- the command ------------------------------------------------------------ */
+
+/* argv into g and l; 0, or -1 when the command ends here with *rc (-h: 0) */
+static int parse_args(struct gen *g, struct llm_cli *l, int argc, char **argv, int *rc)
+{
+	int c;
+	long long num;
+	struct opts_parser P;
+	opts_init(&P, tables);
+	*rc = PKB_EXIT_USAGE;
+	while ((c = opts_next(&P, argc, argv)) != -1) {
+		int r = llm_cli_opt(l, c, optarg);
+		r = r ? r : prompt_opt(&g->po, c, optarg);
+		if (r < 0)
+			return -1;
+		if (r)
+			continue;
+		switch (c) {
+		case O_PROBLEMS: g->spec = optarg; break;
+		case O_RUN: g->run_dir = optarg; break;
+		case O_FORCE: g->force = 1; break;
+		case 'q': g->quiet = 1; break;
+		case 'k': case 'j':
+			if (opt_int(c == 'k' ? "k" : "j", optarg, 1, INT_MAX, &num) < 0)
+				return -1;
+			*(c == 'k' ? &g->k : &g->j) = (int)num;
+			break;
+		case 'h':
+			opts_usage(stdout, head, tables, NULL);
+			*rc = 0;
+			return -1;
+		default:
+			opts_usage(stderr, head, tables, NULL);
+			return -1;
+		}
+	}
+	g->model = l->model;
+	g->base_url = l->base_url;
+	g->temperature = l->temperature;
+	g->timeout_s = l->timeout_s;
+	g->backoff_s = l->backoff_s;
+	g->max_tokens = l->max_tokens;
+	g->retries = l->retries;
+	g->block_arg = l->block;
+	if (optind != argc) {
+		error("generate takes no operand ('%s')", argv[optind]);
+		return -1;
+	}
+	if (!g->model || !l->provider || !g->spec) {
+		error("generate needs --model, --provider and --problems");
+		opts_usage(stderr, head, tables, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+/* the provider, its endpoint (without trailing slashes) and --block; -1
+ * (a usage error, said) when one does not hold */
+static int check_args(struct gen *g, const char *provider)
+{
+	long long num;
+	g->prov = llm_provider_find(provider);
+	if (!g->prov) {
+		error("unknown provider '%s'", provider);
+		hint("one of: %s", llm_provider_names());
+		return -1;
+	}
+	if (!g->base_url)
+		g->base_url = g->prov->base_url;
+	if (!g->base_url)
+		return error("the provider '%s' needs --base-url", provider);
+	g->base = xstrdup(g->base_url);
+	while (strlen(g->base) > 1 && g->base[strlen(g->base) - 1] == '/')
+		g->base[strlen(g->base) - 1] = 0;
+	g->base_url = g->base;
+	if (!strcmp(g->block_arg, "last")) {
+		g->block = 0;
+	} else if (!strcmp(g->block_arg, "first")) {
+		g->block = -1;
+	} else if (parse_int_in(g->block_arg, 1, 999, &num) == 0) {
+		g->block = (int)num;
+	} else {
+		return error("--block takes first, last or a block number from 1");
+	}
+	return 0;
+}
+
+/* The run of g's problems: the prompts, the run directory, the samples.
+ * The command's exit status. */
+static int gen_run(struct gen *g)
+{
+	if (!g->run_dir) {
+		g->run_default = xstrfmt("runs/gen-%s-%s", g->prov->name, g->model);
+		for (char *p = g->run_default + 5; *p; p++)
+			if (*p == '/' || *p == ':' || *p == ' ')
+				*p = '_';
+		g->run_dir = g->run_default;
+	}
+	json_t *extra = resolve_hw(g);
+	int rc = PKB_EXIT_INPUT, n_built = 0;
+	char err[512];
+	g->prompts = xcalloc(g->n_probs, sizeof *g->prompts);
+	for (; n_built < g->n_probs; n_built++) {
+		g->po.p = g->probs[n_built];
+		if (prompt_build(&g->po, &g->prompts[n_built], err, sizeof err) < 0) {
+			error("%s", err);
+			goto out;
+		}
+	}
+	json_t *args = run_args(g);
+	int lock = open_run(g, args, extra);
+	json_decref(args);
+	if (lock >= 0) {
+		rc = fetch_samples(g);
+		close(lock);
+	}
 out:
-	free(run_default);
 	json_decref(extra);
-	for (int i = 0; g.prompt_files && i < g.n_probs; i++)
-		free(g.prompt_files[i]);
-	free(g.prompt_files);
+	for (int i = 0; g->prompt_files && i < g->n_probs; i++)
+		free(g->prompt_files[i]);
+	free(g->prompt_files);
 	for (int i = 0; i < n_built; i++)
-		prompt_free(&g.prompts[i]);
-	free(g.prompts);
+		prompt_free(&g->prompts[i]);
+	free(g->prompts);
+	return rc;
+}
+
+int cmd_generate(int argc, char **argv)
+{
+	struct llm_cli l = LLM_CLI_DEFAULTS;
+	struct gen g = { .k = 1, .j = 4, .po = PROMPT_OPTS_DEFAULTS };
+	int rc;
+	if (parse_args(&g, &l, argc, argv, &rc) < 0)
+		return rc;
+	rc = PKB_EXIT_USAGE;
+	if (check_args(&g, l.provider) < 0)
+		goto out;
+	/* the key: read from the environment, held in memory, sent in a header
+	 * and nowhere else (never in argv, a URL, a file or a message), and
+	 * only to its provider's endpoint unless --api-key-env names it */
+	if (llm_cli_key(g.prov, g.base_url, l.api_key_env, &g.keyinfo, g.quiet) < 0) {
+		rc = PKB_EXIT_INPUT;
+		goto out;
+	}
+	g.key = g.keyinfo.key;
+	char err[512];
+	g.probs = spec_parse(g.spec, &g.n_probs, err, sizeof err);
+	if (!g.probs) {
+		error("--problems '%s': %s", g.spec, err);
+		hint("'pkb list' shows the problems and categories");
+		goto out;
+	}
+	rc = gen_run(&g);
+out:
+	free(g.run_default);
 	free(g.probs);
-	free(base);
+	free(g.base);
 	return rc;
 }

@@ -35,6 +35,46 @@ static const struct opt run_opts[] = {
 static const struct opt *const tables[] = { run_opts, job_opts_dims, job_opts_json,
 					    job_opts_launch, NULL };
 
+/* what each rank's outputs look like, on stdout */
+static void print_outputs(json_t *run)
+{
+	printf("%-5s %-24s %12s %12s %10s\n", "rank", "output", "mean|x|", "max|x|",
+	       "nonfinite");
+	size_t i;
+	json_t *r;
+	json_array_foreach(run, i, r) {
+		size_t k;
+		json_t *op;
+		json_array_foreach(json_object_get(r, "outputs"), k, op)
+			printf("%-5lld %-24s %12.5g %12.5g %10lld\n",
+			       (long long)json_integer_value(json_object_get(r, "rank")),
+			       json_string_value(json_object_get(op, "name")),
+			       json_number_value(json_object_get(op, "mean_abs")),
+			       json_number_value(json_object_get(op, "amax")),
+			       (long long)json_integer_value(json_object_get(op, "nonfinite")));
+	}
+}
+
+/* the timed calls of `role`: their summary into rec, a line on stdout;
+ * the timing verdict, with its message in msg */
+static enum pkb_outcome run_perf(const struct job_opts *o, const char *role, json_t *perf,
+				 json_t *rec, int *trace_failed, char *msg, size_t n)
+{
+	struct perf_summary ps;
+	char rl_line[300];
+	enum pkb_outcome out = job_perf(o, perf, role, 0, rec, &ps, trace_failed, rl_line,
+					sizeof rl_line, msg, n);
+	json_object_set_new(rec, "perf", report_perf_json(&ps));
+	if (out == OUT_PASS) {
+		printf("time: median %.2f us, mean %.2f, min %.2f, p90 %.2f, std %.2f "
+		       "(n=%d, max over %d ranks, %s)\n", ps.st.median * 1e3,
+		       ps.st.mean * 1e3, ps.st.min * 1e3, ps.st.p90 * 1e3,
+		       ps.st.std * 1e3, ps.st.n, o->world, ps.mode);
+		printf("%s\n", rl_line);
+	}
+	return out;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct job_opts o;
@@ -117,36 +157,10 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	if (out == OUT_PASS) {
-		printf("%-5s %-24s %12s %12s %10s\n", "rank", "output", "mean|x|", "max|x|",
-		       "nonfinite");
-		size_t i;
-		json_t *r;
-		json_array_foreach(R.run, i, r) {
-			size_t k;
-			json_t *op;
-			json_array_foreach(json_object_get(r, "outputs"), k, op)
-				printf("%-5lld %-24s %12.5g %12.5g %10lld\n",
-				       (long long)json_integer_value(json_object_get(r, "rank")),
-				       json_string_value(json_object_get(op, "name")),
-				       json_number_value(json_object_get(op, "mean_abs")),
-				       json_number_value(json_object_get(op, "amax")),
-				       (long long)json_integer_value(json_object_get(op, "nonfinite")));
-		}
+		print_outputs(R.run);
 		json_object_set_new(rec, "ranks", json_incref(R.run));
-		if (o.measure_perf) {
-			struct perf_summary ps;
-			char rl_line[300];
-			out = job_perf(&o, R.perf, sol.role, 0, rec, &ps, &trace_failed, rl_line,
-				       sizeof rl_line, msg, sizeof msg);
-			json_object_set_new(rec, "perf", report_perf_json(&ps));
-			if (out == OUT_PASS) {
-				printf("time: median %.2f us, mean %.2f, min %.2f, p90 %.2f, std %.2f "
-				       "(n=%d, max over %d ranks, %s)\n", ps.st.median * 1e3,
-				       ps.st.mean * 1e3, ps.st.min * 1e3, ps.st.p90 * 1e3,
-				       ps.st.std * 1e3, ps.st.n, o.world, ps.mode);
-				printf("%s\n", rl_line);
-			}
-		}
+		if (o.measure_perf)
+			out = run_perf(&o, sol.role, R.perf, rec, &trace_failed, msg, sizeof msg);
 		if (save_abs)
 			printf("saved inputs and outputs of %d ranks to %s\n", o.world, save_abs);
 	}

@@ -158,6 +158,112 @@ static void kill_orphans(const struct slot *s, int ns)
 	free(buf);
 }
 
+/* a run of lanes_run: its jobs, slots and the GPUs' loads */
+struct lanes {
+	struct lanes_job *jobs;
+	int n, ngpus;
+	struct slot *s;
+	int ns;             /* slots: at most this many launches at once */
+	int *load, *cap;    /* per GPU: launches on it, the smallest share among them */
+	char **names;       /* the caller's device names, or NULL (visible_names) */
+	int next, running;  /* the next job to start; launches running */
+};
+
+/* Start the launches that fit, in order, until one does not. 0, or -1
+ * (said) when a fork fails. */
+static int start_fitting(struct lanes *L)
+{
+	while (L->next < L->n && L->running < L->ns) {
+		struct lanes_job *j = &L->jobs[L->next];
+		int first = lanes_place(L->load, L->cap, L->ngpus, j->world, j->share);
+		if (first < 0)
+			break;
+		int k = 0;
+		while (L->s[k].pid)
+			k++;
+		struct slot *s = &L->s[k];
+		*s = (struct slot){ .job = L->next, .first = first, .start_ns = now_ns(),
+				    .gpus = set_names(L->names, first, j->world) };
+		s->pid = spawn(j, s->gpus);
+		if (s->pid < 0) {
+			/* out of processes: end as if stopped, the caller
+			 * keeps what was reported */
+			error("cannot fork: %s", strerror(errno));
+			s->pid = 0;
+			free(s->gpus);
+			s->gpus = NULL;
+			return -1;
+		}
+		for (int g = first; g < first + j->world; g++) {
+			L->cap[g] = L->load[g] && L->cap[g] < j->share ? L->cap[g] : j->share;
+			L->load[g]++;
+		}
+		L->running++;
+		L->next++;
+	}
+	return 0;
+}
+
+/* kill the group of every launch past its timeout */
+static void enforce_timeouts(struct lanes *L)
+{
+	for (int k = 0; k < L->ns; k++) {
+		struct slot *s = &L->s[k];
+		if (s->pid && !s->timed_out && L->jobs[s->job].timeout_s > 0 &&
+		    (now_ns() - s->start_ns) / 1e9 > L->jobs[s->job].timeout_s) {
+			kill(-s->pid, SIGKILL);
+			s->timed_out = 1;
+		}
+	}
+}
+
+/* The launch of slot k ended with wait status st: what it left is killed,
+ * its GPUs freed (the set's shares recomputed from the launches left on
+ * it), and done() told. */
+static void finish(struct lanes *L, int k, int st, lanes_done_fn done, void *ctx)
+{
+	struct slot *s = &L->s[k];
+	kill(-s->pid, SIGKILL);   /* anything the launch left in its group */
+	if (s->timed_out)
+		kill_orphans(L->s, L->ns);
+	struct lanes_job *j = &L->jobs[s->job];
+	struct lanes_done d = {
+		.job = s->job,
+		.status = s->timed_out ? -2 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+		.seconds = (now_ns() - s->start_ns) / 1e9,
+		.gpus = s->gpus,
+	};
+	for (int g = s->first; g < s->first + j->world; g++) {
+		L->load[g]--;
+		L->cap[g] = INT_MAX;
+	}
+	s->pid = 0;
+	L->running--;
+	for (int o = 0; o < L->ns; o++) {
+		const struct slot *t = &L->s[o];
+		for (int g = s->first; t->pid && g < s->first + j->world; g++)
+			if (g >= t->first && g < t->first + L->jobs[t->job].world &&
+			    L->jobs[t->job].share < L->cap[g])
+				L->cap[g] = L->jobs[t->job].share;
+	}
+	done(ctx, &d);
+	free(s->gpus);
+	s->gpus = NULL;
+}
+
+/* stopped (scancel, ^C): every launch's group goes, and the ranks they
+ * orphan; nothing is reported for them, so a resumed sweep runs them
+ * again */
+static void kill_all(struct lanes *L)
+{
+	for (int k = 0; k < L->ns; k++)
+		if (L->s[k].pid)
+			kill(-L->s[k].pid, SIGKILL);
+	kill_orphans(NULL, 0);
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+}
+
 int lanes_run(struct lanes_job *jobs, int n, int ngpus, int maxrun, lanes_done_fn done, void *ctx)
 {
 	for (int i = 0; i < n; i++)
@@ -168,12 +274,13 @@ int lanes_run(struct lanes_job *jobs, int n, int ngpus, int maxrun, lanes_done_f
 	for (int i = 0; i < n; i++)
 		if (jobs[i].share > maxshare)
 			maxshare = jobs[i].share;
-	int ns = ngpus * maxshare;
-	if (maxrun > 0 && maxrun < ns)
-		ns = maxrun;
-	struct slot *s = xcalloc(ns, sizeof(*s));
-	int *load = xcalloc(ngpus, sizeof(int)), *cap = xcalloc(ngpus, sizeof(int));
-	char **names = visible_names(ngpus);
+	struct lanes L = { .jobs = jobs, .n = n, .ngpus = ngpus, .ns = ngpus * maxshare };
+	if (maxrun > 0 && maxrun < L.ns)
+		L.ns = maxrun;
+	L.s = xcalloc(L.ns, sizeof(*L.s));
+	L.load = xcalloc(ngpus, sizeof(int));
+	L.cap = xcalloc(ngpus, sizeof(int));
+	L.names = visible_names(ngpus);
 
 	struct sigaction sa = { .sa_handler = on_stop }, old[3];
 	static const int sigs[3] = { SIGTERM, SIGINT, SIGHUP };
@@ -183,105 +290,40 @@ int lanes_run(struct lanes_job *jobs, int n, int ngpus, int maxrun, lanes_done_f
 		sigaction(sigs[k], &sa, &old[k]);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-	int next = 0, running = 0, forked = 1;
-	while ((next < n || running) && !stop_signal && forked) {
-		/* start what fits, in order */
-		while (next < n && running < ns) {
-			struct lanes_job *j = &jobs[next];
-			int first = lanes_place(load, cap, ngpus, j->world, j->share);
-			if (first < 0)
-				break;
-			int k = 0;
-			while (s[k].pid)
-				k++;
-			s[k] = (struct slot){ .job = next, .first = first, .start_ns = now_ns(),
-					      .gpus = set_names(names, first, j->world) };
-			s[k].pid = spawn(j, s[k].gpus);
-			if (s[k].pid < 0) {
-				/* out of processes: end as if stopped, the caller
-				 * keeps what was reported */
-				error("cannot fork: %s", strerror(errno));
-				s[k].pid = 0;
-				free(s[k].gpus);
-				s[k].gpus = NULL;
-				forked = 0;
-				break;
-			}
-			for (int g = first; g < first + j->world; g++) {
-				cap[g] = load[g] && cap[g] < j->share ? cap[g] : j->share;
-				load[g]++;
-			}
-			running++;
-			next++;
-		}
+	int forked = 1;
+	while ((L.next < n || L.running) && !stop_signal && forked) {
+		if (start_fitting(&L) < 0)
+			forked = 0;
 		int st;
 		pid_t pid = waitpid(-1, &st, WNOHANG);
 		if (pid <= 0) {
 			/* nothing ended: enforce the timeouts, then nap 50 ms */
-			for (int k = 0; k < ns; k++)
-				if (s[k].pid && !s[k].timed_out && jobs[s[k].job].timeout_s > 0 &&
-				    (now_ns() - s[k].start_ns) / 1e9 > jobs[s[k].job].timeout_s) {
-					kill(-s[k].pid, SIGKILL);
-					s[k].timed_out = 1;
-				}
+			enforce_timeouts(&L);
 			struct timespec ts = { 0, 50000000 };
 			nanosleep(&ts, NULL);
 			continue;
 		}
 		int k;
-		for (k = 0; k < ns && s[k].pid != pid; k++)
+		for (k = 0; k < L.ns && L.s[k].pid != pid; k++)
 			;
-		if (k == ns)
-			continue;   /* an orphaned rank, reaped */
-		kill(-pid, SIGKILL);   /* anything the launch left in its group */
-		if (s[k].timed_out)
-			kill_orphans(s, ns);
-		struct lanes_job *j = &jobs[s[k].job];
-		struct lanes_done d = {
-			.job = s[k].job,
-			.status = s[k].timed_out ? -2 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
-			.seconds = (now_ns() - s[k].start_ns) / 1e9,
-			.gpus = s[k].gpus,
-		};
-		/* the set's shares are recomputed from the launches left on it */
-		for (int g = s[k].first; g < s[k].first + j->world; g++) {
-			load[g]--;
-			cap[g] = INT_MAX;
-		}
-		s[k].pid = 0;
-		running--;
-		for (int o = 0; o < ns; o++)
-			for (int g = s[k].first; s[o].pid && g < s[k].first + j->world; g++)
-				if (g >= s[o].first && g < s[o].first + jobs[s[o].job].world &&
-				    jobs[s[o].job].share < cap[g])
-					cap[g] = jobs[s[o].job].share;
-		done(ctx, &d);
-		free(s[k].gpus);
-		s[k].gpus = NULL;
+		if (k < L.ns)   /* else an orphaned rank, reaped */
+			finish(&L, k, st, done, ctx);
 	}
 	int rc = 0;
 	if (stop_signal || !forked) {
-		/* stopped (scancel, ^C): every launch's group goes, and the ranks
-		 * they orphan; nothing is reported for them, so a resumed sweep
-		 * runs them again */
-		for (int k = 0; k < ns; k++)
-			if (s[k].pid)
-				kill(-s[k].pid, SIGKILL);
-		kill_orphans(NULL, 0);
-		while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
-			;
+		kill_all(&L);
 		rc = stop_signal ? 128 + stop_signal : -1;
 	}
 	for (int k = 0; k < 3; k++)
 		sigaction(sigs[k], &old[k], NULL);
-	for (int k = 0; k < ns; k++)
-		free(s[k].gpus);
-	if (names)
+	for (int k = 0; k < L.ns; k++)
+		free(L.s[k].gpus);
+	if (L.names)
 		for (int g = 0; g < ngpus; g++)
-			free(names[g]);
-	free(names);
-	free(s);
-	free(load);
-	free(cap);
+			free(L.names[g]);
+	free(L.names);
+	free(L.s);
+	free(L.load);
+	free(L.cap);
 	return rc;
 }

@@ -364,6 +364,141 @@ static void refuse_all(struct rdv_link *links, int nodes, const char *why)
 	rdv_links_close(links, 1, nodes);
 }
 
+/* node 0's meeting as it goes */
+struct meeting {
+	const struct rdv_env *e;
+	int world;
+	json_t *job;
+	struct rdv_link *links;   /* [node]: fd >= 0 once its agent said hello */
+	struct pending pend[MAX_PENDING];   /* connections that have not yet */
+	int lfd;
+	int arrived;              /* nodes, node 0 included */
+};
+
+/* why the meeting ended at its deadline: who came, who did not */
+static void say_missing(const struct meeting *m, double timeout_s, char *err, size_t n)
+{
+	const struct rdv_env *e = m->e;
+	size_t off = (size_t)snprintf(err, n, "%d of %d nodes arrived at port %d within "
+				      "%.0f s (missing:", m->arrived, e->nodes, e->port, timeout_s);
+	for (int i = 1, shown = 0; i < e->nodes && off < n; i++)
+		if (m->links[i].fd < 0 && shown++ < 8)
+			off += (size_t)snprintf(err + off, n - off, " node %d", i);
+	if (off < n)
+		snprintf(err + off, n - off, ")");
+}
+
+/* a new connection into a free pending slot; dropped when none is free
+ * (too many silent connections: a flood) */
+static void accept_pending(struct meeting *m)
+{
+	struct sockaddr_storage sa;
+	socklen_t sl = sizeof sa;
+	int c = accept4(m->lfd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC);
+	if (c < 0)
+		return;
+	int slot = -1;
+	for (int i = 0; i < MAX_PENDING && slot < 0; i++)
+		if (m->pend[i].fd < 0)
+			slot = i;
+	if (slot < 0) {
+		close(c);
+		return;
+	}
+	link_socket_opts(c);
+	m->pend[slot] = (struct pending){ .fd = c, .rd = { .max = RDV_MAX_HELLO } };
+	getnameinfo((struct sockaddr *)&sa, sl, m->pend[slot].host, sizeof m->pend[slot].host,
+		    NULL, 0, NI_NUMERICHOST);
+}
+
+/* a pkb of another world or job, or a second agent of one node: told why
+ * on its connection, which is closed; the meeting ends with `why` */
+static void refuse_pending(struct pending *p, const char *why)
+{
+	json_t *go = json_pack("{s:s}", "error", why);
+	send_json(p->fd, MSG_NODE_GO, go);
+	json_decref(go);
+	struct rdv_link one = { .fd = p->fd };
+	rdv_links_close(&one, 0, 1);
+	p->fd = -1;
+	proto_reader_free(&p->rd);
+}
+
+/* What a pending connection sent, when it sent something: a pkb hello
+ * makes it its node's link (1); anything else drops it with a warning (0,
+ * as when there is nothing yet); a hello that must end the meeting ends
+ * it (-1 with err). */
+static int take_hello(struct meeting *m, struct pending *p, char *err, size_t n)
+{
+	proto_reader_fill(&p->rd, p->fd);
+	enum msg_type t;
+	char *buf = NULL;
+	size_t len;
+	int got = proto_reader_next(&p->rd, &t, &buf, &len);
+	if (got == 0 && !p->rd.eof)
+		return 0;
+	if (got != 1 || t != MSG_NODE_HELLO) {
+		warning("node 0: dropped a connection from %s that sent no pkb hello", p->host);
+		free(buf);
+		pending_drop(p);
+		return 0;
+	}
+	json_t *hello = json_loadb(buf, len, 0, NULL);
+	free(buf);
+	struct rdv_link *links = m->links;
+	int node = -1, fatal = 0;
+	char why[600];
+	if (rdv_hello_check(hello, m->e, m->world, m->job, &node, &fatal, why, sizeof why) == 0 &&
+	    links[node].fd >= 0) {
+		snprintf(why, sizeof why, "two agents say they are node %d (from %s and "
+			 "%s): check the launcher's ranks", node, links[node].host, p->host);
+		fatal = 1;
+	}
+	if (fatal) {
+		json_decref(hello);
+		refuse_pending(p, why);
+		snprintf(err, n, "%s", why);
+		return -1;
+	}
+	if (node < 0) {
+		warning("node 0: dropped a connection from %s: %s", p->host, why);
+		json_decref(hello);
+		pending_drop(p);
+		return 0;
+	}
+	/* the agent's own name for its host: the address it came from
+	 * can differ from its peers' (several interfaces) */
+	const char *h = json_string_value(json_object_get(hello, "host"));
+	links[node].fd = p->fd;
+	links[node].rd = p->rd;
+	snprintf(links[node].host, sizeof links[node].host, "%s", h);
+	links[node].rd.max = RDV_MAX_FRAME;
+	p->fd = -1;
+	memset(&p->rd, 0, sizeof p->rd);
+	json_decref(hello);
+	return 1;
+}
+
+/* every other agent told go, with the job and its host's ranks; -1 with
+ * err when one left before */
+static int send_go(struct meeting *m, char *err, size_t n)
+{
+	for (int i = 1; i < m->e->nodes; i++) {
+		struct rdv_layout l;
+		host_ranges(m->links, m->e->nodes, i, &l);
+		json_t *go = json_pack("{s:O,s:i,s:i}", "job", m->job, "host_first", l.host_first,
+				       "host_size", l.host_size);
+		int rc = send_json(m->links[i].fd, MSG_NODE_GO, go);
+		json_decref(go);
+		if (rc < 0) {
+			snprintf(err, n, "node %d (%s) left before the start", i, m->links[i].host);
+			return -1;
+		}
+		m->links[i].heard = m->links[i].pinged = now_ns();
+	}
+	return 0;
+}
+
 int rdv_coordinate(const struct rdv_env *e, int world, json_t *job, double timeout_s,
 		   struct rdv_link *links, struct rdv_layout *lay, char *err, size_t n)
 {
@@ -376,130 +511,48 @@ int rdv_coordinate(const struct rdv_env *e, int world, json_t *job, double timeo
 		links[i].count = G;
 	}
 	gethostname(links[0].host, sizeof links[0].host - 1);
-	int lfd = listen_on(e->port, err, n);
-	if (lfd < 0)
+	struct meeting m = { .e = e, .world = world, .job = job, .links = links, .arrived = 1 };
+	m.lfd = listen_on(e->port, err, n);
+	if (m.lfd < 0)
 		return -1;
-	struct pending pend[MAX_PENDING];
 	for (int i = 0; i < MAX_PENDING; i++)
-		pend[i].fd = -1;
-	int arrived = 1, rc = -1;
+		m.pend[i].fd = -1;
+	int rc = -1;
 	uint64_t until = now_ns() + (uint64_t)(timeout_s * 1e9);
-	while (arrived < e->nodes) {
+	while (m.arrived < e->nodes) {
 		int64_t left_ms = ((int64_t)until - (int64_t)now_ns()) / 1000000;
 		if (left_ms <= 0) {
-			size_t off = (size_t)snprintf(err, n, "%d of %d nodes arrived at port %d within "
-						      "%.0f s (missing:", arrived, e->nodes, e->port,
-						      timeout_s);
-			for (int i = 1, shown = 0; i < e->nodes && off < n; i++)
-				if (links[i].fd < 0 && shown++ < 8)
-					off += (size_t)snprintf(err + off, n - off, " node %d", i);
-			if (off < n)
-				snprintf(err + off, n - off, ")");
+			say_missing(&m, timeout_s, err, n);
 			goto out;
 		}
 		struct pollfd pfd[MAX_PENDING + 1];
-		pfd[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+		pfd[0] = (struct pollfd){ .fd = m.lfd, .events = POLLIN };
 		for (int i = 0; i < MAX_PENDING; i++)
-			pfd[i + 1] = (struct pollfd){ .fd = pend[i].fd, .events = POLLIN };
+			pfd[i + 1] = (struct pollfd){ .fd = m.pend[i].fd, .events = POLLIN };
 		poll(pfd, MAX_PENDING + 1, left_ms < 200 ? (int)left_ms : 200);
-		if (pfd[0].revents & POLLIN) {
-			struct sockaddr_storage sa;
-			socklen_t sl = sizeof sa;
-			int c = accept4(lfd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC);
-			int slot = -1;
-			for (int i = 0; c >= 0 && i < MAX_PENDING && slot < 0; i++)
-				if (pend[i].fd < 0)
-					slot = i;
-			if (c >= 0 && slot < 0) {
-				close(c);   /* too many silent connections: a flood */
-			} else if (c >= 0) {
-				link_socket_opts(c);
-				pend[slot] = (struct pending){ .fd = c, .rd = { .max = RDV_MAX_HELLO } };
-				getnameinfo((struct sockaddr *)&sa, sl, pend[slot].host,
-					    sizeof pend[slot].host, NULL, 0, NI_NUMERICHOST);
-			}
-		}
+		if (pfd[0].revents & POLLIN)
+			accept_pending(&m);
 		for (int i = 0; i < MAX_PENDING; i++) {
-			struct pending *p = &pend[i];
+			struct pending *p = &m.pend[i];
 			if (p->fd < 0 || !(pfd[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
-			proto_reader_fill(&p->rd, p->fd);
-			enum msg_type t;
-			char *buf = NULL;
-			size_t len;
-			int got = proto_reader_next(&p->rd, &t, &buf, &len);
-			if (got == 0 && !p->rd.eof)
-				continue;
-			if (got != 1 || t != MSG_NODE_HELLO) {
-				warning("node 0: dropped a connection from %s that sent no pkb hello",
-					p->host);
-				free(buf);
-				pending_drop(p);
-				continue;
-			}
-			json_t *hello = json_loadb(buf, len, 0, NULL);
-			free(buf);
-			int node = -1, fatal = 0;
-			char why[600];
-			if (rdv_hello_check(hello, e, world, job, &node, &fatal, why, sizeof why) == 0 &&
-			    links[node].fd >= 0) {
-				snprintf(why, sizeof why, "two agents say they are node %d (from %s and "
-					 "%s): check the launcher's ranks", node, links[node].host, p->host);
-				fatal = 1;
-			}
-			if (fatal || node < 0) {
-				if (!fatal) {
-					warning("node 0: dropped a connection from %s: %s", p->host, why);
-					json_decref(hello);
-					pending_drop(p);
-					continue;
-				}
-				json_t *go = json_pack("{s:s}", "error", why);
-				send_json(p->fd, MSG_NODE_GO, go);
-				json_decref(go);
-				json_decref(hello);
-				struct rdv_link one = { .fd = p->fd };
-				rdv_links_close(&one, 0, 1);
-				p->fd = -1;
-				proto_reader_free(&p->rd);
-				snprintf(err, n, "%s", why);
+			int got = take_hello(&m, p, err, n);
+			if (got < 0)
 				goto out;
-			}
-			/* the agent's own name for its host: the address it came from
-			 * can differ from its peers' (several interfaces) */
-			const char *h = json_string_value(json_object_get(hello, "host"));
-			links[node].fd = p->fd;
-			links[node].rd = p->rd;
-			snprintf(links[node].host, sizeof links[node].host, "%s", h);
-			links[node].rd.max = RDV_MAX_FRAME;
-			p->fd = -1;
-			memset(&p->rd, 0, sizeof p->rd);
-			json_decref(hello);
-			arrived++;
+			m.arrived += got;
 		}
 	}
-	for (int i = 1; i < e->nodes; i++) {
-		struct rdv_layout l;
-		host_ranges(links, e->nodes, i, &l);
-		json_t *go = json_pack("{s:O,s:i,s:i}", "job", job, "host_first", l.host_first,
-				       "host_size", l.host_size);
-		if (send_json(links[i].fd, MSG_NODE_GO, go) < 0) {
-			snprintf(err, n, "node %d (%s) left before the start", i, links[i].host);
-			json_decref(go);
-			goto out;
-		}
-		json_decref(go);
-		links[i].heard = links[i].pinged = now_ns();
-	}
+	if (send_go(&m, err, n) < 0)
+		goto out;
 	host_ranges(links, e->nodes, 0, lay);
 	rc = 0;
 out:
 	if (rc < 0)
 		refuse_all(links, e->nodes, err);
 	for (int i = 0; i < MAX_PENDING; i++)
-		if (pend[i].fd >= 0)
-			pending_drop(&pend[i]);
-	close(lfd);
+		if (m.pend[i].fd >= 0)
+			pending_drop(&m.pend[i]);
+	close(m.lfd);
 	return rc;
 }
 
