@@ -38,6 +38,7 @@ struct perf_run {
 	double span_ms;      /* block-start event to last end event, per block, summed */
 	int gate_expired;    /* timed blocks whose launch gate expired */
 	int snap_ok;         /* its snapshots matched the reference's */
+	int inputs_modified; /* a timed call of it wrote into an input group */
 	json_t *snap_outs;   /* the mismatches of the first that did not */
 };
 
@@ -64,7 +65,6 @@ struct perf_set {
 	pkb_dev_comm align;                 /* the judges' alignment barrier */
 	cudaEvent_t *ev, base;
 	struct perf_run run[MAX_SOL];
-	int inputs_modified;
 	/* the late-work check: the outputs of one call of each of n_snap timed
 	 * blocks, block and call chosen at random per launch and told to no
 	 * solution, copied by the judge's stream right after that call's end
@@ -531,7 +531,9 @@ void perf_solution(struct rank_env *E, int s)
 		rank_fail(E, OUT_TIMEOUT, "the harness's alignment barrier gave up (a rank stalled)");
 	check_groups(E, ps);
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemcpy(&modified, ps->modified, 4, cudaMemcpyDeviceToHost));
-	ps->inputs_modified |= modified != 0;
+	/* this solution's: the flag starts clear for the next */
+	pr->inputs_modified = modified != 0;
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemset(ps->modified, 0, sizeof(uint32_t)));
 	perf_l2_check(E);
 	/* the reference, timed last, carries the verdict of the snapshots */
 	pr->snap_outs = json_array();
@@ -558,7 +560,7 @@ void perf_end(struct rank_env *E)
 			.rank = E->rank, .n = pr->n, .times_ms = pr->ms,
 			.start_ms = pr->start_ms, .host_ms = pr->host_ms,
 			.span_ms = pr->span_ms, .groups = ps->plan.groups, .block = ps->plan.block,
-			.inputs_modified = ps->inputs_modified, .recheck_ok = ok,
+			.inputs_modified = pr->inputs_modified, .recheck_ok = ok,
 			.gate_expired = pr->gate_expired, .recheck = outs,
 		};
 		snprintf(wp.solution, sizeof wp.solution, "%s", E->job.sol[s].role);
