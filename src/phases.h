@@ -20,7 +20,7 @@
 	X(START,     start,     30,  "process start to its first message") \
 	X(CUDA_INIT, cuda_init, 60,  "CUDA context and stream") \
 	X(NCCL_INIT, nccl_init, 60,  "NCCL communicator, when one is used") \
-	X(LOAD,      load,      60,  "a solution process: start, CUDA, NCCL, dlopen, pads") \
+	X(LOAD,      load,      60,  "a solution process up to dlopen") \
 	X(INIT,      init,      60,  "each solution's pkb_init") \
 	X(TRIAL,     trial,     60,  "a solution's trial, checks included") \
 	X(TIMING,    timing,    300, "each step: warmup, blocks, re-checks") \
