@@ -98,9 +98,8 @@ static void sum_group(struct rank_env *E, struct perf_set *ps, int g, uint64_t *
 			rank_fail(E, OUT_RUNTIME_ERROR, "input checksum failed");
 }
 
-/* Group g gets content no call has seen: the next generation. Its current
- * content is checked first: a call that wrote into its inputs is caught. */
-static void regen_group(struct rank_env *E, struct perf_set *ps, int g)
+/* group g's content still as drawn, else ps->modified is set */
+static void check_group(struct rank_env *E, struct perf_set *ps, int g)
 {
 	uint64_t *want = ps->sums + (size_t)g * PKB_MAX_TENSORS;
 	sum_group(E, ps, g, ps->now_sum);
@@ -108,23 +107,24 @@ static void regen_group(struct rank_env *E, struct perf_set *ps, int g)
 		if (kern_flag_if_differ(ps->now_sum + i, want + i, ps->modified,
 					(struct CUstream_st *)E->stream))
 			rank_fail(E, OUT_RUNTIME_ERROR, "input check failed");
+}
+
+/* Group g gets content no call has seen: the next generation. Its current
+ * content is checked first: a call that wrote into its inputs is caught. */
+static void regen_group(struct rank_env *E, struct perf_set *ps, int g)
+{
+	check_group(E, ps, g);
 	ps->gen[g]++;
 	gen_inputs_async(E, perf_trial(g, ps->gen[g]), ps->in[g], ps->staging[g]);
-	sum_group(E, ps, g, want);
+	sum_group(E, ps, g, ps->sums + (size_t)g * PKB_MAX_TENSORS);
 }
 
 /* every group's content still as drawn (the last block's calls are checked
  * here, the others when their groups are drawn anew) */
 static void check_groups(struct rank_env *E, struct perf_set *ps)
 {
-	for (int g = 0; g < ps->plan.groups; g++) {
-		uint64_t *want = ps->sums + (size_t)g * PKB_MAX_TENSORS;
-		sum_group(E, ps, g, ps->now_sum);
-		for (int i = 0; i < E->io.n_in; i++)
-			if (kern_flag_if_differ(ps->now_sum + i, want + i, ps->modified,
-						(struct CUstream_st *)E->stream))
-				rank_fail(E, OUT_RUNTIME_ERROR, "input check failed");
-	}
+	for (int g = 0; g < ps->plan.groups; g++)
+		check_group(E, ps, g);
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamSynchronize(E->stream));
 }
 
