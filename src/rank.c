@@ -262,11 +262,11 @@ static void sol_stop(struct rank_env *E, int s)
 static uint64_t input_key(struct rank_env *E, int trial, int tensor, int same)
 {
 	int64_t words[5] = { (int64_t)E->seed, E->p->id, trial, same ? -1 : E->rank, tensor };
-	char hex[65];
-	sha256_hex(words, sizeof words, hex);
+	unsigned char md[32];
+	sha256(words, sizeof words, md);
 	uint64_t k = 0;
-	for (int i = 0; i < 16; i++)
-		k = k << 4 | (uint64_t)(hex[i] <= '9' ? hex[i] - '0' : hex[i] - 'a' + 10);
+	for (int i = 0; i < 8; i++)
+		k = k << 8 | md[i];
 	return k;
 }
 
@@ -320,7 +320,7 @@ static void checksum_inputs(struct rank_env *E, void *const *bufs, uint64_t *sum
 }
 
 /* 0xFF bytes: NaN in every float format, -1 in integers */
-void poison_outputs(struct rank_env *E, void *const *bufs)
+static void poison_outputs(struct rank_env *E, void *const *bufs)
 {
 	for (int i = 0; i < E->io.n_out; i++)
 		CUDA_OR(E, OUT_RUNTIME_ERROR,
@@ -357,7 +357,6 @@ static json_t *num_or_str(double v)
 	return json_real(v);
 }
 
-/* Compare every output; returns 1 if all pass. Appends records to `outs`. */
 void compare_keep_first(struct rank_env *E, json_t *scratch, json_t *outs, int *ok)
 {
 	json_array_clear(scratch);
@@ -367,6 +366,7 @@ void compare_keep_first(struct rank_env *E, json_t *scratch, json_t *outs, int *
 	}
 }
 
+/* Compare every output; returns 1 if all pass. Appends records to `outs`. */
 int compare_outputs(struct rank_env *E, json_t *outs)
 {
 	int all_ok = 1;
@@ -688,7 +688,7 @@ int rank_main(void)
 	 * reference result, and the reference computes and is timed with no
 	 * candidate process alive (issue 44). Its outputs wait on the host. */
 	int eval = !strcmp(mode, "eval");
-	void **kept[MAX_SOL] = { NULL };
+	void **cand_kept = NULL;
 	for (int k = 0; k < E->n_sol; k++) {
 		int s = eval ? E->n_sol - 1 - k : k;
 		struct solproc sp;
@@ -696,17 +696,16 @@ int rank_main(void)
 		if (!eval)
 			do_run(E);
 		else if (s == 1)
-			kept[s] = run_trials(E, s);
+			cand_kept = run_trials(E, s);
 		else
-			ref_trials(E, kept[1]);
+			ref_trials(E, cand_kept);
 		if (E->job.has_perf)
 			perf_solution(E, s);
 		sol_stop(E, s);
 	}
 	if (E->job.has_perf)
 		perf_end(E);
-	for (int s = 0; s < E->n_sol; s++)
-		free_trials(E, kept[s]);
+	free_trials(E, cand_kept);
 	phase(E, PH_FINI, "tearing down");
 	proto_send(E->fd, MSG_DONE, NULL, 0);
 	E->finishing = 1;

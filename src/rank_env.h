@@ -123,7 +123,6 @@ void gen_inputs(struct rank_env *E, int trial, void *const *bufs);
  * (pinned, allocated on first use, one per tensor), which the caller does
  * not reuse before the stream has passed the copy */
 void gen_inputs_async(struct rank_env *E, int trial, void *const *bufs, void **staging);
-void poison_outputs(struct rank_env *E, void *const *bufs);
 void copy_outputs(struct rank_env *E, void *const *dev, void **host);
 /* E->host_out against E->host_ref; the mismatches appended to outs */
 int compare_outputs(struct rank_env *E, json_t *outs);

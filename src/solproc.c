@@ -180,7 +180,7 @@ int solproc_wait(struct solproc *sp, const char *op, int timeout_ms, json_t **re
 {
 	*reply = NULL;
 	struct proto_reader *rd = &sp->rd;
-	rd->max = SOLPROC_MAX_COLL > SOLPROC_MAX_REPLY ? SOLPROC_MAX_COLL : SOLPROC_MAX_REPLY;
+	rd->max = SOLPROC_MAX_MSG;   /* a longer frame reads as malformed */
 	uint64_t end = timeout_ms < 0 ? 0 : now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	int r = -1;
 	for (;;) {
@@ -227,10 +227,10 @@ int solproc_wait(struct solproc *sp, const char *op, int timeout_ms, json_t **re
 			break;
 		}
 		if (t == MSG_COLL) {
-			if (len > SOLPROC_MAX_COLL || !relay) {
+			if (!relay) {
 				free(buf);
-				r = broke(sp, cat, msg, n, relay ? "an all-gather of more than 64 KiB%s"
-					  : "an all-gather while it may not ask for one%s", "");
+				r = broke(sp, cat, msg, n, "an all-gather while it may not ask for one%s",
+					  "");
 				break;
 			}
 			void *all = NULL;
@@ -258,10 +258,10 @@ int solproc_wait(struct solproc *sp, const char *op, int timeout_ms, json_t **re
 			solproc_kill(sp);
 			break;
 		}
-		if (t != MSG_SOL_REPLY || len > SOLPROC_MAX_REPLY) {
+		if (t != MSG_SOL_REPLY) {
 			free(buf);
 			r = broke(sp, cat, msg, n, "a message of type %s where a reply was due",
-				  t == MSG_SOL_REPLY ? "reply (too long)" : "other than reply");
+				  "other than reply");
 			break;
 		}
 		json_error_t je;

@@ -30,12 +30,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* the largest all-gather contribution a solution process may ask for: the
- * NCCL unique id (128 B), an IPC handle (64 B), a solution's own
- * host_allgather (pkb.h) */
-#define SOLPROC_MAX_COLL (64u << 10)
-/* the largest reply: replies are a few keys */
-#define SOLPROC_MAX_REPLY (64u << 10)
+/* the largest message a solution process may send, a longer frame being a
+ * broken protocol: an all-gather contribution (the NCCL unique id, 128 B;
+ * an IPC handle, 64 B; a solution's own host_allgather, pkb.h) or a reply
+ * (a few keys) */
+#define SOLPROC_MAX_MSG (64u << 10)
 
 struct solproc {
 	pid_t pid;            /* -1: none */

@@ -191,7 +191,7 @@ void strvec_free(struct strvec *a)
 	*a = (struct strvec)STRVEC_INIT;
 }
 
-void sha256_hex(const void *buf, size_t len, char out[65])
+void sha256(const void *buf, size_t len, unsigned char out[32])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
@@ -200,6 +200,13 @@ void sha256_hex(const void *buf, size_t len, char out[65])
 	    EVP_DigestUpdate(ctx, buf, len) != 1 || EVP_DigestFinal_ex(ctx, md, &n) != 1 || n != 32)
 		BUG("sha256 failed");
 	EVP_MD_CTX_free(ctx);
+	memcpy(out, md, 32);
+}
+
+void sha256_hex(const void *buf, size_t len, char out[65])
+{
+	unsigned char md[32];
+	sha256(buf, len, md);
 	for (unsigned i = 0; i < 32; i++)
 		snprintf(out + 2 * i, 3, "%02x", md[i]);
 	out[64] = 0;

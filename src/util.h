@@ -73,6 +73,8 @@ void strvec_free(struct strvec *a);
 
 /* the SHA-256 of buf, 64 lowercase hex digits and a NUL (OpenSSL's EVP) */
 void sha256_hex(const void *buf, size_t len, char out[65]);
+/* the same digest, its 32 bytes */
+void sha256(const void *buf, size_t len, unsigned char out[32]);
 
 /* write a JSON value to path (indented, atomically); -1 with an error printed */
 struct json_t;

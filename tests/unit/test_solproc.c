@@ -64,7 +64,7 @@ static int fake_sol(const char *mode)
 		return 0;
 	}
 	if (!strcmp(mode, "bigcoll")) {
-		size_t n = SOLPROC_MAX_COLL + 1;
+		size_t n = SOLPROC_MAX_MSG + 1;
 		char *big = calloc(1, n);
 		proto_send(3, MSG_COLL, big, n);
 		free(big);
