@@ -11,6 +11,7 @@
 #include "mps.h"       /* defines: mps_probe */
 #include "ncclso.h"    /* defines: nccl_version */
 #include "opts.h"
+#include "sandbox.h"   /* defines: sandbox_landlock_abi */
 #include "util.h"
 
 #include <cuda_runtime_api.h>
@@ -68,6 +69,29 @@ int cmd_probe(int argc, char **argv)
 	free(txt);
 	json_decref(o);
 	return 0;
+}
+
+/* What the solution process's sandbox can use on this kernel (src/sandbox.h,
+ * docs/ANTI_CHEAT.md): a line, "landlock_abi" in rec; 1 when Landlock is
+ * missing (candidate code would read any file its user can), else 0 */
+static int sandbox_line(json_t *rec)
+{
+	char why[300];
+	int abi = sandbox_landlock_abi(why, sizeof why);
+	json_object_set_new(rec, "landlock_abi", json_integer(abi));
+	if (abi < 1)
+		printf("sandbox   no Landlock (%s): a solution process could read any file its "
+		       "user can\n", why);
+	else if (abi < 6)
+		printf("sandbox   Landlock ABI %d: files confined; no scopes below ABI 6 (Linux "
+		       "6.12): a solution process can connect to other processes' abstract UNIX "
+		       "sockets (docs/ANTI_CHEAT.md)\n", abi);
+	else
+		printf("sandbox   Landlock ABI %d: files confined, signals and abstract UNIX "
+		       "sockets scoped\n", abi);
+	if (geteuid() == 0)
+		printf("  running as root: the rlimits bound runaways only (root may raise them)\n");
+	return abi < 1;
 }
 
 static const char head[] =
@@ -189,6 +213,7 @@ int cmd_doctor(int argc, char **argv)
 	json_object_set_new(rec, "mps", json_string(mline));
 	if (no_mps && g > 0)
 		problems++;
+	problems += sandbox_line(rec);
 	const char *nvls = getenv("NCCL_NVLS_ENABLE");
 	printf("multicast NCCL_NVLS_ENABLE=%s (pkb sets 0 for every rank)\n", nvls ? nvls : "unset");
 	printf("%s\n", problems ? "not ready: see above" : "ready");

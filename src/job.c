@@ -11,6 +11,7 @@
 #include "mps.h"      /* defines: mps_start, mps_stop */
 #include "report.h"   /* defines: report_trace */
 #include "roofline.h" /* defines: roofline_compute, sol_score */
+#include "sandbox.h"  /* defines: sandbox_landlock_abi */
 #include "util.h"
 
 #include <dirent.h>
@@ -727,6 +728,10 @@ void job_stamp(json_t *rec)
 	json_object_set_new(rec, "pkb_version", json_string(PKB_VERSION));
 	json_object_set_new(rec, "date", json_string(date));
 	json_object_set_new(rec, "host", json_string(host));
+	/* what the solution processes' sandbox had here (sandbox.h: the
+	 * abstract-socket and signal scopes need ABI 6) */
+	char why[300];
+	json_object_set_new(rec, "landlock_abi", json_integer(sandbox_landlock_abi(why, sizeof why)));
 }
 
 enum pkb_outcome job_perf(const struct job_opts *o, json_t *perf, const char *role, double ref_ms,

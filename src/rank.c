@@ -248,6 +248,23 @@ static void sol_stop(struct rank_env *E, int s)
 	sol_command(E, json_pack("{s:s}", "op", "fini"), "ok");
 	solproc_reap(E->proc, 5000);
 	E->proc = NULL;
+	if (strcmp(E->job.sol[s].role, "candidate"))
+		return;
+	/* Under MPS a fatal fault reaches every client of the GPU: work the
+	 * candidate's process left running as it ended (a thread's queued
+	 * calls reading a peer's mapping that is gone) kills this judge's
+	 * context too. Look now, so that the verdict names the candidate, not
+	 * whatever CUDA call of the judge's came next (2026-11-28, 4x H100:
+	 * 001 bad_late_host_thread read "cudaIpcGetMemHandle: an illegal memory
+	 * access" at the reference's start). */
+	cudaError_t e = cudaDeviceSynchronize();
+	if (e == cudaSuccess)
+		e = cudaGetLastError();
+	if (e != cudaSuccess)
+		rank_fail(E, OUT_RUNTIME_ERROR,
+			  "the GPU faulted as the candidate's process ended (%s): work it left "
+			  "running outlived it (under MPS a fault reaches every process on the "
+			  "GPU, the judge's too)", cudaGetErrorString(e));
 }
 
 /* ---- inputs and outputs --------------------------------------------------- */
@@ -702,6 +719,11 @@ int rank_main(void)
 		if (E->job.has_perf)
 			perf_solution(E, s);
 		sol_stop(E, s);
+		/* no reference process starts (exporting its buffers over CUDA
+		 * IPC, from its judge's socket) while any rank's candidate
+		 * process is alive */
+		if (eval && s == 1)
+			host_barrier(E);
 	}
 	if (E->job.has_perf)
 		perf_end(E);
