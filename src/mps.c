@@ -50,6 +50,8 @@ extern char **environ;
 /* a unix socket's path is at most 107 bytes and the daemon and its server
  * put theirs in the pipe folder: keep the folder short (else /tmp) */
 #define MPS_PIPE_MAX 64
+/* the server's L2 set-aside for persisting accesses, in percent */
+#define MPS_L2_PERSIST_VAR "CUDA_DEVICE_DEFAULT_PERSISTING_L2_CACHE_PERCENTAGE_LIMIT"
 
 /* what mps_start sets and mps_stop puts back, in struct mps's saved[] order */
 enum { V_PIPE, V_LOG, V_VISIBLE };
@@ -228,15 +230,25 @@ static int run_control(const char *bin, const char *arg, const char *dir, int in
 	 * daemon's /proc/<pid>/environ is readable by the solution processes
 	 * that keep all of /proc (NCCL's), and the parent's holds API keys */
 	struct strvec env = STRVEC_INIT;
-	size_t pl = strlen(mps_vars[V_PIPE]), ll = strlen(mps_vars[V_LOG]);
+	/* set below, whatever the parent has: the folders, and the L2
+	 * set-aside for persisting accesses, which under MPS is fixed when the
+	 * server starts and no client can change (CUDA Programming Guide, L2
+	 * cache control): 0, so that no solution's lines outlive the cold
+	 * timing's flush (issue 44, item 7) */
+	static const char *const pinned[] = { "CUDA_MPS_PIPE_DIRECTORY=",
+					      "CUDA_MPS_LOG_DIRECTORY=", MPS_L2_PERSIST_VAR "=" };
 	char **allowed = sandbox_env_build(environ);
-	for (char **e = allowed; *e; e++)
-		if (!(!strncmp(*e, mps_vars[V_PIPE], pl) && (*e)[pl] == '=') &&
-		    !(!strncmp(*e, mps_vars[V_LOG], ll) && (*e)[ll] == '='))
+	for (char **e = allowed; *e; e++) {
+		int keep = 1;
+		for (size_t i = 0; i < sizeof pinned / sizeof *pinned; i++)
+			keep &= strncmp(*e, pinned[i], strlen(pinned[i])) != 0;
+		if (keep)
 			strvec_push(&env, *e);
+	}
 	sandbox_env_free(allowed);
 	strvec_pushf(&env, "%s=%s/pipe", mps_vars[V_PIPE], dir);
 	strvec_pushf(&env, "%s=%s/log", mps_vars[V_LOG], dir);
+	strvec_push(&env, MPS_L2_PERSIST_VAR "=0");
 	char *log = xstrfmt("%s/log/pkb-%s.log", dir, what);
 	char *argv[] = { (char *)bin, (char *)arg, NULL };
 	struct run_child c = { .envp = env.v, .setup = stdin_from, .arg = &in };

@@ -156,8 +156,10 @@ int main(void)
 	struct mps m = { .wait_s = 2 };
 	CHECK(!strcmp(mps_describe(&m), "not started"));
 	setenv("OPENAI_API_KEY", "sk-pkb-test-secret", 1);
+	setenv("CUDA_DEVICE_DEFAULT_PERSISTING_L2_CACHE_PERCENTAGE_LIMIT", "75", 1);
 	int rc = mps_start(&m, err, sizeof err);
 	unsetenv("OPENAI_API_KEY");
+	unsetenv("CUDA_DEVICE_DEFAULT_PERSISTING_L2_CACHE_PERCENTAGE_LIMIT");
 	CHECKF(rc == 0 && m.active && m.ours, "rc %d: %s", rc, err);
 	char *prefix = xstrfmt("%s/pkb-mps-", tmp);
 	CHECKF(!strncmp(m.pipe_dir, prefix, strlen(prefix)), "pipe_dir %s", m.pipe_dir);
@@ -177,6 +179,10 @@ int main(void)
 	char *cenv = read_file(cenv_path, NULL);
 	CHECKF(cenv && strstr(cenv, "PATH=") && !strstr(cenv, "sk-pkb-test-secret"),
 	       "the daemon's environment: %s", cenv ? "holds the secret" : "not written");
+	/* the L2 set-aside pinned to 0, whatever the parent asked */
+	CHECKF(cenv && strstr(cenv, "CUDA_DEVICE_DEFAULT_PERSISTING_L2_CACHE_PERCENTAGE_LIMIT=0\n") &&
+	       !strstr(cenv, "CUDA_DEVICE_DEFAULT_PERSISTING_L2_CACHE_PERCENTAGE_LIMIT=75"),
+	       "the daemon's L2 set-aside: %s", cenv ? "not pinned to 0" : "not written");
 	free(cenv);
 	free(cenv_path);
 	/* a client's device list counts among the daemon's */
