@@ -114,6 +114,8 @@ UNIT_DEPS += src/job.c
 UNIT_DEPS += src/mps.c
 # the judge's link to a solution process (test_solproc)
 UNIT_DEPS += src/solproc.c
+# the reference's outputs kept across evaluations (test_refcache)
+UNIT_DEPS += src/refcache.c
 
 # Each module and problem is compiled once per flavour and every test links
 # the objects (compiling them into each of ~25 tests, twice, took most of
