@@ -32,9 +32,10 @@
  * Why faster than the reference (NCCL all-gather, then the GEMM): the GEMM of
  * chunk c runs while chunk c+1 is on the wire, so only the first chunk's
  * transfer, the transpose and one barrier are exposed; the copies use the copy
- * engines, not SMs, so the GEMM keeps every SM, and no concatenation pass. At M = N = 8192, bf16, W = 4:
- * 6 MiB in (2 MiB per link, ~10 us at ~200 GB/s) under a 68.7 GFLOP GEMM
- * (~100 us); with 4 chunks about 3 us of transfer stays exposed.
+ * engines, not SMs, so the GEMM keeps every SM; and there is no concatenation
+ * pass. At M = N = 8192, bf16, W = 4: 6 MiB in (2 MiB per link, ~10 us at
+ * ~200 GB/s) under a 68.7 GFLOP GEMM (~100 us); with 4 chunks about 3 us of
+ * transfer stays exposed.
  *
  * Ordering (correctness):
  *   - a peer's block is read only after barrier S0 of this call, which every

@@ -5,9 +5,8 @@
  * call's copies start only after the GEMMs end), and their waits bind to the
  * previous call's events, long fired: every GEMM reads the peers' rows of A
  * and blocks of B as the previous call left them (never written, on the
- * first call),
- * another trial's operands. Deterministically wrong at any W; the barriers
- * are unchanged, so it cannot hang.
+ * first call): another trial's operands. Deterministically wrong at any W;
+ * the barriers are unchanged, so it cannot hang.
  * pkb-expect: mismatch
  * pkb-mutant-of: ok_operand_gather.cu
  */
