@@ -1,0 +1,24 @@
+/*
+ * 016_gemm_reducescatter, known-bad: ok_operand_gather.cu with every chunk's
+ * GEMM enqueued before the pulls that bring the peers' operands. The GEMMs
+ * run on the main stream ahead of the event that forks the pulls (so this
+ * call's copies start only after the GEMMs end), and their waits bind to the
+ * previous call's events, long fired: every GEMM reads the peers' rows of A
+ * and blocks of B as the previous call left them (never written, on the
+ * first call): another trial's operands. Deterministically wrong at any W;
+ * the barriers are unchanged, so it cannot hang.
+ * pkb-expect: mismatch
+ * pkb-mutant-of: ok_operand_gather.cu
+ */
+
+/* pkb-replace */
+	if (pull_chunks(ctx, s))
+		return 1;
+	if (gemm_chunks(ctx, s))
+		return 1;
+/* pkb-with */
+	if (gemm_chunks(ctx, s))   /* the bug: consumes chunks not yet pulled */
+		return 1;
+	if (pull_chunks(ctx, s))
+		return 1;
+/* pkb-end */
