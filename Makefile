@@ -152,6 +152,11 @@ $(BUILD)/tests/fake_rank: tests/unit/fake_rank.c src/proto.c src/util.c src/exit
 	@mkdir -p $(dir $@)
 	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(UNIT_LIBS)
 
+# a rank that prints the job it gets (tools/dump-jobs): not a test
+$(BUILD)/tests/dump_jobs: tests/unit/dump_jobs.c src/proto.c src/util.c
+	@mkdir -p $(dir $@)
+	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(UNIT_LIBS)
+
 # fuzz targets (clang's libFuzzer, with ASan and UBSan): the readers of
 # untrusted files; `make fuzz` runs each from the committed corpus
 # (tests/fuzz/corpus/NAME) for FUZZ_RUNS inputs of seed 1 (the same on every
