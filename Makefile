@@ -148,7 +148,7 @@ $(BUILD)/san/%: tests/unit/%.c $(SAN_OBJ) $(BUILD)/san/%.d
 	@$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) $(DEPFLAGS) -o $@ $< $(SAN_OBJ) $(UNIT_LIBS)
 
 $(BUILD)/tests/fake_rank: tests/unit/fake_rank.c src/proto.c src/util.c src/exitcode.c src/wire.c \
-                         src/sandbox.c
+                         src/dtype.c src/sandbox.c
 	@mkdir -p $(dir $@)
 	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(UNIT_LIBS)
 

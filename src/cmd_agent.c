@@ -327,8 +327,8 @@ static json_t *run_args(const struct cli *c, const struct agent_conv *cv, int np
 		a->trials, "iters", c->iters, "warmup", c->warmup);
 	/* a timing mode is the run's as the counts are; said only when given,
 	 * so that the args of runs before it stay equal */
-	if (c->eval.timing)
-		json_object_set_new(args, "timing", json_string(c->eval.timing));
+	if (c->eval.timing_given)
+		json_object_set_new(args, "timing", json_string(perf_mode_name(c->eval.timing)));
 	json_object_set_new(args, "temperature",
 			    a->temperature >= 0 ? json_real(a->temperature) : json_null());
 	json_object_set_new(args, "eval_cmd", a->ev.tmpl ? json_string(a->ev.tmpl) : json_null());

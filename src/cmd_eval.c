@@ -5,6 +5,7 @@
  */
 #include "build.h"      /* defines: struct build_result */
 #include "cmds.h"
+#include "dtype.h"      /* defines: dtype_name */
 #include "exitcode.h"
 #include "job.h"        /* defines: job_opts, job_build, job_launch */
 #include "loader.h"     /* defines: loader_backend_uses_nccl */
@@ -188,7 +189,7 @@ int cmd_eval(int argc, char **argv)
 	json_t *rec = json_pack("{s:i,s:s,s:s,s:s,s:i,s:I,s:I,s:s,s:i,s:I,s:b}", "pkb_abi", PKB_ABI_VERSION,
 				"problem", o.p->name, "candidate", cand_path, "backend", backend,
 				"world", o.world, "m", (json_int_t)o.m, "n", (json_int_t)o.n,
-				"dtype", o.dtype, "trials", o.trials, "seed", (json_int_t)o.seed,
+				"dtype", dtype_name(o.dtype), "trials", o.trials, "seed", (json_int_t)o.seed,
 				"measure_perf", o.measure_perf);
 	json_object_set_new(rec, "problem_id", json_integer(o.p->id));
 	job_stamp(rec);
@@ -202,7 +203,7 @@ int cmd_eval(int argc, char **argv)
 	struct launch_result res;
 	struct job_records R = { 0 };
 	char *logs = NULL;
-	if (job_launch(&o, "eval", sols, 2, &res, &R, &logs) < 0) {
+	if (job_launch(&o, WIRE_EVAL, sols, 2, &res, &R, &logs) < 0) {
 		free(ref_path);
 		return job_finish(&o, rec, OUT_INTERNAL, "could not start the ranks", NULL, -1,
 				  1, 0);

@@ -126,7 +126,7 @@ int cmd_roofline(int argc, char **argv)
 		return PKB_EXIT_INPUT;
 	}
 	struct pkb_dims d = { .world = o.world ? o.world : h.gpus, .m = o.m, .n = o.n,
-			      .dtype = (pkb_dtype)dtype_parse(o.dtype) };
+			      .dtype = o.dtype };
 	json_t *arr = json_array();
 	int rc = 0;
 	if (all) {

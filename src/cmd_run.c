@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "build.h"
 #include "cmds.h"
+#include "dtype.h"      /* defines: dtype_name */
 #include "exitcode.h"
 #include "job.h"
 #include "loader.h"    /* defines: loader_backend_uses_nccl */
@@ -141,14 +142,14 @@ int cmd_run(int argc, char **argv)
 	enum pkb_outcome out = job_build(&o, &sol, is_ref ? "reference" : backend, msg, sizeof msg);
 	json_t *rec = json_pack("{s:s,s:s,s:i,s:I,s:I,s:s,s:i}", "problem", o.p->name,
 				"solution", solution, "world", o.world, "m", (json_int_t)o.m,
-				"n", (json_int_t)o.n, "dtype", o.dtype, "trial", o.trial0);
+				"n", (json_int_t)o.n, "dtype", dtype_name(o.dtype), "trial", o.trial0);
 	job_stamp(rec);
 	struct launch_result res = { .culprit = -1 };
 	struct job_records R = { 0 };
 	char *logs = NULL;
 	if (out == OUT_PASS) {
 		o.save_dir = save_abs;   /* the ranks write into it */
-		if (job_launch(&o, "run", &sol, 1, &res, &R, &logs) < 0) {
+		if (job_launch(&o, WIRE_RUN, &sol, 1, &res, &R, &logs) < 0) {
 			out = OUT_INTERNAL;
 		} else {
 			out = res.outcome;

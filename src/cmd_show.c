@@ -91,7 +91,7 @@ int cmd_show(int argc, char **argv)
 	printf("problem   %03d_%s: %s\n", o.p->id, o.p->name, o.p->title);
 	printf("category  %s; origin: %s; world sizes: %s\n", o.p->category, o.p->origin, w);
 	printf("instance  W=%d M=%lld N=%lld dtype=%s (shapes of rank 0)\n", o.world, o.m, o.n,
-	       o.dtype);
+	       dtype_name(o.dtype));
 	json_t *jin = json_array(), *jout = json_array(), *jpar = json_array();
 	for (int k = 0; k < 2; k++) {
 		const struct pkb_tensor_desc *arr = k ? io.out : io.in;
@@ -123,7 +123,7 @@ int cmd_show(int argc, char **argv)
 		json_t *rec = json_pack("{s:i,s:s,s:s,s:s,s:i,s:I,s:I,s:s,s:o,s:o,s:o,s:s}", "id",
 					o.p->id, "name", o.p->name, "category", o.p->category,
 					"worlds", w, "world", o.world, "m", (json_int_t)o.m, "n",
-					(json_int_t)o.n, "dtype", o.dtype, "inputs", jin, "outputs",
+					(json_int_t)o.n, "dtype", dtype_name(o.dtype), "inputs", jin, "outputs",
 					jout, "params", jpar, "folder", dir);
 		json_write_file(o.json_path, rec);
 		json_decref(rec);

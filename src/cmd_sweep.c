@@ -19,7 +19,7 @@
 #define _GNU_SOURCE
 #include "cmds.h"
 #include "build.h"     /* defines: build_result_free */
-#include "dtype.h"     /* defines: dtype_parse */
+#include "dtype.h"     /* defines: dtype_name */
 #include "exitcode.h"
 #include "job.h"       /* defines: gpu_count, job_stamp */
 #include "lanes.h"
@@ -189,7 +189,7 @@ static long long hidden_dim(long long x, int num, int den)
 static uint64_t hidden_seed(const struct sweep *s)
 {
 	char *args = s->run_args ? json_dumps(s->run_args, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-	char *txt = xstrfmt("%s|W%d|%s|%lldx%lld", args ? args : "-", s->W, s->eval.dtype,
+	char *txt = xstrfmt("%s|W%d|%s|%lldx%lld", args ? args : "-", s->W, dtype_name(s->eval.dtype),
 			    s->eval.m, s->eval.n);
 	uint64_t h = hash_str(txt);
 	free(txt);
@@ -203,7 +203,7 @@ static int problem_takes(const struct pkb_problem *p, const struct sweep *s, lon
 {
 	struct pkb_io *io = xcalloc(1, sizeof *io);
 	struct pkb_dims d = { .world = s->W, .m = m, .n = n,
-		.dtype = (pkb_dtype)dtype_parse(s->eval.dtype) };
+		.dtype = s->eval.dtype };
 	int ok = problem_describe(p, &d, io) == 0;
 	if (!ok && why)
 		snprintf(why, nwhy, "%s", io->err);
@@ -258,7 +258,7 @@ static const struct hidden *hidden_for(struct sweep *s, int problem)
 /* a timed sweep whose timing is not eval's default: warm, 100 calls after 500 */
 static int timing_given(const struct sweep *s)
 {
-	return s->perf && ((s->eval.timing && strcmp(s->eval.timing, "warm")) ||
+	return s->perf && (s->eval.timing != PERF_WARM ||
 			   s->eval.iters != 100 || s->eval.warmup != 500);
 }
 
@@ -304,7 +304,7 @@ static void add_task(struct sweep *s, int problem, const char *stem, const char 
 	/* so does a timing other than eval's default (--timing, --iters,
 	 * --warmup): it is another measurement */
 	if (timing_given(s)) {
-		char *k = xstrfmt("%s|%s|it%d|wu%d", t->key, s->eval.timing ? s->eval.timing : "warm",
+		char *k = xstrfmt("%s|%s|it%d|wu%d", t->key, perf_mode_name(s->eval.timing),
 				  s->eval.iters, s->eval.warmup);
 		free(t->key);
 		t->key = k;
@@ -585,7 +585,7 @@ static json_t *make_record(struct sweep *s, struct task *t, json_t *res, int rc,
 		json_object_set_new(key, "rtol", json_real(atof(s->rtol)));
 	if (timing_given(s))
 		json_object_set_new(key, "timed", json_pack("{s:s, s:i, s:i}", "mode",
-			s->eval.timing ? s->eval.timing : "warm", "iters", s->eval.iters,
+			perf_mode_name(s->eval.timing), "iters", s->eval.iters,
 			"warmup", s->eval.warmup));
 	if (!s->hidden_off)
 		json_object_set_new(key, "hidden", hidden_instance(s, t));
@@ -718,7 +718,9 @@ static char **eval_argv(struct sweep *s, struct task *t, const char *json, int h
 		o.m = s->hid[t->problem].m;
 		o.n = s->hid[t->problem].n;
 		o.measure_perf = 0;
-		o.timing = o.trace_path = NULL;
+		o.timing = PERF_WARM;
+		o.timing_given = 0;
+		o.trace_path = NULL;
 		o.iters = d.iters;
 		o.warmup = d.warmup;
 	}
@@ -1973,7 +1975,7 @@ int cmd_sweep(int argc, char **argv)
 		if (!skip[t->problem]) {
 			struct pkb_io *io = xcalloc(1, sizeof *io);
 			struct pkb_dims d = { .world = s.W, .m = s.eval.m, .n = s.eval.n,
-				.dtype = (pkb_dtype)dtype_parse(s.eval.dtype) };
+				.dtype = s.eval.dtype };
 			char id[16];
 			snprintf(id, sizeof id, "%d", t->problem);
 			const struct pkb_problem *p = problem_find(id);

@@ -3,10 +3,10 @@
  */
 #define _GNU_SOURCE
 #include "job.h"
-#include "perfplan.h"   /* defines: perf_mode_parse */
+#include "perfplan.h"   /* defines: perf_mode_parse, PKB_TIMING_HELP */
 #include "wire.h"       /* defines: struct wire_job, wire_job_pack */
 #include "build.h"    /* defines: build_solution */
-#include "dtype.h"    /* defines: dtype_parse */
+#include "dtype.h"    /* defines: dtype_parse, dtype_name */
 #include "loader.h"   /* defines: loader_scan, loader_backend_valid */
 #include "mps.h"      /* defines: mps_start, mps_stop */
 #include "report.h"   /* defines: report_trace */
@@ -29,7 +29,8 @@ void job_opts_init(struct job_opts *o)
 	memset(o, 0, sizeof *o);
 	o->backend = "cuda";
 	o->m = o->n = 1024;
-	o->dtype = "bf16";
+	o->dtype = PKB_BF16;
+	o->timing = PERF_WARM;
 	o->seed = -1;
 	o->trials = 1;
 	o->atol = o->rtol = -1;
@@ -70,9 +71,8 @@ const struct opt job_opts_launch[] = {
 	{ OPT_MEASURE_PERF, "measure-perf", NULL, "time the solution(s) (docs/TIMING.md)" },
 	{ OPT_WARMUP, "warmup", "N", "warmup calls per solution (default 500)" },
 	{ OPT_ITERS, "iters", "N", "timed calls per solution (default 100)" },
-	{ OPT_TIMING, "timing", "MODE", "warm (default): inputs rotated through groups over\n"
-					"3 x L2; cold: also L2 flushed before every call;\n"
-					"graph: each call replayed from a CUDA graph" },
+	{ OPT_TIMING, "timing", "MODE", "how each call is timed (default warm):"
+					PKB_TIMING_HELP },
 	{ OPT_TRACE, "trace", "FILE", "write the timed calls of every rank as a\n"
 				      "Chrome/Perfetto trace (JSON)" },
 	{ OPT_HW, "hw", "NAME", "the machine of the roofline (hw/NAME.json or local;\n"
@@ -139,7 +139,7 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 		int t = dtype_parse(arg);
 		if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32)
 			return error("--dtype takes bf16, fp16 or fp32, not '%s'", arg);
-		o->dtype = dtype_name((pkb_dtype)t);
+		o->dtype = (pkb_dtype)t;
 		return 1;
 	}
 	case OPT_SEED:
@@ -187,12 +187,17 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 			return error("--device-timeout takes milliseconds, not '%s'", arg);
 		o->device_timeout_ms = (int)v;
 		return 1;
-	case OPT_TIMING:
-		if (perf_mode_parse(arg) < 0)
-			return error("--timing takes warm, cold or graph, not '%s'", arg);
-		o->timing = arg;
+	case OPT_TIMING: {
+		int m = perf_mode_parse(arg);
+		char names[64];
+		if (m < 0)
+			return error("--timing takes %s, not '%s'", perf_mode_list(names, sizeof names),
+				     arg);
+		o->timing = (enum perf_mode)m;
+		o->timing_given = 1;
 		o->measure_perf = 1;
 		return 1;
+	}
 	case OPT_TRACE: o->trace_path = arg; o->measure_perf = 1; return 1;
 	case OPT_HW: {
 		struct hw_spec h;
@@ -244,9 +249,9 @@ void job_opts_argv(const struct job_opts *o, struct strvec *a)
 		strvec_push(a, "--n");
 		strvec_pushf(a, "%lld", o->n);
 	}
-	if (strcmp(o->dtype, d.dtype)) {
+	if (o->dtype != d.dtype) {
 		strvec_push(a, "--dtype");
-		strvec_push(a, o->dtype);
+		strvec_push(a, dtype_name(o->dtype));
 	}
 	/* eval's default (5) is not job_opts_init's (1): always said */
 	strvec_push(a, "--trials");
@@ -273,7 +278,8 @@ void job_opts_argv(const struct job_opts *o, struct strvec *a)
 		strvec_push(a, "--iters");
 		strvec_pushf(a, "%d", o->iters);
 	}
-	const char *const paired[][2] = { { "--timing", o->timing }, { "--trace", o->trace_path },
+	const char *timing = o->timing_given ? perf_mode_name(o->timing) : NULL;
+	const char *const paired[][2] = { { "--timing", timing }, { "--trace", o->trace_path },
 					  { "--hw", o->hw } };
 	for (size_t i = 0; i < ARRAY_SIZE(paired); i++)
 		if (paired[i][1]) {
@@ -419,11 +425,11 @@ int job_resolve(struct job_opts *o, struct pkb_io *io)
 		return -1;
 	struct pkb_dims d = {
 		.world = o->world, .rank = 0, .m = o->m, .n = o->n,
-		.dtype = (pkb_dtype)dtype_parse(o->dtype), .trial = o->trial0,
+		.dtype = o->dtype, .trial = o->trial0,
 	};
 	if (problem_describe(o->p, &d, io) < 0)
 		return error("problem %03d_%s at W=%d M=%lld N=%lld %s: %s", o->p->id, o->p->name,
-			     o->world, o->m, o->n, o->dtype, io->err);
+			     o->world, o->m, o->n, dtype_name(o->dtype), io->err);
 	return 0;
 }
 
@@ -471,7 +477,7 @@ static int check_record(void *arg, int rank, json_t *rec, char *why, size_t n)
 	}
 	if (!strcmp(kind, "trial")) {
 		json_int_t t = json_integer_value(json_object_get(rec, "trial"));
-		if (strcmp(j->mode, "eval") || t < j->trial0 || t >= (json_int_t)j->trial0 + j->trials) {
+		if (j->mode != WIRE_EVAL || t < j->trial0 || t >= (json_int_t)j->trial0 + j->trials) {
 			snprintf(why, n, "rank %d sent a record of trial %lld, which the job does not "
 				 "run", rank, (long long)t);
 			return -1;
@@ -487,7 +493,7 @@ static int check_record(void *arg, int rank, json_t *rec, char *why, size_t n)
 			return -1;
 		}
 		snprintf(which, sizeof which, "%s", sol);
-	} else if (strcmp(j->mode, "run")) {
+	} else if (j->mode != WIRE_RUN) {
 		snprintf(why, n, "rank %d sent a '%s' record in an evaluation", rank, kind);
 		return -1;
 	}
@@ -528,7 +534,7 @@ static void job_phase_limits(const struct wire_job *j, int *max)
 	max[PH_NCCL_INIT] = 1;
 	max[PH_LOAD] = n;
 	max[PH_INIT] = n;
-	max[PH_TRIAL] = n * (strcmp(j->mode, "eval") ? 1 : j->trials > 0 ? j->trials : 1);
+	max[PH_TRIAL] = n * (j->mode != WIRE_EVAL ? 1 : j->trials > 0 ? j->trials : 1);
 	max[PH_SAVE] = j->save_dir[0] ? 1 : -1;
 	/* preparing; per solution warmup and timed calls */
 	max[PH_TIMING] = j->has_perf ? 1 + 2 * n : -1;
@@ -550,7 +556,7 @@ static int warmup_jitter(void)
 	return b & 15;
 }
 
-int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, int n_sol,
+int job_launch(struct job_opts *o, enum wire_mode mode, struct job_solution *sols, int n_sol,
 	       struct launch_result *res, struct job_records *rec, char **log_dir_out)
 {
 	const char *fake = getenv("PKB_RANK_CMD");   /* tests: a fake rank program */
@@ -577,11 +583,11 @@ int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, 
 	struct wire_job wj;
 	wire_job_init(&wj);
 	int bad = 0;
-	bad |= snprintf(wj.mode, sizeof wj.mode, "%s", mode) >= (int)sizeof wj.mode;
+	wj.mode = mode;
 	snprintf(wj.problem, sizeof wj.problem, "%d", o->p->id);
 	wj.m = o->m;
 	wj.n = o->n;
-	bad |= snprintf(wj.dtype, sizeof wj.dtype, "%s", o->dtype) >= (int)sizeof wj.dtype;
+	wj.dtype = o->dtype;
 	wj.seed = (long long)o->seed;
 	wj.seed_drawn = o->seed_drawn;
 	wj.trials = o->trials;
@@ -605,7 +611,7 @@ int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, 
 		wj.perf.warmup = o->warmup + warmup_jitter();
 		wj.perf.iters = o->iters;
 		wj.perf.block = 10;
-		snprintf(wj.perf.mode, sizeof wj.perf.mode, "%s", o->timing ? o->timing : "warm");
+		wj.perf.mode = o->timing;
 	}
 	if (bad || n_sol > WIRE_MAX_SOL) {
 		error("the job does not fit the wire (a path over 4095 bytes?)");
@@ -674,7 +680,7 @@ int job_write_trace(const struct job_opts *o, json_t *perf)
 {
 	char title[160];
 	snprintf(title, sizeof title, "pkb %03d_%s W=%d M=%lld N=%lld %s", o->p->id, o->p->name,
-		 o->world, o->m, o->n, o->dtype);
+		 o->world, o->m, o->n, dtype_name(o->dtype));
 	json_t *t = report_trace(perf, o->world, title);
 	int r = json_write_file(o->trace_path, t);
 	json_decref(t);
@@ -688,7 +694,7 @@ json_t *job_roofline(const struct job_opts *o, const char *device, double t_ms, 
 	struct roofline r;
 	char err[600];
 	struct pkb_dims d = { .world = o->world, .m = o->m, .n = o->n,
-			      .dtype = (pkb_dtype)dtype_parse(o->dtype) };
+			      .dtype = o->dtype };
 	*below = 0;
 	if (hw_for_device(o->hw, device, o->world, &h, err, sizeof err) < 0 ||
 	    roofline_compute(o->p, &d, &h, &r, err, sizeof err) < 0) {

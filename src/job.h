@@ -8,6 +8,8 @@
 
 #include <jansson.h>
 #include "launch.h"    /* defines: struct launch_result */
+#include "perfplan.h"  /* defines: enum perf_mode */
+#include "wire.h"      /* defines: enum wire_mode */
 #include "opts.h"      /* defines: struct opt */
 #include "problem.h"   /* defines: struct pkb_problem, pkb_io */
 #include "rendezvous.h"   /* defines: struct rdv_env */
@@ -18,13 +20,14 @@ struct job_opts {
 	const char *backend;     /* eval's -b: what the candidate may use (default cuda) */
 	int world;               /* 0: every GPU of this machine */
 	long long m, n;
-	const char *dtype;
+	pkb_dtype dtype;         /* bf16, fp16 or fp32 (--dtype, checked once) */
 	long long seed;          /* < 0: drawn fresh for each evaluation (job_resolve) */
 	int seed_drawn;          /* 1: the seed was drawn, not given (--seed) */
 	int trials, trial0;
 	double atol, rtol;       /* < 0: the problem's own */
 	int measure_perf, warmup, iters;
-	const char *timing;      /* warm (default) | cold | graph */
+	enum perf_mode timing;   /* --timing (default warm) */
+	int timing_given;        /* --timing was given: said again by job_opts_argv */
 	const char *trace_path;  /* --trace: a Chrome/Perfetto trace of the timed calls */
 	const char *hw;          /* --hw: the roofline's machine (default: by GPU name) */
 	const char *json_path;
@@ -84,7 +87,6 @@ enum pkb_outcome job_build(const struct job_opts *o, struct job_solution *s,
 			   const char *backend, char *msg, size_t n);
 
 /* collected MSG_RESULT records, one array per kind */
-struct wire_job;
 struct job_records {
 	json_t *trial, *run, *perf;
 	/* during the launch: the job, against which job_launch checks each
@@ -96,7 +98,7 @@ struct job_records {
 };
 
 /* launch the ranks with the given solutions; fills res and rec */
-int job_launch(struct job_opts *o, const char *mode, struct job_solution *sols, int n_sol,
+int job_launch(struct job_opts *o, enum wire_mode mode, struct job_solution *sols, int n_sol,
 	       struct launch_result *res, struct job_records *rec, char **log_dir_out);
 int gpu_count(void);
 /* `pkb __probe` in a child (CUDA stays out of this process): its JSON

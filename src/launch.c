@@ -294,8 +294,7 @@ static void drain(struct launch *L, int r)
 	}
 }
 
-static pid_t spawn_rank(const struct launch_opts *o, int r, int local,
-			const struct rdv_layout *host, int sock)
+static pid_t spawn_rank(const struct launch_opts *o, int r, int sock)
 {
 	pid_t parent = getpid();
 	char *log = xstrfmt("%s/rank_%d.log", o->log_dir, r);
@@ -324,21 +323,7 @@ static pid_t spawn_rank(const struct launch_opts *o, int r, int local,
 		fcntl(3, F_SETFD, fl & ~FD_CLOEXEC);
 	}
 	close_range(4, ~0u, 0);
-	char buf[32];
-	snprintf(buf, sizeof buf, "%d", r);
-	setenv("PKB_RANK", buf, 1);
-	snprintf(buf, sizeof buf, "%d", local);
-	setenv("PKB_LOCAL_RANK", buf, 1);
-	/* across nodes: the ranks of this host, the ones whose memory a rank
-	 * can map (symm.c); on one node that is all of them */
-	if (o->nodes) {
-		snprintf(buf, sizeof buf, "%d", host->host_first);
-		setenv("PKB_HOST_FIRST", buf, 1);
-		snprintf(buf, sizeof buf, "%d", host->host_size);
-		setenv("PKB_HOST_SIZE", buf, 1);
-	}
-	snprintf(buf, sizeof buf, "%d", o->world);
-	setenv("PKB_WORLD", buf, 1);
+	/* the rank's number, world and host ranks travel in its job (wire.h) */
 	setenv("PKB_FD", "3", 1);
 	/* never NVLink multicast: it can take shared GPUs out of service */
 	setenv("NCCL_NVLS_ENABLE", "0", 1);
@@ -414,7 +399,7 @@ static int spawn_all(struct launch *L)
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 			return error("socketpair: %s", strerror(errno));
 		int local = r - L->lay.host_first;
-		L->res->ranks[r].pid = spawn_rank(o, r, local, &L->lay, sv[1]);
+		L->res->ranks[r].pid = spawn_rank(o, r, sv[1]);
 		close(sv[1]);
 		L->slot[r].fd = sv[0];
 		if (L->res->ranks[r].pid < 0)
@@ -423,7 +408,7 @@ static int spawn_all(struct launch *L)
 		snprintf(start, sizeof start, "%s|starting", phase_kind_name(PH_START));
 		set_phase(L, r, start);
 		json_t *job = json_deep_copy(o->job);
-		wire_job_address(job, r, W, local);
+		wire_job_address(job, r, W, local, L->lay.host_first, L->lay.host_size);
 		char *txt = json_dumps(job, JSON_COMPACT);
 		proto_send(L->slot[r].fd, MSG_JOB, txt, strlen(txt));
 		free(txt);

@@ -5,22 +5,6 @@
 
 #include <string.h>
 
-static const char *mode_names[] = { [PERF_WARM] = "warm", [PERF_COLD] = "cold",
-				    [PERF_GRAPH] = "graph" };
-
-int perf_mode_parse(const char *s)
-{
-	for (int m = 0; m < (int)(sizeof mode_names / sizeof *mode_names); m++)
-		if (s && !strcmp(s, mode_names[m]))
-			return m;
-	return -1;
-}
-
-const char *perf_mode_name(enum perf_mode m)
-{
-	return (unsigned)m < sizeof mode_names / sizeof *mode_names ? mode_names[m] : "?";
-}
-
 void perf_plan_make(struct perf_plan *p, enum perf_mode mode, size_t least_in, size_t most_in,
 		    size_t l2, int warmup, int iters, int block)
 {

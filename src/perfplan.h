@@ -18,8 +18,54 @@
 #define PKB_PERFPLAN_H
 
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
-enum perf_mode { PERF_WARM, PERF_COLD, PERF_GRAPH };
+/* X(ID, name, help): the one table of timing modes (issue 39), as phases.h
+ * is of phases. The enum, the names of --timing, of the wire's perf.mode
+ * (wire.c refuses any other) and of the perf record, and --timing's help
+ * are all made from it; the first is the default. */
+#define PKB_TIMING_MODES(X) \
+	X(WARM,  warm,  "inputs rotated through groups over 3 x L2") \
+	X(COLD,  cold,  "also L2 flushed before every call") \
+	X(GRAPH, graph, "each call replayed from a CUDA graph")
+
+#define PKB_TIMING_ENUM_(id, name, help) PERF_##id,
+enum perf_mode { PKB_TIMING_MODES(PKB_TIMING_ENUM_) PERF_MODE_COUNT };
+#undef PKB_TIMING_ENUM_
+
+/* "cold" for PERF_COLD, "?" out of range; no link needed (wire.c and the
+ * fake rank use them without perfplan.c) */
+static inline const char *perf_mode_name(enum perf_mode m)
+{
+#define PKB_TIMING_NAME_(id, name, help) [PERF_##id] = #name,
+	static const char *const names[PERF_MODE_COUNT] = { PKB_TIMING_MODES(PKB_TIMING_NAME_) };
+#undef PKB_TIMING_NAME_
+	return (unsigned)m < PERF_MODE_COUNT ? names[m] : "?";
+}
+/* the mode named s, or -1 */
+static inline int perf_mode_parse(const char *s)
+{
+	for (int m = 0; s && m < PERF_MODE_COUNT; m++)
+		if (!strcmp(s, perf_mode_name((enum perf_mode)m)))
+			return m;
+	return -1;
+}
+
+/* --timing's help, one string literal: a line per mode, "  name: help" */
+#define PKB_TIMING_HELP_(id, name, help) "\n  " #name ": " help
+#define PKB_TIMING_HELP PKB_TIMING_MODES(PKB_TIMING_HELP_)
+/* "warm, cold or graph" into buf, for messages */
+static inline const char *perf_mode_list(char *buf, size_t n)
+{
+	size_t off = 0;
+	buf[0] = 0;
+	for (int m = 0; m < PERF_MODE_COUNT && off < n; m++)
+		off += (size_t)snprintf(buf + off, n - off, "%s%s", m == 0 ? ""
+					: m == PERF_MODE_COUNT - 1 ? " or " : ", ",
+					perf_mode_name((enum perf_mode)m));
+	return buf;
+}
 
 #define PERF_MAX_GROUPS 64
 
@@ -34,8 +80,6 @@ struct perf_plan {
 /* least_in/most_in: the smallest and largest input bytes of any rank */
 void perf_plan_make(struct perf_plan *p, enum perf_mode mode, size_t least_in, size_t most_in,
 		    size_t l2, int warmup, int iters, int block);
-int perf_mode_parse(const char *s);        /* -1 if unknown */
-const char *perf_mode_name(enum perf_mode m);
 
 static inline int perf_group(const struct perf_plan *p, long call) { return (int)(call % p->groups); }
 static inline int perf_out_set(const struct perf_plan *p, long call) { return (int)(call % p->out_sets); }

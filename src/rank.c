@@ -599,7 +599,7 @@ void describe_job(struct rank_env *E)
 	E->dims.rank = E->rank;
 	E->dims.m = E->job.m;
 	E->dims.n = E->job.n;
-	E->dims.dtype = (pkb_dtype)dtype_parse(E->job.dtype);
+	E->dims.dtype = E->job.dtype;
 	E->dims.trial = E->job.trial0;
 	E->device_timeout_ns = (uint64_t)E->job.device_timeout_ms * 1000000ull;
 	if (!E->device_timeout_ns)
@@ -682,7 +682,6 @@ int rank_main(void)
 	E->rank = E->job.rank;
 	E->world = E->job.world;
 	E->local_rank = E->job.local_rank;
-	const char *mode = E->job.mode;
 
 	/* a rank ends by returning from here after DONE (or by rank_fail's
 	 * _exit): an exit() before that is a bug, named as such */
@@ -704,7 +703,7 @@ int rank_main(void)
 	 * after the reference on this GPU, so no memory it gets can hold a
 	 * reference result, and the reference computes and is timed with no
 	 * candidate process alive (issue 44). Its outputs wait on the host. */
-	int eval = !strcmp(mode, "eval");
+	int eval = E->job.mode == WIRE_EVAL;
 	void **cand_kept = NULL;
 	for (int k = 0; k < E->n_sol; k++) {
 		int s = eval ? E->n_sol - 1 - k : k;

@@ -8,7 +8,7 @@
  * Across nodes (docs/MULTINODE.md) CUDA IPC reaches the ranks of this host
  * only: the others' entries in the peer table are NULL, and a device
  * barrier spans this host's ranks. launch.c says which ranks those are
- * (PKB_HOST_FIRST, PKB_HOST_SIZE); on one node they are all W.
+ * (the job's host_first and host_size); on one node they are all W.
  */
 #define _GNU_SOURCE
 #include "rank_env.h"
@@ -27,17 +27,12 @@ static int symm_fail(struct rank_env *E, const char *what, cudaError_t e)
 	return -1;
 }
 
-/* the ranks of this host: [*first, *first + *size) */
+/* the ranks of this host: [*first, *first + *size), the job's (wire.c
+ * checked that they hold this rank) */
 static void host_ranks(const struct rank_env *E, int *first, int *size)
 {
-	const char *f = getenv("PKB_HOST_FIRST"), *n = getenv("PKB_HOST_SIZE");
-	*first = f ? atoi(f) : 0;
-	*size = n ? atoi(n) : E->world;
-	if (*first < 0 || *size < 1 || *first > E->rank || E->rank >= *first + *size ||
-	    *first + *size > E->world) {
-		*first = 0;
-		*size = E->world;
-	}
+	*first = E->job.host_first;
+	*size = E->job.host_size;
 }
 
 int symm_make(struct rank_env *E, size_t bytes, struct symm_block *b)

@@ -472,11 +472,9 @@ static int perf_recheck(struct rank_env *E, struct perf_set *ps, struct perf_run
 
 void perf_begin(struct rank_env *E)
 {
-	int mode = perf_mode_parse(E->job.perf.mode);
-	if (mode < 0)
-		mode = PERF_WARM;
+	enum perf_mode mode = E->job.perf.mode;   /* wire.c took only a known one */
 	phase(E, PH_TIMING, "preparing %d+%d %s calls per solution", E->job.perf.warmup,
-	      E->job.perf.iters, perf_mode_name((enum perf_mode)mode));
+	      E->job.perf.iters, perf_mode_name(mode));
 	/* the clock is the judge's, the calls another process's: without MPS
 	 * the two contexts time-slice and each call pays ~275 us (H100,
 	 * tests/gpu/judge_probe.cu; docs/MPS.md) */
@@ -485,7 +483,7 @@ void perf_begin(struct rank_env *E)
 		rank_fail(E, OUT_ENV_ERROR, "timing needs an NVIDIA MPS daemon serving this GPU "
 			  "(the judge times another process's calls; docs/MPS.md): none is");
 	struct perf_set *ps = xcalloc(1, sizeof *ps);
-	perf_prepare(E, ps, (enum perf_mode)mode, E->job.perf.warmup, E->job.perf.iters,
+	perf_prepare(E, ps, mode, E->job.perf.warmup, E->job.perf.iters,
 		     E->job.perf.block);
 	if (make_dev_comm(E, &E->align_pads, &E->align_epochs, &E->align_err, &ps->align) < 0)
 		rank_fail(E, OUT_RUNTIME_ERROR, "cannot allocate the alignment barrier: %s",

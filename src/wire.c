@@ -4,25 +4,38 @@
  * wire_job outlives the JSON it came from.
  */
 #include "wire.h"
+#include "dtype.h"     /* defines: dtype_name, dtype_parse */
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+static const char *const mode_names[WIRE_MODE_COUNT] = { [WIRE_EVAL] = "eval",
+							  [WIRE_RUN] = "run" };
+
+const char *wire_mode_name(enum wire_mode m)
+{
+	return (unsigned)m < WIRE_MODE_COUNT ? mode_names[m] : "?";
+}
+
 void wire_job_init(struct wire_job *j)
 {
 	memset(j, 0, sizeof *j);
+	j->mode = WIRE_EVAL;
+	j->dtype = PKB_BF16;
+	j->perf.mode = PERF_WARM;
 	j->atol = j->rtol = -1;
 	j->sandbox = 1;
-	j->rank = j->world = j->local_rank = -1;
+	j->rank = j->world = j->local_rank = j->host_first = j->host_size = -1;
 }
 
 json_t *wire_job_pack(const struct wire_job *j)
 {
-	json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:s,s:I,s:i,s:i,s:i}", "mode", j->mode,
-			      "problem", j->problem, "m", (json_int_t)j->m, "n", (json_int_t)j->n,
-			      "dtype", j->dtype, "seed", (json_int_t)j->seed, "trials", j->trials,
-			      "trial0", j->trial0, "device_timeout_ms", j->device_timeout_ms);
+	json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:s,s:I,s:i,s:i,s:i}", "mode",
+			      wire_mode_name(j->mode), "problem", j->problem, "m", (json_int_t)j->m,
+			      "n", (json_int_t)j->n, "dtype", dtype_name(j->dtype), "seed",
+			      (json_int_t)j->seed, "trials", j->trials, "trial0", j->trial0,
+			      "device_timeout_ms", j->device_timeout_ms);
 	if (j->seed_drawn)
 		json_object_set_new(o, "seed_drawn", json_true());
 	if (j->save_dir[0])
@@ -40,17 +53,22 @@ json_t *wire_job_pack(const struct wire_job *j)
 	if (j->has_perf)
 		json_object_set_new(o, "perf", json_pack("{s:i,s:i,s:i,s:s}", "warmup",
 							 j->perf.warmup, "iters", j->perf.iters,
-							 "block", j->perf.block, "mode", j->perf.mode));
+							 "block", j->perf.block, "mode",
+							 perf_mode_name(j->perf.mode)));
 	if (j->rank >= 0)
-		wire_job_address(o, j->rank, j->world, j->local_rank);
+		wire_job_address(o, j->rank, j->world, j->local_rank, j->host_first,
+				 j->host_size);
 	return o;
 }
 
-void wire_job_address(json_t *job, int rank, int world, int local_rank)
+void wire_job_address(json_t *job, int rank, int world, int local_rank, int host_first,
+		      int host_size)
 {
 	json_object_set_new(job, "rank", json_integer(rank));
 	json_object_set_new(job, "world", json_integer(world));
 	json_object_set_new(job, "local_rank", json_integer(local_rank));
+	json_object_set_new(job, "host_first", json_integer(host_first));
+	json_object_set_new(job, "host_size", json_integer(host_size));
 }
 
 /* copy a string that must fit */
@@ -115,6 +133,30 @@ static json_t *want(json_t *obj, const char *where, const char *key, int t, int 
 } while (0)
 #define INT(obj, where, key, req) json_integer_value(want(obj, where, key, JSON_INTEGER, req, &bad, err, n))
 
+/* obj[key], a string that must be one of the names name(0 .. count - 1):
+ * its index, or -1 with a message that lists them */
+static int named(json_t *obj, const char *where, const char *key, const char *(*name)(int),
+		 int count, int *bad, char *err, size_t n)
+{
+	json_t *v = want(obj, where, key, JSON_STRING, 1, bad, err, n);
+	if (!v)
+		return -1;
+	const char *s = json_string_value(v);
+	for (int i = 0; i < count; i++)
+		if (!strcmp(s, name(i)))
+			return i;
+	size_t off = (size_t)snprintf(err, n, "%s: '%s' is '%.40s', not one of", where, key, s);
+	for (int i = 0; i < count && off < n; i++)
+		off += (size_t)snprintf(err + off, n - off, " %s", name(i));
+	*bad = 1;
+	return -1;
+}
+
+/* the name tables as named() takes them */
+static const char *mode_name_(int i) { return wire_mode_name((enum wire_mode)i); }
+static const char *dtype_name_(int i) { return dtype_name((pkb_dtype)i); }
+static const char *perf_mode_name_(int i) { return perf_mode_name((enum perf_mode)i); }
+
 int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, size_t n)
 {
 	int bad = 0;
@@ -123,11 +165,11 @@ int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, si
 		snprintf(err, n, "the job is not a JSON object");
 		return -1;
 	}
-	STR(in, "job", "mode", j->mode, 1);
+	int mode = named(in, "job", "mode", mode_name_, WIRE_MODE_COUNT, &bad, err, n);
 	STR(in, "job", "problem", j->problem, 1);
 	j->m = INT(in, "job", "m", 1);
 	j->n = INT(in, "job", "n", 1);
-	STR(in, "job", "dtype", j->dtype, 1);
+	int dtype = named(in, "job", "dtype", dtype_name_, PKB_DTYPE_COUNT, &bad, err, n);
 	j->seed = INT(in, "job", "seed", 1);
 	json_int_t trials = INT(in, "job", "trials", 1), trial0 = INT(in, "job", "trial0", 1);
 	json_int_t dt = INT(in, "job", "device_timeout_ms", 1);
@@ -140,6 +182,8 @@ int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, si
 	json_t *drawn = want(in, "job", "seed_drawn", JSON_TRUE, 0, &bad, err, n);
 	if (bad)
 		return -1;
+	j->mode = (enum wire_mode)mode;
+	j->dtype = (pkb_dtype)dtype;
 	if (!fits_int(trials) || !fits_int(trial0) || !fits_int(dt) || trials < 0 || dt < 0) {
 		snprintf(err, n, "job: trials, trial0 or device_timeout_ms out of range");
 		return -1;
@@ -173,9 +217,11 @@ int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, si
 	if (perf) {
 		json_int_t w = INT(perf, "job: perf", "warmup", 1), it = INT(perf, "job: perf", "iters", 1),
 			   bl = INT(perf, "job: perf", "block", 1);
-		STR(perf, "job: perf", "mode", j->perf.mode, 1);
+		int pm = named(perf, "job: perf", "mode", perf_mode_name_, PERF_MODE_COUNT, &bad,
+			       err, n);
 		if (bad)
 			return -1;
+		j->perf.mode = (enum perf_mode)pm;
 		if (w < 0 || it < 1 || bl < 1 || w > 100000000 || it > 100000000 || bl > 1000000) {
 			snprintf(err, n, "job: perf: warmup >= 0, iters and block >= 1");
 			return -1;
@@ -187,16 +233,26 @@ int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, si
 	}
 	if (addressed) {
 		json_int_t r = INT(in, "job", "rank", 1), w = INT(in, "job", "world", 1),
-			   l = INT(in, "job", "local_rank", 1);
+			   l = INT(in, "job", "local_rank", 1), hf = INT(in, "job", "host_first", 1),
+			   hs = INT(in, "job", "host_size", 1);
 		if (bad)
 			return -1;
 		if (w < 1 || w > 4096 || r < 0 || r >= w || l < 0 || l > 4096) {
 			snprintf(err, n, "job: rank %lld of world %lld", (long long)r, (long long)w);
 			return -1;
 		}
+		/* symm.c maps the memory of these ranks: its own among them */
+		if (hf < 0 || hs < 1 || hf > r || r >= hf + hs || hf + hs > w) {
+			snprintf(err, n, "job: host ranks %lld + %lld do not hold rank %lld of "
+				 "world %lld", (long long)hf, (long long)hs, (long long)r,
+				 (long long)w);
+			return -1;
+		}
 		j->rank = (int)r;
 		j->world = (int)w;
 		j->local_rank = (int)l;
+		j->host_first = (int)hf;
+		j->host_size = (int)hs;
 	}
 	return 0;
 }

@@ -5,9 +5,17 @@
  * fake rank of the tests (read it). Unpack refuses a message with a missing
  * key or a wrong type and says which, where each reader once took 0 or NULL
  * for anything absent. The keys are the ones the job always had.
+ *
+ * Values are typed in the struct (issue 39): the mode, the dtype and the
+ * timing mode are enums, written on the wire by their names, and unpack
+ * refuses a name it does not know (the judge reports it) where the judge
+ * once took an unknown timing mode for warm.
  */
 #ifndef PKB_WIRE_H
 #define PKB_WIRE_H
+
+#include "perfplan.h"  /* defines: enum perf_mode, perf_mode_name */
+#include "pkb.h"       /* defines: pkb_dtype */
 
 #include <jansson.h>
 #include <stddef.h>
@@ -20,11 +28,15 @@ struct wire_solution {
 	int nccl;                 /* needs the NCCL communicator */
 };
 
+/* what the ranks do with the solutions: on the wire "eval" or "run" */
+enum wire_mode { WIRE_EVAL, WIRE_RUN, WIRE_MODE_COUNT };
+const char *wire_mode_name(enum wire_mode m);
+
 struct wire_job {
-	char mode[16];            /* "eval" or "run" */
+	enum wire_mode mode;
 	char problem[16];         /* the problem's id, as digits */
 	long long m, n;           /* base shape */
-	char dtype[16];
+	pkb_dtype dtype;          /* on the wire dtype_name's ("bf16") */
 	long long seed;
 	int seed_drawn;           /* drawn by this node, not given: across nodes
 				     node 0's is used (rendezvous.c) */
@@ -39,19 +51,26 @@ struct wire_job {
 	int has_perf;             /* --measure-perf */
 	struct {
 		int warmup, iters, block;
-		char mode[16];    /* warm, cold, graph */
+		enum perf_mode mode;   /* perfplan.h's table names it on the wire */
 	} perf;
 	int rank, world, local_rank;   /* launch.c's, per rank; -1 until then */
+	/* the ranks of rank's host, [host_first, host_first + host_size): the
+	 * ones whose memory it can map (symm.c); all W on one node */
+	int host_first, host_size;
 };
 
-/* defaults: no save_dir, no tolerances, no perf, sandboxed, not yet addressed */
+/* defaults: eval, bf16, no save_dir, no tolerances, no perf, sandboxed, not
+ * yet addressed */
 void wire_job_init(struct wire_job *j);
-/* the job as sent (rank, world and local_rank only when rank >= 0) */
+/* the job as sent (its address only when rank >= 0) */
 json_t *wire_job_pack(const struct wire_job *j);
-/* launch.c: the copy of the job for rank r */
-void wire_job_address(json_t *job, int rank, int world, int local_rank);
+/* launch.c: the copy of the job for rank r, whose host holds ranks
+ * [host_first, host_first + host_size) */
+void wire_job_address(json_t *job, int rank, int world, int local_rank, int host_first,
+		      int host_size);
 /* 0, or -1 with `err` naming the key that is missing, of the wrong type, too
- * long or out of range; `addressed`: rank, world and local_rank required */
+ * long, out of range or (mode, dtype, perf.mode) not a name it knows;
+ * `addressed`: rank, world, local_rank, host_first and host_size required */
 int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, size_t n);
 
 /* ---- the records a rank sends back (MSG_RESULT), one struct per kind.

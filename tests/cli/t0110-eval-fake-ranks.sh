@@ -46,7 +46,11 @@ OPENAI_API_KEY=sk-test-must-not-leak AWS_SECRET_ACCESS_KEY=aws-must-not-leak GIT
 expect_grep "^env CUDA_VISIBLE_DEVICES=0,1$" "$TMP/envlogs/rank_1.log"
 expect_grep "^env NCCL_DEBUG=WARN$" "$TMP/envlogs/rank_1.log"
 expect_grep "^env NCCL_NVLS_ENABLE=0$" "$TMP/envlogs/rank_0.log"
-expect_grep "^env PKB_RANK=1$" "$TMP/envlogs/rank_1.log"
+expect_grep "^env PKB_FD=3$" "$TMP/envlogs/rank_1.log"
+# its address is the job's (issue 39: PKB_RANK and PKB_WORLD were set, never read)
+expect_grep "^job rank 1 of 2, local 1, host ranks 0 \+ 2$" "$TMP/envlogs/rank_1.log"
+if grep -q "^env PKB_\(RANK\|WORLD\|LOCAL_RANK\|HOST_FIRST\|HOST_SIZE\)=" "$TMP"/envlogs/rank_*.log; then
+	not_ok "a rank got its address in its environment"; else ok; fi
 expect_grep "^env PATH=" "$TMP/envlogs/rank_0.log"
 if grep -q "must-not-leak" "$TMP"/envlogs/rank_*.log; then not_ok "a credential reached a rank"; else ok; fi
 

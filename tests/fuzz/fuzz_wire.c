@@ -33,7 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		json_t *again = wire_job_pack(&j);
 		if (addressed)
-			wire_job_address(again, j.rank, j.world, j.local_rank);
+			wire_job_address(again, j.rank, j.world, j.local_rank, j.host_first,
+					 j.host_size);
 		struct wire_job k;
 		wire_job_init(&k);
 		if (wire_job_unpack(again, &k, addressed, err, sizeof err) < 0)

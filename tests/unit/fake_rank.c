@@ -247,6 +247,8 @@ int main(void)
 		for (char **e = environ; *e; e++)
 			fprintf(stderr, "env %s\n", *e);
 		fprintf(stderr, "job seed %lld\n", job.seed);
+		fprintf(stderr, "job rank %d of %d, local %d, host ranks %d + %d\n", job.rank,
+			job.world, job.local_rank, job.host_first, job.host_size);
 	}
 	if (!strcmp(mode, "nogpu")) {   /* the machine, not the candidate: env_error */
 		say(MSG_FAIL, "{\"category\":\"env_error\",\"message\":\"fake: no CUDA device\"}");
@@ -270,7 +272,7 @@ int main(void)
 				return 1;
 			}
 	}
-	if (!strcmp(job.mode, "run")) {   /* pkb run: one record of output statistics */
+	if (job.mode == WIRE_RUN) {   /* pkb run: one record of output statistics */
 		struct wire_run wr = { .rank = rank, .outputs = json_pack(
 			"[{s:s,s:f,s:f,s:i}]", "name", "out", "mean_abs", 0.8, "amax", 3.5,
 			"nonfinite", 0) };
@@ -323,7 +325,7 @@ int main(void)
 				.recheck = json_array(),
 			};
 			snprintf(wp.solution, sizeof wp.solution, "%s", role);
-			snprintf(wp.mode, sizeof wp.mode, "%s", job.perf.mode);
+			snprintf(wp.mode, sizeof wp.mode, "%s", perf_mode_name(job.perf.mode));
 			const char *dev = getenv("PKB_FAKE_DEVICE");
 			snprintf(wp.device, sizeof wp.device, "%s", dev ? dev : "NVIDIA H200");
 			if (stale)
@@ -344,7 +346,7 @@ int main(void)
 					.host_ms = 1000.0, .span_ms = 1000.0, .groups = 64, .block = 10,
 					.recheck_ok = 1, .recheck = json_array() };
 		snprintf(wp.solution, sizeof wp.solution, "reference");
-		snprintf(wp.mode, sizeof wp.mode, "%s", job.perf.mode);
+		snprintf(wp.mode, sizeof wp.mode, "%s", perf_mode_name(job.perf.mode));
 		snprintf(wp.device, sizeof wp.device, "NVIDIA H200");
 		send_record(wire_perf_pack(&wp));
 		json_decref(wp.recheck);

@@ -43,10 +43,10 @@ static int same_str(const char *a, const char *b)
 static int same(const struct job_opts *a, const struct job_opts *b)
 {
 	return same_str(a->backend, b->backend) && a->world == b->world && a->m == b->m &&
-	       a->n == b->n && same_str(a->dtype, b->dtype) && a->seed == b->seed &&
+	       a->n == b->n && a->dtype == b->dtype && a->seed == b->seed &&
 	       a->trials == b->trials && a->atol == b->atol && a->rtol == b->rtol &&
 	       a->measure_perf == b->measure_perf && a->warmup == b->warmup &&
-	       a->iters == b->iters && same_str(a->timing, b->timing) &&
+	       a->iters == b->iters && a->timing == b->timing && a->timing_given == b->timing_given &&
 	       same_str(a->trace_path, b->trace_path) && same_str(a->hw, b->hw) &&
 	       same_str(a->json_path, b->json_path) && same_str(a->log_dir, b->log_dir) &&
 	       a->keep_logs == b->keep_logs && a->no_sandbox == b->no_sandbox &&
@@ -119,6 +119,14 @@ int main(void)
 	/* a tolerance that %.15g would round keeps every digit */
 	CHECK(round_trip(ARGV("--atol", "0.30000000000000004"), &w));
 	CHECKF(strstr(j = joined(&w), "--atol 0.30000000000000004"), "%s", j);
+	free(j);
+
+	/* typed once (issue 39): --dtype by any name dtype.h knows comes back
+	 * as ours; --timing warm, the default, is said again when given (the
+	 * agent's run.json records a given timing) */
+	CHECK(round_trip(ARGV("-d", "half", "--timing", "warm"), &w));
+	CHECKF(!strcmp(j = joined(&w), "--dtype fp16 --trials 5 --measure-perf --timing warm"),
+	       "%s", j);
 	free(j);
 
 	/* what eval refuses, the one table refuses wherever it is given */

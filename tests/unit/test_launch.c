@@ -40,9 +40,9 @@ static struct launch_result go(const char *mode, const char *only, int world, do
 	/* a whole job (wire.h): the fake rank reads it as the real one does */
 	struct wire_job job;
 	wire_job_init(&job);
-	strcpy(job.mode, "eval");
+	job.mode = WIRE_EVAL;
 	strcpy(job.problem, "1");
-	strcpy(job.dtype, "bf16");
+	job.dtype = PKB_BF16;
 	job.m = job.n = 1024;
 	job.trials = 2;
 	job.n_sol = 1;
