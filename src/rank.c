@@ -19,173 +19,36 @@
  * An eval runs the candidate on every trial's inputs first, on poisoned
  * outputs, its input checksums checked around each call and its outputs
  * kept on the host; then the reference on the same inputs, drawn again;
- * then each output is compared (compare.c). The timing engine is timing.c's
- * and the state they share rank_env.h's; symm.c serves both the judge (its
- * alignment barrier) and the solution process.
+ * then each output is compared (judgecmp.c, compare.c). The timing engine
+ * is timing.c's and the state they share rank_env.h's; the parts call one
+ * way, from here down (rank_env.h has the order): nothing calls back into
+ * this file.
  */
 #define _GNU_SOURCE
-#include "compare.h"   /* defines: compare_buffers_own, compare_look */
-#include "dtype.h"     /* defines: dtype_name */
+#include "dtype.h"     /* defines: dtype_name, dtype_is_float, dtype_stats */
 #include "exitcode.h"  /* defines: enum pkb_outcome */
-#include "kernels.h"   /* defines: kern_fill, kern_checksum */
-#include "phases.h"    /* defines: enum phase_kind, phase_kind_name */
-#include "problem.h"   /* defines: problem_find, problem_describe, tensor_desc_bytes,
-			   problem_params_json */
+#include "inputs.h"    /* defines: describe_job, gen_inputs */
+#include "judgecmp.h"  /* defines: copy_outputs, compare_outputs */
+#include "kernels.h"   /* defines: kern_checksum */
+#include "phases.h"    /* defines: enum phase_kind */
+#include "problem.h"   /* defines: tensor_desc_bytes, problem_params_json */
 #include "proto.h"     /* defines: proto_send, proto_recv */
-#include "rank_env.h"  /* defines: struct rank_env, struct solution, symm_make, do_perf */
+#include "rank_env.h"  /* defines: struct rank_env */
+#include "rank_link.h" /* defines: phase, rank_fail, sol_command, sol_wait, CUDA_OR */
 #include "safetensors.h"
 #include "sandbox.h"   /* defines: sandbox_exit_guard */
-#include "solproc.h"   /* defines: solproc_spawn, solproc_wait, solproc_kill */
+#include "solproc.h"   /* defines: solproc_spawn, solproc_reap */
+#include "timing.h"    /* defines: perf_begin, perf_solution, perf_end */
 #include "util.h"
 
 #include <cuda_runtime_api.h>
 #include <jansson.h>
-#include <math.h>
-#include <nccl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* ---- talking to the parent ------------------------------------------------ */
-
-/* "kind|detail": the kind is an enum of phases.h, so only a phase the
- * parent has a budget for can be announced */
-void phase(struct rank_env *E, enum phase_kind kind, const char *fmt, ...)
-{
-	char buf[256];
-	int off = snprintf(buf, sizeof buf, "%s|", phase_kind_name(kind));
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf + off, sizeof buf - (size_t)off, fmt, ap);
-	va_end(ap);
-	if (!E->is_sol)   /* a solution process's phases are its judge's to announce */
-		proto_send(E->fd, MSG_PHASE, buf, strlen(buf));
-	snprintf(E->phase_now, sizeof E->phase_now, "%s", buf + off);
-}
-
-noreturn void rank_fail(struct rank_env *E, enum pkb_outcome cat, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	error("%s %d: %s: %s", E->is_sol ? "solution process of rank" : "rank", E->rank,
-	      outcome_name(cat), msg);
-	if (E->proc)
-		solproc_kill(E->proc);
-	json_t *j = json_pack("{s:s,s:s}", "category", outcome_name(cat), "message", msg);
-	char *txt = json_dumps(j, JSON_COMPACT);
-	proto_send(E->fd, MSG_FAIL, txt, strlen(txt));
-	free(txt);
-	json_decref(j);
-	fflush(NULL);
-	_exit(1);
-}
-
-void send_result(struct rank_env *E, json_t *rec)
-{
-	char *txt = json_dumps(rec, JSON_COMPACT);
-	proto_send(E->fd, MSG_RESULT, txt, strlen(txt));
-	free(txt);
-	json_decref(rec);
-}
-
-int coll_allgather(struct rank_env *E, const void *send, void *recv, size_t bytes)
-{
-	if (proto_send(E->fd, MSG_COLL, send, bytes) < 0)
-		return -1;
-	enum msg_type t;
-	char *buf;
-	size_t len;
-	if (proto_recv(E->fd, &t, &buf, &len) < 0 || t != MSG_COLL ||
-	    len != bytes * (size_t)E->world) {
-		free(len ? buf : NULL);
-		return -1;
-	}
-	if (recv)
-		memcpy(recv, buf, len);
-	free(buf);
-	return 0;
-}
-
-void host_barrier(struct rank_env *E)
-{
-	if (coll_allgather(E, NULL, NULL, 0) < 0)
-		rank_fail(E, OUT_INTERNAL, "lost the parent during a barrier");
-}
-
-/* Wait for the stream, turning asynchronous CUDA and NCCL errors into a
- * runtime_error of `who`. A hang is the parent's to end (its deadline). */
-void wait_stream(struct rank_env *E, const char *who)
-{
-	for (unsigned spins = 0;; spins++) {
-		cudaError_t e = cudaStreamQuery(E->stream);
-		if (e == cudaSuccess)
-			break;
-		if (e != cudaErrorNotReady)
-			rank_fail(E, OUT_RUNTIME_ERROR, "%s: %s", who, cudaGetErrorString(e));
-		if (E->nccl && (spins & 255) == 0) {
-			ncclResult_t ae;
-			if (E->nccl_api->CommGetAsyncError(E->nccl, &ae) == ncclSuccess &&
-			    ae != ncclSuccess && ae != ncclInProgress)
-				rank_fail(E, OUT_RUNTIME_ERROR, "%s: NCCL: %s", who,
-					  E->nccl_api->GetErrorString(ae));
-		}
-		if (spins > 1000)
-			usleep(50);
-	}
-	cudaError_t e = cudaDeviceSynchronize();   /* errors of side streams too */
-	if (e != cudaSuccess)
-		rank_fail(E, OUT_RUNTIME_ERROR, "%s: %s", who, cudaGetErrorString(e));
-}
-
 /* ---- the solution process -------------------------------------------------- */
-
-json_t *ipc_handles(struct rank_env *E, void *const *bufs, int n)
-{
-	json_t *a = json_array();
-	for (int i = 0; i < n; i++) {
-		cudaIpcMemHandle_t h;
-		CUDA_OR(E, OUT_RUNTIME_ERROR, cudaIpcGetMemHandle(&h, bufs[i]));
-		char hex[2 * sizeof h + 1];
-		for (size_t k = 0; k < sizeof h; k++)
-			snprintf(hex + 2 * k, 3, "%02x", ((unsigned char *)&h)[k]);
-		json_array_append_new(a, json_string(hex));
-	}
-	return a;
-}
-
-/* an all-gather the solution process asked for, made among the judges */
-static int relay_coll(void *ctx, const void *send, size_t len, void **out, size_t *out_len)
-{
-	struct rank_env *E = ctx;
-	*out_len = len * (size_t)E->world;
-	*out = xmalloc(*out_len + 1);
-	return coll_allgather(E, send, *out, len);
-}
-
-static json_t *sol_wait(struct rank_env *E, json_t *cmd, const char *op)
-{
-	if (cmd && solproc_send(E->proc, MSG_SOL_CMD, cmd) < 0) {
-		char msg[400];
-		enum pkb_outcome cat = solproc_describe_end(E->proc, msg, sizeof msg);
-		rank_fail(E, cat, "%s", msg);
-	}
-	json_t *reply = NULL;
-	enum pkb_outcome cat;
-	char msg[1200];
-	if (solproc_wait(E->proc, op, -1, &reply, relay_coll, E, &cat, msg, sizeof msg) < 0)
-		rank_fail(E, cat, "%s", msg);
-	return reply;
-}
-
-void sol_command(struct rank_env *E, json_t *cmd, const char *op)
-{
-	json_decref(sol_wait(E, cmd, op));
-}
 
 /* The GPU as solution s's process has it, against the judge's own view
  * taken before any solution ran: the same SMs, and MPS where the job is
@@ -269,61 +132,6 @@ static void sol_stop(struct rank_env *E, int s)
 
 /* ---- inputs and outputs --------------------------------------------------- */
 
-/* The key of one tensor's draw: SHA-256 of (seed, problem, trial, rank or
- * "all", tensor), its first 8 bytes. One-way, so that a solution that
- * recovers the key of a tensor it sees (host-drawn inputs are splitmix64
- * streams of it, and splitmix64 can be run backwards) learns neither the
- * seed nor a peer's key: a chain of mix64 steps was a bijection at every
- * step, and its constants are public (issue 44: inputs regenerated instead
- * of communicated). */
-static uint64_t input_key(struct rank_env *E, int trial, int tensor, int same)
-{
-	int64_t words[5] = { (int64_t)E->seed, E->p->id, trial, same ? -1 : E->rank, tensor };
-	unsigned char md[32];
-	sha256(words, sizeof words, md);
-	uint64_t k = 0;
-	for (int i = 0; i < 8; i++)
-		k = k << 8 | md[i];
-	return k;
-}
-
-void gen_inputs(struct rank_env *E, int trial, void *const *bufs)
-{
-	gen_inputs_async(E, trial, bufs, NULL);
-}
-
-void gen_inputs_async(struct rank_env *E, int trial, void *const *bufs, void **staging)
-{
-	struct pkb_dims d = E->dims;
-	d.trial = trial;
-	d.common_seed = input_key(E, trial, -1, 1);
-	for (int i = 0; i < E->io.n_in; i++) {
-		const struct pkb_tensor_desc *t = &E->io.in[i];
-		size_t bytes = tensor_desc_bytes(t);
-		uint64_t key = input_key(E, trial, i, t->same_on_all_ranks);
-		if (t->dist.kind == PKB_DIST_HOST) {
-			/* staging: pinned, the caller's, reused only once the stream
-			 * has passed this copy; else a buffer of its own, waited for */
-			void *h = staging ? staging[i] : xmalloc(bytes);
-			if (staging && !h) {
-				CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMallocHost(&h, bytes + 16));
-				staging[i] = h;
-			}
-			if (E->p->gen_host(&d, i, key, h, bytes) != 0)
-				rank_fail(E, OUT_INTERNAL, "gen_host of input '%s' failed", t->name);
-			CUDA_OR(E, OUT_RUNTIME_ERROR,
-				cudaMemcpyAsync(bufs[i], h, bytes, cudaMemcpyHostToDevice, E->stream));
-			if (staging)
-				continue;
-			CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamSynchronize(E->stream));
-			free(h);
-		} else if (kern_fill(bufs[i], t->dtype, tensor_desc_numel(t), (int)t->dist.kind,
-				     t->dist.a, t->dist.b, key, (struct CUstream_st *)E->stream)) {
-			rank_fail(E, OUT_RUNTIME_ERROR, "input generation failed for '%s'", t->name);
-		}
-	}
-}
-
 static void checksum_inputs(struct rank_env *E, void *const *bufs, uint64_t *sums)
 {
 	for (int i = 0; i < E->io.n_in; i++) {
@@ -342,87 +150,6 @@ static void poison_outputs(struct rank_env *E, void *const *bufs)
 	for (int i = 0; i < E->io.n_out; i++)
 		CUDA_OR(E, OUT_RUNTIME_ERROR,
 			cudaMemsetAsync(bufs[i], 0xff, tensor_desc_bytes(&E->io.out[i]), E->stream));
-}
-
-void copy_outputs(struct rank_env *E, void *const *dev, void **host)
-{
-	for (int i = 0; i < E->io.n_out; i++)
-		CUDA_OR(E, OUT_RUNTIME_ERROR,
-			cudaMemcpyAsync(host[i], dev[i], tensor_desc_bytes(&E->io.out[i]),
-					cudaMemcpyDeviceToHost, E->stream));
-	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamSynchronize(E->stream));
-}
-
-static void coords_of(const struct pkb_tensor_desc *t, int64_t flat, json_t *arr)
-{
-	int64_t c[PKB_MAX_DIMS];
-	for (int d = t->ndim - 1; d >= 0; d--) {
-		int64_t ext = t->shape[d] ? t->shape[d] : 1;
-		c[d] = flat % ext;
-		flat /= ext;
-	}
-	for (int d = 0; d < t->ndim; d++)
-		json_array_append_new(arr, json_integer(c[d]));
-}
-
-static json_t *num_or_str(double v)
-{
-	if (isnan(v))
-		return json_string("nan");
-	if (isinf(v))
-		return json_string(v > 0 ? "inf" : "-inf");
-	return json_real(v);
-}
-
-void compare_keep_first(struct rank_env *E, json_t *scratch, json_t *outs, int *ok)
-{
-	json_array_clear(scratch);
-	if (!compare_outputs(E, scratch) && *ok) {
-		*ok = 0;
-		json_array_extend(outs, scratch);
-	}
-}
-
-/* Compare every output; returns 1 if all pass. Appends records to `outs`. */
-int compare_outputs(struct rank_env *E, json_t *outs)
-{
-	int all_ok = 1;
-	for (int i = 0; i < E->io.n_out; i++) {
-		const struct pkb_tensor_desc *t = &E->io.out[i];
-		struct cmp_result c;
-		/* this rank's 1/W of the flat output: right there and wrong
-		 * elsewhere reads as local_only (compare_look) */
-		int64_t numel = tensor_desc_numel(t);
-		int64_t lo = E->world > 1 ? numel / E->world * E->rank : 0;
-		int64_t hi = E->world > 1 ? numel / E->world * (E->rank + 1) : 0;
-		int ok = compare_buffers_own(t->dtype, E->host_ref[i], E->host_out[i], numel,
-					     t->tol, lo, hi, &c);
-		all_ok &= ok;
-		json_t *o = json_pack("{s:s,s:b,s:I,s:I,s:o,s:o,s:o,s:o}", "name", t->name, "ok", ok,
-				      "n", (json_int_t)c.n, "n_bad", (json_int_t)c.n_bad,
-				      "max_abs_err", num_or_str(c.max_abs_err),
-				      "l2_rel", num_or_str(c.l2_rel), "l2_limit", json_real(c.l2_limit),
-				      "amax_ref", json_real(c.amax_ref));
-		json_object_set_new(o, "l2_failed", json_boolean(c.l2_failed));
-		if (!ok) {
-			const char *look = compare_look(&c);
-			json_object_set_new(o, "n_bad_poison", json_integer(c.n_bad_poison));
-			json_object_set_new(o, "n_bad_zero", json_integer(c.n_bad_zero));
-			json_object_set_new(o, "look", look ? json_string(look) : json_null());
-		}
-		if (c.worst >= 0) {
-			json_t *w = json_pack("{s:I,s:o,s:o,s:o}", "index", (json_int_t)c.worst,
-					      "ref", num_or_str(c.worst_ref),
-					      "cand", num_or_str(c.worst_cand),
-					      "bound", json_real(c.worst_bound));
-			json_t *coords = json_array();
-			coords_of(t, dtype_is_complex(t->dtype) ? c.worst / 2 : c.worst, coords);
-			json_object_set_new(w, "coords", coords);
-			json_object_set_new(o, "worst", w);
-		}
-		json_array_append_new(outs, o);
-	}
-	return all_ok;
 }
 
 /* ---- eval and run ---------------------------------------------------------- */
@@ -590,24 +317,6 @@ static void do_run(struct rank_env *E)
 
 /* ---- main ----------------------------------------------------------------- */
 
-void describe_job(struct rank_env *E)
-{
-	E->p = problem_find(E->job.problem);
-	if (!E->p)
-		rank_fail(E, OUT_INTERNAL, "unknown problem in the job");
-	E->dims.world = E->world;
-	E->dims.rank = E->rank;
-	E->dims.m = E->job.m;
-	E->dims.n = E->job.n;
-	E->dims.dtype = E->job.dtype;
-	E->dims.trial = E->job.trial0;
-	E->device_timeout_ns = (uint64_t)E->job.device_timeout_ms * 1000000ull;
-	if (!E->device_timeout_ns)
-		E->device_timeout_ns = 5000000000ull;
-	if (problem_describe(E->p, &E->dims, &E->io) < 0)
-		rank_fail(E, OUT_INTERNAL, "%s", E->io.err);
-}
-
 static void setup(struct rank_env *E)
 {
 	describe_job(E);
@@ -639,22 +348,6 @@ static void setup(struct rank_env *E)
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamCreateWithFlags(&E->stream, cudaStreamNonBlocking));
 	CUDA_OR(E, OUT_RUNTIME_ERROR,
 		cudaDeviceGetAttribute(&E->sms, cudaDevAttrMultiProcessorCount, E->device));
-}
-
-void nccl_setup(struct rank_env *E)
-{
-	phase(E, PH_NCCL_INIT, "creating the NCCL communicator");
-	char err[300];
-	if (!(E->nccl_api = nccl_api(err, sizeof err)))
-		rank_fail(E, OUT_ENV_ERROR, "%s", err);
-	ncclUniqueId id, *all = xcalloc((size_t)E->world, sizeof id);
-	memset(&id, 0, sizeof id);
-	if (E->rank == 0)
-		NCCL_OR(E, E->nccl_api->GetUniqueId(&id));
-	if (coll_allgather(E, &id, all, sizeof id) < 0)
-		rank_fail(E, OUT_INTERNAL, "lost the parent");
-	NCCL_OR(E, E->nccl_api->CommInitRank(&E->nccl, E->world, all[0], E->rank));
-	free(all);
 }
 
 int rank_main(void)

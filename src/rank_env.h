@@ -1,23 +1,23 @@
 /*
  * rank_env.h -- the state one rank process shares between its parts
- * (issue 22): rank.c is the flow (the parent link, solutions, inputs and
- * outputs, eval and run), symm.c the symmetric memory over CUDA IPC,
- * timing.c the timing engine of docs/TIMING.md. Host C linked with cudart,
- * as rank.c always was; none of it is in the unit tests (they have no GPU):
- * the timing engine's bookkeeping is in perfplan.c for that.
+ * (issue 22), and nothing else: the parts have headers of their own, and
+ * call one way (issue 39): rank.c (the judge's flow: solutions, trials,
+ * eval and run) -> timing.c (the timing engine of docs/TIMING.md) ->
+ * inputs.c (the job described, inputs drawn), judgecmp.c (outputs
+ * compared), symm.c (symmetric memory over CUDA IPC) -> rank_link.c (the
+ * links, the stream wait, rank_fail). solhost.c, the solution process,
+ * stands on inputs.c, symm.c and rank_link.c. Host C linked with cudart;
+ * none of it is in the unit tests (they have no GPU): the timing engine's
+ * bookkeeping is in perfplan.c for that.
  */
 #ifndef PKB_RANK_ENV_H
 #define PKB_RANK_ENV_H
 
-#include "exitcode.h"  /* defines: enum pkb_outcome */
 #include "ncclso.h"    /* defines: struct nccl_api */
-#include "phases.h"    /* defines: enum phase_kind */
 #include "problem.h"   /* defines: struct pkb_problem, struct pkb_io, pkb_ctx */
-#include "util.h"      /* defines: noreturn */
 #include "wire.h"      /* defines: struct wire_job */
 
 #include <cuda_runtime_api.h>
-#include <jansson.h>
 #include <nccl.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -81,75 +81,5 @@ struct rank_env {
 	struct perf_set *perf;        /* the judge: the timing engine's state */
 	const struct nccl_api *nccl_api; /* a solution process with a communicator */
 };
-
-/* a CUDA or NCCL call whose failure ends the rank with its category */
-#define CUDA_OR(E, cat, call) do { \
-	cudaError_t e_ = (call); \
-	if (e_ != cudaSuccess) \
-		rank_fail((E), (cat), "%s:%d: %s: %s", __FILE__, __LINE__, #call, \
-			  cudaGetErrorString(e_)); \
-} while (0)
-
-#define NCCL_OR(E, call) do { \
-	ncclResult_t r_ = (call); \
-	if (r_ != ncclSuccess) \
-		rank_fail((E), OUT_RUNTIME_ERROR, "%s:%d: %s: %s (%s)", __FILE__, __LINE__, \
-			  #call, (E)->nccl_api->GetErrorString(r_), \
-			  (E)->nccl_api->GetLastError(NULL)); \
-} while (0)
-
-/* ---- rank.c: talking to the parent, solutions, inputs and outputs ---- */
-
-void phase(struct rank_env *E, enum phase_kind kind, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* MSG_FAIL with the category, then exit: the parent decides the outcome */
-noreturn void rank_fail(struct rank_env *E, enum pkb_outcome cat, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-void send_result(struct rank_env *E, json_t *rec);     /* takes rec */
-int coll_allgather(struct rank_env *E, const void *send, void *recv, size_t bytes);
-void host_barrier(struct rank_env *E);
-void wait_stream(struct rank_env *E, const char *who);
-/* the NCCL communicator of the ranks (the solution process's, when its
- * solution gets one) */
-void nccl_setup(struct rank_env *E);
-/* the judge: send `cmd` (taken; NULL sends nothing) to the solution process
- * and wait for the reply `op`, relaying its all-gathers; its failure, death
- * or lie ends the rank with the verdict solproc.h gives it */
-void sol_command(struct rank_env *E, json_t *cmd, const char *op);
-/* the judge: CUDA IPC handles of n buffers, as a JSON array of hex strings */
-json_t *ipc_handles(struct rank_env *E, void *const *bufs, int n);
-void gen_inputs(struct rank_env *E, int trial, void *const *bufs);
-/* the same without waiting: host-drawn tensors go through `staging`
- * (pinned, allocated on first use, one per tensor), which the caller does
- * not reuse before the stream has passed the copy */
-void gen_inputs_async(struct rank_env *E, int trial, void *const *bufs, void **staging);
-void copy_outputs(struct rank_env *E, void *const *dev, void **host);
-/* E->host_out against E->host_ref; the mismatches appended to outs */
-int compare_outputs(struct rank_env *E, json_t *outs);
-/* the same into `scratch`; the records of the first comparison that fails
- * (*ok still 1) go to outs, and *ok becomes 0 */
-void compare_keep_first(struct rank_env *E, json_t *scratch, json_t *outs, int *ok);
-/* the problem, dims, io and device timeout of E->job (judge and solution
- * process alike) */
-void describe_job(struct rank_env *E);
-
-/* ---- symm.c: symmetric memory (CUDA IPC over NVLink) ---- */
-
-/* one buffer of `bytes` on every rank, each mapped into every other; -1
- * with E->symm_err saying why. Collective: every rank calls it. */
-int symm_make(struct rank_env *E, size_t bytes, struct symm_block *b);
-void symm_free(struct rank_env *E, struct symm_block *b);
-/* a device barrier's signal pads, epochs and error word, as a pkb_dev_comm */
-int make_dev_comm(struct rank_env *E, struct symm_block *pads, uint32_t **epochs,
-		  uint32_t **err, pkb_dev_comm *c);
-
-/* ---- timing.c: the timing engine ---- */
-
-/* the judge: set up the timing (perf_begin), time solution s in its process
- * (perf_solution, before its fini), send every solution's perf record
- * with the candidate's re-check (perf_end) */
-void perf_begin(struct rank_env *E);
-void perf_solution(struct rank_env *E, int s);
-void perf_end(struct rank_env *E);
 
 #endif

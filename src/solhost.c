@@ -29,7 +29,10 @@
 #include "phases.h"
 #include "problem.h"   /* defines: problem_find, problem_describe, tensor_desc_bytes */
 #include "proto.h"     /* defines: proto_send, proto_recv, MSG_SOL_* */
-#include "rank_env.h"  /* defines: struct rank_env, struct solution, symm_make, rank_fail */
+#include "inputs.h"    /* defines: describe_job */
+#include "rank_env.h"  /* defines: struct rank_env, struct solution */
+#include "rank_link.h" /* defines: phase, rank_fail, nccl_setup, coll_allgather, CUDA_OR */
+#include "symm.h"      /* defines: symm_make, make_dev_comm */
 #include "sandbox.h"   /* defines: sandbox_rank_enter, sandbox_exit_guard */
 #include "util.h"
 

@@ -11,7 +11,8 @@
  * (the job's host_first and host_size); on one node they are all W.
  */
 #define _GNU_SOURCE
-#include "rank_env.h"
+#include "symm.h"
+#include "rank_link.h" /* defines: coll_allgather, host_barrier */
 #include "util.h"
 
 #include <cuda_runtime_api.h>

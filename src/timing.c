@@ -12,9 +12,14 @@
  * tested on the host; this file does it on the GPU.
  */
 #define _GNU_SOURCE
+#include "timing.h"
+#include "inputs.h"    /* defines: gen_inputs, gen_inputs_async */
+#include "judgecmp.h"  /* defines: copy_outputs, compare_keep_first */
 #include "kernels.h"   /* defines: kern_gate, kern_barrier, kern_l2_flush, kern_checksum */
 #include "perfplan.h"  /* defines: perf_plan_make, perf_track, perf_gate */
-#include "rank_env.h"  /* defines: struct rank_env, rank_fail, gen_inputs, make_dev_comm */
+#include "rank_env.h"  /* defines: struct rank_env */
+#include "rank_link.h" /* defines: phase, rank_fail, sol_command, coll_allgather, CUDA_OR */
+#include "symm.h"      /* defines: make_dev_comm, symm_free */
 #include "util.h"
 
 #include <cuda_runtime_api.h>

@@ -1,0 +1,16 @@
+/*
+ * timing.h -- the judge's timing engine (timing.c; docs/TIMING.md).
+ */
+#ifndef PKB_TIMING_H
+#define PKB_TIMING_H
+
+#include "rank_env.h"  /* defines: struct rank_env */
+
+/* the judge: set up the timing (perf_begin), time solution s in its process
+ * (perf_solution, before its fini), send every solution's perf record
+ * with the candidate's re-check (perf_end) */
+void perf_begin(struct rank_env *E);
+void perf_solution(struct rank_env *E, int s);
+void perf_end(struct rank_env *E);
+
+#endif
