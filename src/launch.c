@@ -677,6 +677,101 @@ static void relay(struct launch *L, uint64_t t0)
 
 /* ---- the launch ----------------------------------------------------------------- */
 
+/* Across nodes: the agents meet (rendezvous.c). Node 0 gets 0, the other
+ * agents' ranks made slots without a socket, and goes on to start its own;
+ * any other agent relays its ranks to node 0 until the end, and a meeting
+ * that fails is an env_error: 1, the launch's work done. */
+static int meet_nodes(struct launch *L, uint64_t t0)
+{
+	const struct launch_opts *o = L->o;
+	struct launch_result *res = L->res;
+	const struct rdv_env *e = o->nodes;
+	int W = o->world;
+	/* the agents meet; what cannot meet is this machine's environment */
+	char err[sizeof res->message];
+	L->n_links = e->nodes;
+	L->links = xcalloc((size_t)e->nodes, sizeof *L->links);
+	L->count = W / e->nodes;
+	L->first = e->node * L->count;
+	int met = e->node == 0
+		  ? rdv_coordinate(e, W, o->job, o->rendezvous_s, L->links, &L->lay, err, sizeof err)
+		  : rdv_join(e, W, o->job, o->rendezvous_s, &L->links[0], &L->lay, err, sizeof err);
+	if (met < 0 || e->node > 0) {
+		if (met < 0) {
+			res->outcome = OUT_ENV_ERROR;
+			snprintf(res->message, sizeof res->message, "%s", err);
+		} else {
+			relay(L, t0);
+		}
+		for (int r = 0; r < W; r++)
+			proto_reader_free(&L->slot[r].rd);
+		if (L->links[0].fd >= 0 && met == 0)
+			close(L->links[0].fd);
+		proto_reader_free(&L->links[0].rd);
+		free(L->links);
+		free(L->slot);
+		if (met < 0)
+			res->wall_s = (double)(now_ns() - t0) / 1e9;
+		return 1;
+	}
+	/* node 0: the other agents' ranks are slots without a socket */
+	char start[64];
+	snprintf(start, sizeof start, "%s|starting", phase_kind_name(PH_START));
+	for (int r = L->count; r < W; r++) {
+		L->slot[r].fd = -1;
+		L->slot[r].closed = 1;
+		set_phase(L, r, start);
+	}
+	return 0;
+}
+
+/* Each rank at `now`: one that exited without its DONE or a FAIL fails
+ * with what its exit says, one past its phase's deadline times out; the
+ * count of those still running */
+static int judge_ranks(struct launch *L, uint64_t now)
+{
+	struct launch_result *res = L->res;
+	int running = 0;
+	for (int r = 0; r < L->o->world; r++) {
+		struct rank_report *rr = &res->ranks[r];
+		if (rr->exited) {
+			if (!rr->done && !rr->failed && WIFEXITED(rr->status)
+			    && WEXITSTATUS(rr->status) == SANDBOX_EXIT) {
+				/* its own FAIL message was lost: the log names the call */
+				fail_rank(L, r, OUT_LOAD_REFUSED, "rank %d was ended by its "
+					  "sandbox (a forbidden system call, named in its log) "
+					  "in phase '%s'", r, rr->phase);
+			} else if (!rr->done && !rr->failed && WIFSIGNALED(rr->status)
+				   && WTERMSIG(rr->status) == SIGSYS) {
+				/* the filter's trap with SIGSYS blocked: the kernel kills
+				 * without running the handler that would name the call */
+				fail_rank(L, r, OUT_LOAD_REFUSED, "rank %d was killed by "
+					  "SIGSYS in phase '%s': a system call its sandbox "
+					  "forbids, made with signals blocked (as system(), "
+					  "popen() and posix_spawn() start a process), so it "
+					  "cannot be named", r, rr->phase);
+			} else if (!rr->done && !rr->failed) {
+				char how[96];
+				describe_exit(rr->status, how, sizeof how);
+				fail_rank(L, r, OUT_RUNTIME_ERROR, "rank %d %s in phase '%s'%s",
+					  r, how, rr->phase, WIFEXITED(rr->status)
+					  && WEXITSTATUS(rr->status) == 0 ? " (an _exit() of the "
+					  "solution? a rank never ends before it finishes)" : "");
+			}
+			continue;
+		}
+		running++;
+		if (!rr->done && !rr->failed && now > L->slot[r].deadline)
+			fail_rank(L, r, OUT_TIMEOUT,
+				  "rank %d: phase '%s' passed its %.0f s deadline", r,
+				  rr->phase, L->slot[r].budget);
+		if (rr->done && now > L->slot[r].deadline)
+			/* done but will not exit: treat as hung in teardown */
+			fail_rank(L, r, OUT_TIMEOUT, "rank %d did not exit after finishing", r);
+	}
+	return running;
+}
+
 int launch_run(const struct launch_opts *o, struct launch_result *res)
 {
 	int W = o->world;
@@ -689,44 +784,8 @@ int launch_run(const struct launch_opts *o, struct launch_result *res)
 	signal(SIGPIPE, SIG_IGN);
 	uint64_t t0 = now_ns();
 
-	const struct rdv_env *e = o->nodes;
-	if (e && e->nodes > 1) {
-		/* the agents meet; what cannot meet is this machine's environment */
-		char err[sizeof res->message];
-		L.n_links = e->nodes;
-		L.links = xcalloc((size_t)e->nodes, sizeof *L.links);
-		L.count = W / e->nodes;
-		L.first = e->node * L.count;
-		int met = e->node == 0
-			  ? rdv_coordinate(e, W, o->job, o->rendezvous_s, L.links, &L.lay, err, sizeof err)
-			  : rdv_join(e, W, o->job, o->rendezvous_s, &L.links[0], &L.lay, err, sizeof err);
-		if (met < 0 || e->node > 0) {
-			if (met < 0) {
-				res->outcome = OUT_ENV_ERROR;
-				snprintf(res->message, sizeof res->message, "%s", err);
-			} else {
-				relay(&L, t0);
-			}
-			for (int r = 0; r < W; r++)
-				proto_reader_free(&L.slot[r].rd);
-			if (L.links[0].fd >= 0 && met == 0)
-				close(L.links[0].fd);
-			proto_reader_free(&L.links[0].rd);
-			free(L.links);
-			free(L.slot);
-			if (met < 0)
-				res->wall_s = (double)(now_ns() - t0) / 1e9;
-			return 0;
-		}
-		/* node 0: the other agents' ranks are slots without a socket */
-		char start[64];
-		snprintf(start, sizeof start, "%s|starting", phase_kind_name(PH_START));
-		for (int r = L.count; r < W; r++) {
-			L.slot[r].fd = -1;
-			L.slot[r].closed = 1;
-			set_phase(&L, r, start);
-		}
-	}
+	if (o->nodes && o->nodes->nodes > 1 && meet_nodes(&L, t0))
+		return 0;
 
 	if (spawn_all(&L) < 0)
 		goto fail_start;
@@ -757,44 +816,7 @@ int launch_run(const struct launch_opts *o, struct launch_result *res)
 				drain(&L, r);
 
 		uint64_t now = now_ns();
-		int running = 0;
-		for (int r = 0; r < W; r++) {
-			struct rank_report *rr = &res->ranks[r];
-			if (rr->exited) {
-				if (!rr->done && !rr->failed && WIFEXITED(rr->status)
-				    && WEXITSTATUS(rr->status) == SANDBOX_EXIT) {
-					/* its own FAIL message was lost: the log names the call */
-					fail_rank(&L, r, OUT_LOAD_REFUSED, "rank %d was ended by its "
-						  "sandbox (a forbidden system call, named in its log) "
-						  "in phase '%s'", r, rr->phase);
-				} else if (!rr->done && !rr->failed && WIFSIGNALED(rr->status)
-					   && WTERMSIG(rr->status) == SIGSYS) {
-					/* the filter's trap with SIGSYS blocked: the kernel kills
-					 * without running the handler that would name the call */
-					fail_rank(&L, r, OUT_LOAD_REFUSED, "rank %d was killed by "
-						  "SIGSYS in phase '%s': a system call its sandbox "
-						  "forbids, made with signals blocked (as system(), "
-						  "popen() and posix_spawn() start a process), so it "
-						  "cannot be named", r, rr->phase);
-				} else if (!rr->done && !rr->failed) {
-					char how[96];
-					describe_exit(rr->status, how, sizeof how);
-					fail_rank(&L, r, OUT_RUNTIME_ERROR, "rank %d %s in phase '%s'%s",
-						  r, how, rr->phase, WIFEXITED(rr->status)
-						  && WEXITSTATUS(rr->status) == 0 ? " (an _exit() of the "
-						  "solution? a rank never ends before it finishes)" : "");
-				}
-				continue;
-			}
-			running++;
-			if (!rr->done && !rr->failed && now > L.slot[r].deadline)
-				fail_rank(&L, r, OUT_TIMEOUT,
-					  "rank %d: phase '%s' passed its %.0f s deadline", r,
-					  rr->phase, L.slot[r].budget);
-			if (rr->done && now > L.slot[r].deadline)
-				/* done but will not exit: treat as hung in teardown */
-				fail_rank(&L, r, OUT_TIMEOUT, "rank %d did not exit after finishing", r);
-		}
+		int running = judge_ranks(&L, now);
 		if (!running)
 			break;
 		if (L.fail_time && now - L.fail_time > (uint64_t)(o->grace_s * 1e9)) {
