@@ -199,6 +199,11 @@ int cmd_eval(int argc, char **argv)
 		free(ref_path);
 		return job_finish(&o, rec, out, line, NULL, -1, 1, 0);
 	}
+	if (o.ref_cache && job_ref_cache_check(&o, sols, 2) < 0) {
+		free(ref_path);
+		json_decref(rec);
+		return PKB_EXIT_USAGE;
+	}
 
 	struct launch_result res;
 	struct job_records R = { 0 };

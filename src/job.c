@@ -11,10 +11,11 @@
 #include "mps.h"      /* defines: mps_start, mps_stop */
 #include "report.h"   /* defines: report_trace */
 #include "roofline.h" /* defines: roofline_compute, sol_score */
-#include "sandbox.h"  /* defines: sandbox_landlock_abi */
+#include "sandbox.h"  /* defines: sandbox_landlock_abi, sandbox_rank_can_read */
 #include "util.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -52,6 +53,9 @@ const struct opt job_opts_eval[] = {
 	{ OPT_ATOL, "atol", "A", "override the problem's absolute tolerance\n"
 				 "(docs/TOLERANCE.md)" },
 	{ OPT_RTOL, "rtol", "R", "override the problem's relative tolerance" },
+	{ OPT_REF_CACHE, "ref-cache", "DIR", "keep the reference's trial outputs in DIR and\n"
+					    "reuse them where an evaluation repeats the\n"
+					    "instance and its seed (untimed only; docs/SWEEP.md)" },
 	OPTS_END,
 };
 const struct opt job_opts_dims[] = {
@@ -68,6 +72,8 @@ const struct opt job_opts_json[] = {
 const struct opt job_opts_launch[] = {
 	{ OPT_SEED, "seed", "S", "input seed, to reproduce an evaluation (default:\n"
 				  "drawn fresh each time and recorded in the JSON)" },
+	{ OPT_SEED_FILE, "seed-file", "FILE", "the seed read from FILE, kept out of the\n"
+					      "command line (which other processes can read)" },
 	{ OPT_MEASURE_PERF, "measure-perf", NULL, "time the solution(s) (docs/TIMING.md)" },
 	{ OPT_WARMUP, "warmup", "N", "warmup calls per solution (default 500)" },
 	{ OPT_ITERS, "iters", "N", "timed calls per solution (default 100)" },
@@ -99,6 +105,16 @@ const struct opt job_opts_launch[] = {
 	{ 'q', "quiet", NULL, "no progress on stderr" },
 	OPTS_END,
 };
+
+/* path made absolute against the working folder (the ranks and the
+ * evaluations sweep starts may run elsewhere); kept for the process's life */
+static const char *abs_path(const char *path)
+{
+	if (path[0] == '/')
+		return path;
+	char cwd[4096];
+	return getcwd(cwd, sizeof cwd) ? xstrfmt("%s/%s", cwd, path) : path;
+}
 
 int job_opt(struct job_opts *o, int c, const char *arg)
 {
@@ -146,6 +162,24 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 		if (parse_int_in(arg, 0, (1ll << 62), &v) < 0)
 			return error("--seed takes a non-negative integer, not '%s'", arg);
 		o->seed = v;
+		return 1;
+	case OPT_SEED_FILE: {
+		char *txt = read_file(arg, NULL);
+		char *nl = txt ? strchr(txt, '\n') : NULL;
+		if (nl)
+			*nl = 0;
+		int bad = !txt || parse_int_in(txt, 0, (1ll << 62), &v) < 0;
+		free(txt);
+		if (bad)
+			return error("--seed-file %s: not a file holding one non-negative integer", arg);
+		o->seed = v;
+		o->seed_file = abs_path(arg);
+		return 1;
+	}
+	case OPT_REF_CACHE:
+		if (!*arg)
+			return error("--ref-cache takes a folder");
+		o->ref_cache = abs_path(arg);
 		return 1;
 	case 'j': o->json_path = arg; return 1;
 	case OPT_MEASURE_PERF: o->measure_perf = 1; return 1;
@@ -264,9 +298,16 @@ void job_opts_argv(const struct job_opts *o, struct strvec *a)
 		strvec_push(a, "--rtol");
 		strvec_push(a, num_arg(o->rtol, num, sizeof num));
 	}
-	if (o->seed >= 0 && !o->seed_drawn) {
+	if (o->seed_file) {   /* never the seed itself on a command line */
+		strvec_push(a, "--seed-file");
+		strvec_push(a, o->seed_file);
+	} else if (o->seed >= 0 && !o->seed_drawn) {
 		strvec_push(a, "--seed");
 		strvec_pushf(a, "%lld", o->seed);
+	}
+	if (o->ref_cache) {
+		strvec_push(a, "--ref-cache");
+		strvec_push(a, o->ref_cache);
 	}
 	if (o->measure_perf)
 		strvec_push(a, "--measure-perf");
@@ -556,6 +597,32 @@ static int warmup_jitter(void)
 	return b & 15;
 }
 
+int job_ref_cache_check(struct job_opts *o, const struct job_solution *sols, int n_sol)
+{
+	struct wire_job wj;
+	wire_job_init(&wj);
+	wj.n_sol = n_sol < WIRE_MAX_SOL ? n_sol : WIRE_MAX_SOL;
+	for (int i = 0; i < wj.n_sol; i++) {
+		snprintf(wj.sol[i].so, sizeof wj.sol[i].so, "%s", sols[i].build->so_path);
+		wj.sol[i].nccl = sols[i].nccl;
+	}
+	/* as given (nothing made where it is refused), then as it resolves */
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass) {
+			char *real = NULL;
+			if (mkdir_p(o->ref_cache) < 0 || !(real = realpath(o->ref_cache, NULL)))
+				return error("--ref-cache %s: cannot make it: %s", o->ref_cache,
+					     strerror(errno));
+			o->ref_cache = real;   /* kept for the process's life */
+		}
+		if (!o->no_sandbox && sandbox_rank_can_read(&wj, o->ref_cache))
+			return error("--ref-cache %s: a solution process could read it (a system "
+				     "folder, a solution's or a library's); the outputs kept there "
+				     "are the answers, so pick a folder outside them", o->ref_cache);
+	}
+	return 0;
+}
+
 int job_launch(struct job_opts *o, enum wire_mode mode, struct job_solution *sols, int n_sol,
 	       struct launch_result *res, struct job_records *rec, char **log_dir_out)
 {
@@ -597,6 +664,9 @@ int job_launch(struct job_opts *o, enum wire_mode mode, struct job_solution *sol
 	if (o->save_dir)
 		bad |= snprintf(wj.save_dir, sizeof wj.save_dir, "%s", o->save_dir) >=
 		       (int)sizeof wj.save_dir;
+	if (o->ref_cache)
+		bad |= snprintf(wj.ref_cache, sizeof wj.ref_cache, "%s", o->ref_cache) >=
+		       (int)sizeof wj.ref_cache;
 	wj.atol = o->atol;
 	wj.rtol = o->rtol;
 	wj.n_sol = n_sol < WIRE_MAX_SOL ? n_sol : WIRE_MAX_SOL;

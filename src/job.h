@@ -23,6 +23,7 @@ struct job_opts {
 	pkb_dtype dtype;         /* bf16, fp16 or fp32 (--dtype, checked once) */
 	long long seed;          /* < 0: drawn fresh for each evaluation (job_resolve) */
 	int seed_drawn;          /* 1: the seed was drawn, not given (--seed) */
+	const char *seed_file;   /* --seed-file: where the seed was read */
 	int trials, trial0;
 	double atol, rtol;       /* < 0: the problem's own */
 	int measure_perf, warmup, iters;
@@ -32,6 +33,7 @@ struct job_opts {
 	const char *hw;          /* --hw: the roofline's machine (default: by GPU name) */
 	const char *json_path;
 	const char *save_dir;     /* run --save: absolute path */
+	const char *ref_cache;    /* eval --ref-cache: absolute path; NULL none */
 	const char *log_dir;     /* NULL: a temporary one, kept on failure */
 	int keep_logs;
 	int no_sandbox;          /* --no-sandbox: ranks load solutions unconfined */
@@ -53,7 +55,7 @@ struct job_opts {
 enum job_opt_id {
 	OPT_M = 1001, OPT_N, OPT_SEED, OPT_MEASURE_PERF, OPT_WARMUP, OPT_ITERS, OPT_TIMING,
 	OPT_TRACE, OPT_HW, OPT_DEADLINE, OPT_DEVICE_TIMEOUT, OPT_LOG_DIR, OPT_KEEP_LOGS,
-	OPT_ARCH, OPT_NO_SANDBOX, OPT_LAUNCHER, OPT_ATOL, OPT_RTOL,
+	OPT_ARCH, OPT_NO_SANDBOX, OPT_LAUNCHER, OPT_ATOL, OPT_RTOL, OPT_SEED_FILE, OPT_REF_CACHE,
 	OPT_JOB_END   /* commands number their own options from here */
 };
 extern const struct opt job_opts_eval[], job_opts_dims[], job_opts_json[], job_opts_launch[];
@@ -96,6 +98,12 @@ struct job_records {
 	const struct wire_job *job;
 	json_t *seen;
 };
+
+/* eval --ref-cache: the folder made and resolved (o->ref_cache becomes its
+ * real path), and refused where a solution process of these solutions
+ * could read it once sandboxed (sandbox.h): the reference's outputs kept
+ * there are the answers. 0, or -1 with an error printed (a usage error). */
+int job_ref_cache_check(struct job_opts *o, const struct job_solution *sols, int n_sol);
 
 /* launch the ranks with the given solutions; fills res and rec */
 int job_launch(struct job_opts *o, enum wire_mode mode, struct job_solution *sols, int n_sol,

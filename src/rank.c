@@ -30,11 +30,13 @@
 #include "inputs.h"    /* defines: describe_job, gen_inputs */
 #include "judgecmp.h"  /* defines: copy_outputs, compare_outputs */
 #include "kernels.h"   /* defines: kern_checksum */
+#include "ncclso.h"    /* defines: nccl_version */
 #include "phases.h"    /* defines: enum phase_kind */
 #include "problem.h"   /* defines: tensor_desc_bytes, problem_params_json */
 #include "proto.h"     /* defines: proto_send, proto_recv */
 #include "rank_env.h"  /* defines: struct rank_env */
 #include "rank_link.h" /* defines: phase, rank_fail, sol_command, sol_wait, CUDA_OR */
+#include "refcache.h"  /* defines: refcache_load, refcache_store, refcache_file_sha */
 #include "safetensors.h"
 #include "sandbox.h"   /* defines: sandbox_exit_guard */
 #include "solproc.h"   /* defines: solproc_spawn, solproc_reap */
@@ -83,6 +85,7 @@ static void sol_start(struct rank_env *E, struct solproc *sp, int s)
 	j.seed = 0;
 	j.seed_drawn = 0;
 	j.save_dir[0] = 0;
+	j.ref_cache[0] = 0;   /* the judge's store: not even its name */
 	j.has_perf = 0;
 	json_t *setup = json_pack("{s:o,s:o,s:o,s:o}", "job", wire_job_pack(&j),
 				  "in", ipc_handles(E, E->in_dev, E->io.n_in),
@@ -207,15 +210,109 @@ static void **run_trials(struct rank_env *E, int s)
 	return keep;
 }
 
+/* ---- the reference's outputs kept across evaluations (refcache.h) --------- */
+
+/* what this rank's reference outputs of `trial` depend on; 0, or -1 when
+ * the reference's object cannot be read (then nothing is kept) */
+static int ref_id(struct rank_env *E, int trial, struct refcache_id *id)
+{
+	static char object_sha[65], gpu[96];
+	if (!object_sha[0]) {
+		if (refcache_file_sha(E->job.sol[0].so, object_sha) < 0)
+			return -1;
+		struct cudaDeviceProp prop;
+		if (cudaGetDeviceProperties(&prop, E->device) != cudaSuccess)
+			return -1;
+		snprintf(gpu, sizeof gpu, "%.95s", prop.name);
+	}
+	int rt = 0, drv = 0;
+	cudaRuntimeGetVersion(&rt);
+	cudaDriverGetVersion(&drv);
+	memset(id, 0, sizeof *id);
+	memcpy(id->object_sha, object_sha, sizeof id->object_sha);
+	snprintf(id->gpu, sizeof id->gpu, "%s", gpu);
+	snprintf(id->versions, sizeof id->versions, "pkb %s, CUDA %d/%d, NCCL %d", PKB_VERSION, rt,
+		 drv, nccl_version());
+	snprintf(id->dtype, sizeof id->dtype, "%s", dtype_name(E->job.dtype));
+	id->problem = E->p->id;
+	id->world = E->world;
+	id->rank = E->rank;
+	id->trial = trial;
+	id->m = E->job.m;
+	id->n = E->job.n;
+	id->seed = (uint64_t)E->seed;
+	return 0;
+}
+
+/* This rank's reference outputs of every trial, from --ref-cache, or NULL.
+ * Only where every rank has all of its own: a rank that starts the
+ * reference's process needs its peers' for the reference's NCCL, so the
+ * ranks agree first. Not for a timed job, whose reference must run. */
+static void **ref_cached(struct rank_env *E)
+{
+	if (!E->job.ref_cache[0] || E->job.has_perf)
+		return NULL;
+	int n = E->job.trials, no = E->io.n_out, hit = 1;
+	size_t bytes[PKB_MAX_TENSORS];
+	for (int i = 0; i < no; i++)
+		bytes[i] = tensor_desc_bytes(&E->io.out[i]);
+	void **keep = xcalloc((size_t)n * (size_t)no, sizeof *keep);
+	for (int t = 0; t < n && hit; t++) {
+		struct refcache_id id;
+		for (int i = 0; i < no; i++)
+			keep[t * no + i] = xmalloc(bytes[i] + 1);
+		hit = ref_id(E, E->job.trial0 + t, &id) == 0 &&
+		      refcache_load(E->job.ref_cache, &id, no, bytes, &keep[t * no]);
+	}
+	int *hits = xcalloc((size_t)E->world, sizeof(int));
+	if (coll_allgather(E, &hit, hits, sizeof hit) < 0)
+		rank_fail(E, OUT_INTERNAL, "lost the parent");
+	for (int r = 0; r < E->world; r++)
+		hit &= hits[r];
+	free(hits);
+	if (hit)
+		return keep;
+	for (int i = 0; i < n * no; i++)
+		free(keep[i]);
+	free(keep);
+	return NULL;
+}
+
+/* the reference's outputs of `trial`, in E->host_ref, into --ref-cache (a
+ * failure to write costs only the next evaluation's time) */
+static void ref_keep(struct rank_env *E, int trial)
+{
+	struct refcache_id id;
+	size_t bytes[PKB_MAX_TENSORS];
+	char err[300];
+	if (!E->job.ref_cache[0] || ref_id(E, trial, &id) < 0)
+		return;
+	for (int i = 0; i < E->io.n_out; i++)
+		bytes[i] = tensor_desc_bytes(&E->io.out[i]);
+	if (refcache_store(E->job.ref_cache, &id, E->io.n_out, bytes,
+			   (const void *const *)E->host_ref, err, sizeof err) < 0)
+		warning("rank %d: the reference's outputs are not kept: %s", E->rank, err);
+}
+
 /* eval: the reference on the inputs of every trial the candidate ran, each
  * compared at once with the candidate's kept outputs (only the candidate's
- * wait on the host). Records up to the first trial that fails on any rank
- * (all ranks agree on it); the reference's later trials are not run. */
-static void ref_trials(struct rank_env *E, void **cand)
+ * wait on the host); or, with `kept`, the reference's outputs of an earlier
+ * evaluation of the same instance and seed (ref_cached). Records up to the
+ * first trial that fails on any rank (all ranks agree on it); the
+ * reference's later trials are not run. */
+static void ref_trials(struct rank_env *E, void **cand, void **kept)
 {
 	int no = E->io.n_out;
 	for (int t = 0; t < E->job.trials; t++) {
-		checked_call(E, 0, E->job.trial0 + t, E->host_ref);
+		int trial = E->job.trial0 + t;
+		if (kept) {
+			phase(E, PH_TRIAL, "trial %d: reference (kept from --ref-cache)", trial);
+			for (int i = 0; i < no; i++)
+				memcpy(E->host_ref[i], kept[t * no + i], tensor_desc_bytes(&E->io.out[i]));
+		} else {
+			checked_call(E, 0, trial, E->host_ref);
+			ref_keep(E, trial);
+		}
 		for (int i = 0; i < no; i++)
 			memcpy(E->host_out[i], cand[t * no + i], tensor_desc_bytes(&E->io.out[i]));
 		json_t *outs = json_array();
@@ -400,6 +497,12 @@ int rank_main(void)
 	void **cand_kept = NULL;
 	for (int k = 0; k < E->n_sol; k++) {
 		int s = eval ? E->n_sol - 1 - k : k;
+		void **kept = eval && s == 0 ? ref_cached(E) : NULL;
+		if (kept) {   /* no reference process at all */
+			ref_trials(E, cand_kept, kept);
+			free_trials(E, kept);
+			continue;
+		}
 		struct solproc sp;
 		sol_start(E, &sp, s);
 		if (!eval)
@@ -407,7 +510,7 @@ int rank_main(void)
 		else if (s == 1)
 			cand_kept = run_trials(E, s);
 		else
-			ref_trials(E, cand_kept);
+			ref_trials(E, cand_kept, NULL);
 		if (E->job.has_perf)
 			perf_solution(E, s);
 		sol_stop(E, s);

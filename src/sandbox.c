@@ -522,26 +522,71 @@ static int gpu_nodes(char **names, int cap)
 
 #define MAX_RULES 128
 
+/* the folders of every rank: libraries, configuration, devices' sysfs */
+static const char *const system_ro[] = { "/usr", "/lib", "/lib64", "/lib32", "/etc", "/opt",
+					 "/sys", NULL };
+/* what CUDA and the C library read of /proc in a process without NCCL: its
+ * own /proc/<pid> ("/proc/self" opens it: maps, status, fd/, task/), the
+ * driver's parameters and GPUs, sysctls, the CPU and memory files; never
+ * another process's /proc/<pid> (the judge's environ, cmdline, mem) */
+static const char *const proc_ro[] = { "/proc/self", "/proc/driver", "/proc/sys",
+				       "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", NULL };
+static const char *const dev_rw[] = { "/dev/null", "/dev/zero", NULL };
+static const char *const dev_ro[] = { "/dev/urandom", "/dev/random", NULL };
+
+static int rank_rules(const struct wire_job *j, int nccl, struct ll_rule *rules, char **own,
+		      int *nown_io);
+
 int sandbox_rank_enter(const struct wire_job *j, int fd, char *err, size_t n)
 {
-	/* the folders of every rank: libraries, configuration, devices' sysfs */
-	static const char *const system_ro[] = { "/usr", "/lib", "/lib64", "/lib32", "/etc",
-						 "/opt", "/sys", NULL };
-	/* what CUDA and the C library read of /proc in a process without NCCL:
-	 * its own /proc/<pid> ("/proc/self" opens it: maps, status, fd/, task/),
-	 * the driver's parameters and GPUs, sysctls, the CPU and memory files;
-	 * never another process's /proc/<pid> (the judge's environ, cmdline,
-	 * mem) */
-	static const char *const proc_ro[] = { "/proc/self", "/proc/driver", "/proc/sys",
-					       "/proc/cpuinfo", "/proc/meminfo", "/proc/stat",
-					       NULL };
-	static const char *const dev_rw[] = { "/dev/null", "/dev/zero", NULL };
-	static const char *const dev_ro[] = { "/dev/urandom", "/dev/random", NULL };
 	struct ll_rule rules[MAX_RULES];
 	char *own[MAX_RULES];
-	int nr = 0, nown = 0, nccl = 0;
+	int nown = 0, nccl = 0;
 	for (int i = 0; i < j->n_sol && i < WIRE_MAX_SOL; i++)
 		nccl |= j->sol[i].nccl;
+	int nr = rank_rules(j, nccl, rules, own, &nown);
+	__u64 scoped = LANDLOCK_SCOPE_SIGNAL | (nccl ? 0 : LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET);
+
+	int r = rank_limits(nccl, j->save_dir[0] != 0, err, n);
+	if (r == 0)
+		r = sandbox_seccomp(nccl ? SANDBOX_ALLOW_INET : 0, err, n);
+	if (r == 0) {
+		report_fd = fd;
+		r = landlock_enter(rules, nr, scoped, err, n);
+	}
+	for (int i = 0; i < nown; i++)
+		free(own[i]);
+	return r;
+}
+
+int sandbox_rank_can_read(const struct wire_job *j, const char *path)
+{
+	struct ll_rule rules[MAX_RULES];
+	char *own[MAX_RULES];
+	int nown = 0, nccl = 0, hit = 0;
+	for (int i = 0; i < j->n_sol && i < WIRE_MAX_SOL; i++)
+		nccl |= j->sol[i].nccl;
+	int nr = rank_rules(j, nccl, rules, own, &nown);
+	for (int i = 0; i < nr && !hit; i++) {
+		if (!rules[i].path)
+			continue;
+		size_t l = strlen(rules[i].path);
+		while (l > 1 && rules[i].path[l - 1] == '/')
+			l--;
+		hit = !strncmp(path, rules[i].path, l) && (path[l] == 0 || path[l] == '/' ||
+							   rules[i].path[l - 1] == '/');
+	}
+	for (int i = 0; i < nown; i++)
+		free(own[i]);
+	return hit;
+}
+
+/* The Landlock rules of a solution process of job j (sandbox.h says which),
+ * into rules (MAX_RULES); the strings it allocates into own[*nown..]. */
+static int rank_rules(const struct wire_job *j, int nccl, struct ll_rule *rules, char **own,
+		      int *nown_io)
+{
+	int nr = 0, nown = *nown_io;
 	for (int i = 0; system_ro[i]; i++)
 		rules[nr++] = (struct ll_rule){ system_ro[i], LL_READ };
 	for (int i = 0; i < j->n_sol && i < WIRE_MAX_SOL; i++) {
@@ -577,18 +622,8 @@ int sandbox_rank_enter(const struct wire_job *j, int fd, char *err, size_t n)
 		for (int i = 0; i < k; i++)
 			rules[nr++] = (struct ll_rule){ own[nown++], LL_DEV };
 	}
-	__u64 scoped = LANDLOCK_SCOPE_SIGNAL | (nccl ? 0 : LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET);
-
-	int r = rank_limits(nccl, j->save_dir[0] != 0, err, n);
-	if (r == 0)
-		r = sandbox_seccomp(nccl ? SANDBOX_ALLOW_INET : 0, err, n);
-	if (r == 0) {
-		report_fd = fd;
-		r = landlock_enter(rules, nr, scoped, err, n);
-	}
-	for (int i = 0; i < nown; i++)
-		free(own[i]);
-	return r;
+	*nown_io = nown;
+	return nr;
 }
 
 int sandbox_judge_harden(char *err, size_t n)

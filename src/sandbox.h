@@ -137,6 +137,10 @@ int sandbox_landlock(const char *const *ro, const char *const *rw, char *err, si
  * err. */
 struct wire_job;
 int sandbox_rank_enter(const struct wire_job *j, int report_fd, char *err, size_t n);
+/* 1 if a solution process of job j could read `path` (absolute, no
+ * symbolic links) once in its sandbox: a store the judge keeps must not be
+ * (refcache.h) */
+int sandbox_rank_can_read(const struct wire_job *j, const char *path);
 
 /* The judge process (trusted: it holds the user's environment, the inputs,
  * the outputs and the clock), right after it starts: not dumpable

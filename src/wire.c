@@ -40,6 +40,8 @@ json_t *wire_job_pack(const struct wire_job *j)
 		json_object_set_new(o, "seed_drawn", json_true());
 	if (j->save_dir[0])
 		json_object_set_new(o, "save_dir", json_string(j->save_dir));
+	if (j->ref_cache[0])
+		json_object_set_new(o, "ref_cache", json_string(j->ref_cache));
 	json_object_set_new(o, "sandbox", json_boolean(j->sandbox));
 	if (j->atol >= 0)
 		json_object_set_new(o, "atol", json_real(j->atol));
@@ -174,6 +176,7 @@ int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, si
 	json_int_t trials = INT(in, "job", "trials", 1), trial0 = INT(in, "job", "trial0", 1);
 	json_int_t dt = INT(in, "job", "device_timeout_ms", 1);
 	STR(in, "job", "save_dir", j->save_dir, 0);
+	STR(in, "job", "ref_cache", j->ref_cache, 0);
 	json_t *atol = want(in, "job", "atol", JSON_REAL, 0, &bad, err, n);
 	json_t *rtol = want(in, "job", "rtol", JSON_REAL, 0, &bad, err, n);
 	json_t *sols = want(in, "job", "solutions", JSON_ARRAY, 1, &bad, err, n);

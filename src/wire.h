@@ -43,6 +43,8 @@ struct wire_job {
 	int trials, trial0;
 	int device_timeout_ms;    /* 0: the rank's default (5000) */
 	char save_dir[4096];      /* run --save; "" none */
+	char ref_cache[4096];     /* eval --ref-cache: the judge's store of the
+				     reference's trial outputs (refcache.h); "" none */
 	int sandbox;              /* 1: the rank enters its sandbox before loading
 				     (src/sandbox.h); 0: --no-sandbox */
 	double atol, rtol;        /* < 0: the problem's own */

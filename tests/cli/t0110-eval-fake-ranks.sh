@@ -66,6 +66,28 @@ expect_grep "^job seed $s1\$" "$TMP/s1/rank_0.log"
 expect_grep "^job seed $s1\$" "$TMP/s1/rank_1.log"
 expect_exit 0 "$PKB" eval 1 "$P" --gpus 2 -q --seed 7 --json "$TMP/s3.json"
 expect_grep '"seed": 7,' "$TMP/s3.json"
+expect_grep "^job ref_cache -$" "$TMP/s1/rank_0.log"
+
+# issue 40: --seed-file keeps the seed off every command line; --ref-cache
+# names the judge's store of the reference's outputs, made and resolved,
+# never where a sandboxed solution process could read it
+printf '12345\n' > "$TMP/seed"
+PKB_FAKE_MODE=env expect_exit 0 "$PKB" eval 1 "$P" --gpus 2 -q --seed-file "$TMP/seed" \
+	--ref-cache "$TMP/rc/../rc2" --json "$TMP/s4.json" --log-dir "$TMP/s4" --keep-logs
+expect_grep '"seed": 12345,' "$TMP/s4.json"
+expect_grep "^job seed 12345$" "$TMP/s4/rank_1.log"
+expect_grep "^job ref_cache $(cd "$TMP" && pwd -P)/rc2$" "$TMP/s4/rank_0.log"
+[ -d "$TMP/rc2" ] && ok || not_ok "--ref-cache did not make its folder"
+printf 'seven\n' > "$TMP/badseed"
+expect_exit 2 "$PKB" eval 1 "$P" --gpus 2 -q --seed-file "$TMP/badseed"
+expect_grep "^error: --seed-file .*badseed: not a file holding one non-negative integer" "$TMP/err"
+expect_exit 2 "$PKB" eval 1 "$P" --gpus 2 -q --seed-file "$TMP/nonexistent"
+mkdir -p "$TMP/libs"
+LD_LIBRARY_PATH="$TMP/libs" expect_exit 2 "$PKB" eval 1 "$P" --gpus 2 -q --ref-cache "$TMP/libs/rc"
+expect_grep "^error: --ref-cache .*/libs/rc: a solution process could read it" "$TMP/err"
+[ ! -e "$TMP/libs/rc" ] && ok || not_ok "a refused --ref-cache was made"
+expect_exit 2 "$PKB" eval 1 "$P" --gpus 2 -q --ref-cache /usr/lib/pkb-ref
+[ ! -e /usr/lib/pkb-ref ] && ok || not_ok "a refused --ref-cache was made under /usr"
 
 # issue 36: a rank's messages are checked against the job, not filed as they
 # come. A candidate re-announcing its phase to re-arm the deadline (here a

@@ -34,11 +34,18 @@ expect_grep '"world":4,.*"gpus":"0,1,2,3"' "$TMP/r.jsonl"
 # every case once: no duplicate (world, shape, solution)
 d=$(python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; k=[(x["world"],x["shape"],x["solution"]) for x in r]; print(len(k)-len(set(k)))' "$TMP/r.jsonl")
 [ "$d" = 0 ] && ok || not_ok "$d cases ran twice"
+# one seed for the whole run (issue 40: the reference's outputs kept between
+# its cases), the same in every eval's record, drawn anew by the next run
+seeds=$(python3 -c 'import json,sys; print(len({json.loads(l)["result"]["seed"] for l in open(sys.argv[1]) if "/solutions/" in json.loads(l)["solution"] and (json.loads(l).get("result") or {}).get("seed") is not None}))' "$TMP/r.jsonl")
+[ "$seeds" = 1 ] && ok || not_ok "the evaluations of one run drew $seeds seeds"
 # judged by the outcome pkb wrote, not by mapping exit numbers (issue 22)
 expect_grep '^FAIL 005_scatter W=2 default bad_zeros.cu +expected mismatch, got pass \(exit 0\)' "$TMP/out"
 # -a: bad_ candidates at every W
 expect_exit 1 tools/test-gpu -p 005 -w "2 4" -a -o "$TMP/a.jsonl"
 n=$(wc -l < "$TMP/a.jsonl")
+s_r=$(python3 -c 'import json,sys; print(next(json.loads(l)["result"]["seed"] for l in open(sys.argv[1]) if "ok_" in l and json.loads(l).get("result")))' "$TMP/r.jsonl")
+s_a=$(python3 -c 'import json,sys; print(next(json.loads(l)["result"]["seed"] for l in open(sys.argv[1]) if "ok_" in l and json.loads(l).get("result")))' "$TMP/a.jsonl")
+[ -n "$s_r" ] && [ "$s_r" != "$s_a" ] && ok || not_ok "two runs used the seeds '$s_r' and '$s_a'"
 want=$((2 * (1 + n_ok + n_bad)))
 [ "$n" = $want ] && ok || not_ok "expected $want recorded cases with -a, got $n"
 # -t: no case starts after the budget; the rest are recorded as not run

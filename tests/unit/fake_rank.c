@@ -247,6 +247,7 @@ int main(void)
 		for (char **e = environ; *e; e++)
 			fprintf(stderr, "env %s\n", *e);
 		fprintf(stderr, "job seed %lld\n", job.seed);
+		fprintf(stderr, "job ref_cache %s\n", job.ref_cache[0] ? job.ref_cache : "-");
 		fprintf(stderr, "job rank %d of %d, local %d, host ranks %d + %d\n", job.rank,
 			job.world, job.local_rank, job.host_first, job.host_size);
 	}

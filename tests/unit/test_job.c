@@ -13,6 +13,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const struct opt *const tables[] = { job_opts_eval, job_opts_dims, job_opts_json,
 					    job_opts_launch, NULL };
@@ -54,7 +55,8 @@ static int same(const struct job_opts *a, const struct job_opts *b)
 	       !memcmp(a->deadline_s, b->deadline_s, sizeof a->deadline_s) &&
 	       a->compile_s == b->compile_s && a->device_timeout_ms == b->device_timeout_ms &&
 	       a->quiet == b->quiet && same_str(a->launcher, b->launcher) &&
-	       a->rendezvous_s == b->rendezvous_s;
+	       a->rendezvous_s == b->rendezvous_s && same_str(a->seed_file, b->seed_file) &&
+	       same_str(a->ref_cache, b->ref_cache);
 }
 
 /* argv -> job -> argv -> job: the same job; the words written into *out */
@@ -87,6 +89,22 @@ int main(void)
 	setenv("PKB_ROOT", ".", 0);
 	struct strvec w = STRVEC_INIT;
 	char *j;
+
+	/* --seed-file is passed on as the file, never as the seed it holds;
+	 * --ref-cache as an absolute path */
+	char seed_path[] = "/tmp/pkb-test-job-seed-XXXXXX";
+	int sfd = mkstemp(seed_path);
+	CHECK(sfd >= 0 && write(sfd, "99\n", 3) == 3 && close(sfd) == 0);
+	CHECK(round_trip(ARGV("--seed-file", seed_path, "--ref-cache", "/var/tmp/rc"), &w));
+	j = joined(&w);
+	CHECKF(strstr(j, "--seed-file /tmp/pkb-test-job-seed-") && !strstr(j, "99") &&
+	       strstr(j, "--ref-cache /var/tmp/rc"), "%s", j);
+	free(j);
+	struct job_opts so;
+	CHECK(parse(&so, ARGV("--seed-file", seed_path)) == 0 && so.seed == 99 && !so.seed_drawn);
+	CHECK(parse(&so, ARGV("--ref-cache", "rel/rc")) == 0 && so.ref_cache[0] == '/' &&
+	      strstr(so.ref_cache, "/rel/rc"));
+	unlink(seed_path);
 
 	/* nothing given: --trials alone (eval's 5, not job_opts_init's 1) */
 	CHECK(round_trip((char *[]){ "eval", NULL }, &w));

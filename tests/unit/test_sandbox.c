@@ -538,9 +538,41 @@ static void judge_case(int harden)
 	waitpid(j, NULL, 0);
 }
 
+/* which paths a sandboxed solution process could read: the judge's stores
+ * (--ref-cache) must be none of them */
+static void check_can_read(void)
+{
+	struct wire_job j;
+	wire_job_init(&j);
+	j.n_sol = 1;
+	snprintf(j.sol[0].so, sizeof j.sol[0].so, "/tmp/pkb-objs/ab12/sol.so");
+	const char *had = getenv("LD_LIBRARY_PATH");
+	char *saved = had ? strdup(had) : NULL;
+	setenv("LD_LIBRARY_PATH", "/work/libs:relative", 1);
+	CHECK(sandbox_rank_can_read(&j, "/tmp/pkb-objs/ab12"));
+	CHECK(sandbox_rank_can_read(&j, "/tmp/pkb-objs/ab12/ref"));
+	CHECK(!sandbox_rank_can_read(&j, "/tmp/pkb-objs/ab12x"));   /* a prefix, not a folder */
+	CHECK(!sandbox_rank_can_read(&j, "/tmp/pkb-objs"));
+	CHECK(!sandbox_rank_can_read(&j, "/tmp/pkb-ref"));
+	CHECK(sandbox_rank_can_read(&j, "/usr/lib/pkb"));
+	CHECK(sandbox_rank_can_read(&j, "/etc"));
+	CHECK(sandbox_rank_can_read(&j, "/work/libs/rc"));
+	CHECK(!sandbox_rank_can_read(&j, "/work/lib"));
+	CHECK(sandbox_rank_can_read(&j, "/proc/self/x") && !sandbox_rank_can_read(&j, "/proc/1"));
+	CHECK(!sandbox_rank_can_read(&j, "/dev/shm/rc"));
+	j.sol[0].nccl = 1;   /* NCCL's wide sandbox: all of /proc and /dev */
+	CHECK(sandbox_rank_can_read(&j, "/proc/1") && sandbox_rank_can_read(&j, "/dev/shm/rc"));
+	if (saved)
+		setenv("LD_LIBRARY_PATH", saved, 1);
+	else
+		unsetenv("LD_LIBRARY_PATH");
+	free(saved);
+}
+
 int main(void)
 {
 	char err[1024];
+	check_can_read();
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
 	CHECK((pre_dgram = socket(AF_UNIX, SOCK_DGRAM, 0)) >= 0);
 	/* an abstract datagram socket of this process, outside every sandbox */
