@@ -49,7 +49,7 @@ static const struct command commands[] = {
 };
 
 int rank_main(void);
-int solhost_main(void);
+int solhost_main(int early_device);
 
 int cmd_rank(int argc, char **argv)
 {
@@ -58,11 +58,14 @@ int cmd_rank(int argc, char **argv)
 	return rank_main();
 }
 
+/* `pkb __sol [DEVICE]`: with DEVICE, its CUDA context is made before the
+ * judge's set-up arrives (rank.c:sol_spawn) */
 int cmd_sol(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return solhost_main();
+	long long dev = -1;
+	if (argc > 1 && parse_int_in(argv[1], 0, 1023, &dev) < 0)
+		dev = -1;
+	return solhost_main((int)dev);
 }
 
 static void usage(FILE *f)

@@ -73,8 +73,25 @@ static void check_gpu_view(struct rank_env *E, int s, json_t *ready)
 			  "the candidate ran" : " (docs/MPS.md)");
 }
 
-/* Start solution s's process: the job as it may know it (its own solution,
- * no seed, no save folder), the trial buffers and the go/done words. */
+/* Fork and exec solution s's process, which makes its CUDA context on this
+ * rank's GPU at once and then waits for sol_start's set-up: its start-up
+ * runs while the judge makes its own context (the first solution) or while
+ * the candidate's trials run (the reference of an untimed eval), not after
+ * (issue 40). Nothing of the judge's is shared until sol_start. */
+static void sol_spawn(struct rank_env *E, struct solproc *sp, int s)
+{
+	const struct wire_solution *w = &E->job.sol[s];
+	char dev[16], err[300];
+	snprintf(dev, sizeof dev, "%d", E->job.local_rank);
+	const char *argv[] = { pkb_self_exe(), "__sol", dev, NULL };
+	if (solproc_spawn(sp, argv, w->role, s == 0 && !strcmp(w->role, "reference"), err,
+			  sizeof err) < 0)
+		rank_fail(E, OUT_ENV_ERROR, "cannot start the %s's process: %s", w->role, err);
+}
+
+/* Set solution s's process up (spawned by sol_spawn): the job as it may
+ * know it (its own solution, no seed, no save folder), the trial buffers and
+ * the go/done words. */
 static void sol_start(struct rank_env *E, struct solproc *sp, int s)
 {
 	const struct wire_solution *w = &E->job.sol[s];
@@ -91,11 +108,6 @@ static void sol_start(struct rank_env *E, struct solproc *sp, int s)
 				  "in", ipc_handles(E, E->in_dev, E->io.n_in),
 				  "out", ipc_handles(E, E->out_dev, E->io.n_out),
 				  "flags", ipc_handles(E, (void *const *)&E->flags, 1));
-	const char *argv[] = { pkb_self_exe(), "__sol", NULL };
-	char err[300];
-	if (solproc_spawn(sp, argv, w->role, s == 0 && !strcmp(w->role, "reference"), err,
-			  sizeof err) < 0)
-		rank_fail(E, OUT_ENV_ERROR, "cannot start the %s's process: %s", w->role, err);
 	E->proc = sp;
 	if (solproc_send(sp, MSG_SOL_SETUP, setup) < 0)
 		rank_fail(E, OUT_RUNTIME_ERROR, "the %s's process is gone", w->role);
@@ -481,11 +493,17 @@ int rank_main(void)
 	char why[300];
 	if (sandbox_judge_harden(why, sizeof why) < 0)
 		rank_fail(E, OUT_ENV_ERROR, "cannot harden the judge: %s", why);
-	setup(E);
-	alloc_io(E);
 	E->n_sol = E->job.n_sol;
 	if (E->n_sol < 1 || E->n_sol > MAX_SOL)
 		rank_fail(E, OUT_INTERNAL, "a job has 1 or 2 solutions");
+	int eval = E->job.mode == WIRE_EVAL;
+	struct solproc procs[MAX_SOL];
+	int spawned[MAX_SOL] = { 0 };
+	int first = eval ? E->n_sol - 1 : 0;
+	sol_spawn(E, &procs[first], first);   /* its context while this one's is made */
+	spawned[first] = 1;
+	setup(E);
+	alloc_io(E);
 	if (E->job.has_perf)
 		perf_begin(E);
 
@@ -493,18 +511,27 @@ int rank_main(void)
 	 * after the reference on this GPU, so no memory it gets can hold a
 	 * reference result, and the reference computes and is timed with no
 	 * candidate process alive (issue 44). Its outputs wait on the host. */
-	int eval = E->job.mode == WIRE_EVAL;
 	void **cand_kept = NULL;
+	/* the reference's outputs of an earlier evaluation (--ref-cache): then
+	 * no reference process at all */
+	void **ref_kept = eval ? ref_cached(E) : NULL;
 	for (int k = 0; k < E->n_sol; k++) {
 		int s = eval ? E->n_sol - 1 - k : k;
-		void **kept = eval && s == 0 ? ref_cached(E) : NULL;
-		if (kept) {   /* no reference process at all */
-			ref_trials(E, cand_kept, kept);
-			free_trials(E, kept);
+		if (eval && s == 0 && ref_kept) {
+			ref_trials(E, cand_kept, ref_kept);
 			continue;
 		}
-		struct solproc sp;
-		sol_start(E, &sp, s);
+		if (!spawned[s])
+			sol_spawn(E, &procs[s], s);
+		spawned[s] = 1;
+		sol_start(E, &procs[s], s);
+		/* untimed, the reference's process makes its context while the
+		 * candidate's trials run: it shares nothing of the judge's until
+		 * its sol_start, after every candidate process has ended */
+		if (eval && s == 1 && !ref_kept && !E->job.has_perf) {
+			sol_spawn(E, &procs[0], 0);
+			spawned[0] = 1;
+		}
 		if (!eval)
 			do_run(E);
 		else if (s == 1)
@@ -523,6 +550,7 @@ int rank_main(void)
 	if (E->job.has_perf)
 		perf_end(E);
 	free_trials(E, cand_kept);
+	free_trials(E, ref_kept);
 	phase(E, PH_FINI, "tearing down");
 	proto_send(E->fd, MSG_DONE, NULL, 0);
 	E->finishing = 1;

@@ -288,7 +288,7 @@ static void open_list(struct rank_env *E, json_t *arr, void **dst, int want)
 
 /* ---- set-up ---------------------------------------------------------------- */
 
-static void setup(struct rank_env *E, json_t *msg)
+static void setup(struct rank_env *E, json_t *msg, int early_device)
 {
 	char err[300];
 	json_t *job = json_object_get(msg, "job");
@@ -301,6 +301,9 @@ static void setup(struct rank_env *E, json_t *msg)
 	describe_job(E);
 
 	E->device = E->local_rank;
+	if (early_device >= 0 && early_device != E->device)
+		rank_fail(E, OUT_INTERNAL, "started for GPU %d, set up for GPU %d", early_device,
+			  E->device);
 	CUDA_OR(E, OUT_ENV_ERROR, cudaSetDevice(E->device));
 	CUDA_OR(E, OUT_ENV_ERROR, cudaFree(0));
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamCreateWithFlags(&E->stream, cudaStreamNonBlocking));
@@ -427,16 +430,21 @@ static json_t *recv_json(struct rank_env *E, enum msg_type want)
 	return j;
 }
 
-int solhost_main(void)
+int solhost_main(int early_device)
 {
 	struct rank_env *E = xcalloc(1, sizeof *E);
 	E->fd = 3;
 	E->rank = -1;
 	E->is_sol = 1;
+	/* the context first, while the judge makes its own or runs the
+	 * candidate's trials (issue 40); a failure here shows again, and is
+	 * reported, when set-up makes the same calls */
+	if (early_device >= 0 && cudaSetDevice(early_device) == cudaSuccess)
+		cudaFree(0);
 	json_t *msg = recv_json(E, MSG_SOL_SETUP);
 	/* an exit() before "fini" is the solution's: a runtime_error naming it */
 	sandbox_exit_guard(E->fd, E->phase_now, &E->finishing);
-	setup(E, msg);
+	setup(E, msg, early_device);
 	json_decref(msg);
 	struct solution *s = &E->sol[0];
 	/* what the judge checks of the GPU as this process has it: the SMs it
