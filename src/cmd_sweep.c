@@ -25,6 +25,7 @@
 #include "lanes.h"
 #include "loader.h"    /* defines: loader_backend_valid */
 #include "problem.h"
+#include "result.h"    /* defines: result_read */
 #include "roofline.h"  /* defines: hw_load */
 #include "results.h"
 #include "slurm.h"
@@ -566,13 +567,16 @@ static json_t *hidden_instance(const struct sweep *s, const struct task *t)
 	return j;
 }
 
-static const char *fail_category(json_t *res)
+/* eval's verdict; a record that did not read (result.h) is the harness's */
+static const char *fail_category(const struct result *r)
 {
-	const char *o = json_string_value(json_object_get(res, "outcome"));
-	return o ? o : "internal_error";
+	return r->outcome ? r->outcome : "internal_error";
 }
 
-static json_t *make_record(struct sweep *s, struct task *t, json_t *res, int rc, double secs)
+/* A candidate's record. res: eval's --json at the announced shape (NULL:
+ * none), r: res as read (outcome NULL when it did not read) */
+static json_t *make_record(struct sweep *s, struct task *t, json_t *res, const struct result *r,
+			   int rc, double secs)
 {
 	json_t *key = json_pack("{s:i, s:s, s:i, s:i, s:s, s:s, s:s}",
 		"problem", t->problem, "sample", t->sample, "world", s->W, "trials", s->trials,
@@ -590,34 +594,31 @@ static json_t *make_record(struct sweep *s, struct task *t, json_t *res, int rc,
 	if (!s->hidden_off)
 		json_object_set_new(key, "hidden", hidden_instance(s, t));
 	if (res) {
-		json_t *v;
-		if ((v = json_object_get(res, "dtype")))
-			json_object_set(key, "dtype", v);
-		if ((v = json_object_get(res, "m")))
-			json_object_set(key, "m", v);
-		if ((v = json_object_get(res, "n")))
-			json_object_set(key, "n", v);
+		if (r->dtype)
+			json_object_set_new(key, "dtype", json_string(r->dtype));
+		if (r->m >= 0)
+			json_object_set_new(key, "m", json_integer(r->m));
+		if (r->n >= 0)
+			json_object_set_new(key, "n", json_integer(r->n));
 		json_t *hw = json_object();
-		json_t *tm = json_object_get(res, "timing");
-		if (tm && (v = json_object_get(tm, "device")))
-			json_object_set(hw, "gpu", v);
+		if (r->device)
+			json_object_set_new(hw, "gpu", json_string(r->device));
 		json_object_set_new(hw, "gpus", json_integer(s->W));
-		if ((v = json_object_get(res, "nvcc")))
-			json_object_set(hw, "nvcc", v);
+		if (r->nvcc)
+			json_object_set_new(hw, "nvcc", json_string(r->nvcc));
 		/* the versions the ranks report, where they do; else this host's */
-		json_t *rhw = json_object_get(res, "hardware");
 		static const char *const vk[] = { "driver", "cuda_runtime", "nccl" };
-		for (size_t i = 0; i < ARRAY_SIZE(vk); i++) {
-			v = json_object_get(rhw, vk[i]);
-			json_object_set(hw, vk[i], json_is_string(v) ? v : json_object_get(s->versions, vk[i]));
-		}
+		const char *rv[] = { r->driver, r->cuda_runtime, r->nccl };
+		for (size_t i = 0; i < ARRAY_SIZE(vk); i++)
+			json_object_set_new(hw, vk[i], rv[i] ? json_string(rv[i]) :
+				json_incref(json_object_get(s->versions, vk[i])));
 		json_object_set_new(key, "hardware", hw);
 	}
 	json_t *rec = json_pack("{s:s, s:o, s:s?, s:i, s:f}", "key", t->key, "instance", key,
 		"candidate", t->path, "exit_code", rc, "seconds", secs);
 	if (t->path)
 		json_object_set_new(rec, "log", json_steal_str(task_log(t, ".log")));
-	json_object_set_new(rec, "outcome", json_string(res ? fail_category(res) :
+	json_object_set_new(rec, "outcome", json_string(res ? fail_category(r) :
 		t->path ? (rc == -2 ? "timeout" : "internal_error") : "no_code"));
 	if (res)
 		json_object_set(rec, "result", res);
@@ -683,6 +684,8 @@ static void progress(struct progress *p, const char *outcome, const char *line)
 struct pending {
 	int left;          /* launches still running or waiting */
 	json_t *res[2];    /* eval's --json, NULL when it wrote none */
+	struct result r[2];     /* res read; outcome NULL when it did not */
+	char why[2][300];  /* why res did not read */
 	int status[2];
 	double secs[2];
 	char *gpus[2];
@@ -733,21 +736,21 @@ static char **eval_argv(struct sweep *s, struct task *t, const char *json, int h
 	return a.v;
 }
 
-static int is_outcome(json_t *res, const char *name)
+static int is_outcome(const struct result *r, const char *name)
 {
-	const char *o = json_string_value(json_object_get(res, "outcome"));
-	return o && !strcmp(o, name);
+	return r->outcome && !strcmp(r->outcome, name);
 }
 
 /* the ranks' logs of a launch stay beside the record, named relative to
  * the run directory (also when the sweep's own timeout killed eval); a
  * pass needs none. The relative name, or NULL when there are none. */
-static char *keep_rank_logs(struct sweep *s, struct task *t, json_t *res, int hidden)
+static char *keep_rank_logs(struct sweep *s, struct task *t, struct pending *p, int hidden)
 {
+	json_t *res = p->res[hidden];
 	char *rel = task_log(t, hidden ? ".hidden.ranks" : ".ranks");
 	char *ranks = xstrfmt("%s/%s", s->root, rel);
 	struct stat st;
-	if (is_outcome(res, "pass"))
+	if (is_outcome(&p->r[hidden], "pass"))
 		rm_rf(ranks);
 	int have = stat(ranks, &st) == 0;
 	free(ranks);
@@ -760,23 +763,35 @@ static char *keep_rank_logs(struct sweep *s, struct task *t, json_t *res, int hi
 	return rel;
 }
 
+/* what the record says when eval's --json is not there to say it: none
+ * written (the sweep's own timeout says so itself), or one that does not
+ * read; NULL when it read */
+static char *eval_message(const struct pending *p, int k)
+{
+	if (!p->res[k] && p->status[k] != -2)
+		return xstrdup("eval wrote no JSON (see log)");
+	if (p->res[k] && !p->r[k].outcome)
+		return xstrfmt("eval's record does not read: %s", p->why[k]);
+	return NULL;
+}
+
 /* the record's "hidden": the shape, the verdict there and eval's --json */
 static json_t *hidden_record(struct sweep *s, struct task *t, struct pending *p)
 {
 	const struct hidden *h = &s->hid[t->problem];
 	json_t *res = p->res[1];
 	json_t *j = json_pack("{s:I, s:I, s:s, s:i, s:f, s:o}", "m", (json_int_t)h->m, "n",
-		(json_int_t)h->n, "outcome", res ? fail_category(res) :
+		(json_int_t)h->n, "outcome", res ? fail_category(&p->r[1]) :
 		p->status[1] == -2 ? "timeout" : "internal_error", "exit_code", p->status[1],
 		"seconds", p->secs[1], "log", json_steal_str(task_log(t, ".hidden.log")));
-	char *ranks = keep_rank_logs(s, t, res, 1);
+	char *ranks = keep_rank_logs(s, t, p, 1);
 	if (ranks)
 		json_object_set_new(j, "rank_logs", json_steal_str(ranks));
-	json_t *msg = json_object_get(res, "message");
-	if (json_is_string(msg))
-		json_object_set(j, "message", msg);
-	else if (!res && p->status[1] != -2)
-		json_object_set_new(j, "message", json_string("eval wrote no JSON (see log)"));
+	char *msg = eval_message(p, 1);
+	if (msg)
+		json_object_set_new(j, "message", json_steal_str(msg));
+	else if (p->r[1].message)
+		json_object_set_new(j, "message", json_string(p->r[1].message));
 	if (res)
 		json_object_set(j, "result", res);
 	return j;
@@ -792,9 +807,9 @@ static void task_done(struct run_ctx *c, int ti)
 	struct pending *p = &c->pend[ti];
 	int hidden = p->gpus[1] != NULL;
 	for (int k = 0; k <= hidden; k++)
-		if (is_outcome(p->res[k], "env_error")) {
+		if (is_outcome(&p->r[k], "env_error")) {
 			s->env_errors++;
-			const char *msg = json_string_value(json_object_get(p->res[k], "message"));
+			const char *msg = p->r[k].message;
 			char *line = xstrfmt("%03d %s on GPUs %s%s: env_error, not recorded (%s)",
 					     t->problem, t->sample, p->gpus[k], k ? " (hidden shape)" : "",
 					     msg ? msg : "see its log");
@@ -802,13 +817,13 @@ static void task_done(struct run_ctx *c, int ti)
 			free(line);
 			return;
 		}
-	json_t *res = p->res[0];
-	char *ranks = keep_rank_logs(s, t, res, 0);
-	json_t *rec = make_record(s, t, res, p->status[0], p->secs[0]);
+	char *ranks = keep_rank_logs(s, t, p, 0);
+	json_t *rec = make_record(s, t, p->res[0], &p->r[0], p->status[0], p->secs[0]);
 	if (ranks)
 		json_object_set_new(rec, "rank_logs", json_steal_str(ranks));
-	if (!res && p->status[0] != -2)
-		json_object_set_new(rec, "message", json_string("eval wrote no JSON (see log)"));
+	char *msg = eval_message(p, 0);
+	if (msg)
+		json_object_set_new(rec, "message", json_steal_str(msg));
 	if (hidden)
 		json_object_set_new(rec, "hidden", hidden_record(s, t, p));
 	if (append_record(c->fd, rec) < 0)
@@ -837,6 +852,9 @@ static void eval_done(void *vctx, const struct lanes_done *d)
 	int ti = c->job_task[d->job], k = c->job_hidden[d->job];
 	struct pending *p = &c->pend[ti];
 	p->res[k] = d->status == -2 ? NULL : json_load_file(c->json[d->job], 0, NULL);
+	result_none(&p->r[k]);
+	if (p->res[k])
+		result_read(p->res[k], &p->r[k], p->why[k], sizeof p->why[k]);
 	p->status[k] = d->status;
 	p->secs[k] = d->seconds;
 	p->gpus[k] = xstrdup(d->gpus);
@@ -857,7 +875,7 @@ static int run_local(struct sweep *s, int *todo, int ntodo, const char *res_path
 			todo[nrun++] = todo[i];
 			continue;
 		}
-		json_t *rec = make_record(s, t, NULL, 0, 0);
+		json_t *rec = make_record(s, t, NULL, NULL, 0, 0);
 		if (append_record(fd, rec) < 0)
 			c.rc = PKB_EXIT_INPUT;
 		json_decref(rec);
@@ -922,6 +940,7 @@ static int run_local(struct sweep *s, int *todo, int ntodo, const char *res_path
 	/* a candidate whose other launch a stop killed: nothing recorded */
 	for (int i = 0; i < nrun; i++)
 		for (int k = 0; k < 2; k++) {
+			result_free(&c.pend[i].r[k]);
 			json_decref(c.pend[i].res[k]);
 			free(c.pend[i].gpus[k]);
 		}
@@ -970,7 +989,7 @@ static int run_dry(struct sweep *s, int *todo, int ntodo, const char *res_path, 
 		struct task *t = &s->t[todo[i]];
 		json_t *rec;
 		if (!t->path) {
-			rec = make_record(s, t, NULL, 0, 0);
+			rec = make_record(s, t, NULL, NULL, 0, 0);
 		} else {
 			struct job_solution sol = { .role = "candidate", .src = t->path,
 				.nccl = loader_backend_uses_nccl(backend) };
@@ -1010,7 +1029,12 @@ static int run_dry(struct sweep *s, int *todo, int ntodo, const char *res_path, 
 			free(dir);
 			free(log);
 			free(rel);
-			rec = make_record(s, t, res, outcome_exit_code(out), secs);
+			struct result r;
+			char why[300];
+			if (result_read(res, &r, why, sizeof why) < 0)
+				BUG("the dry run's record does not read: %s", why);
+			rec = make_record(s, t, res, &r, outcome_exit_code(out), secs);
+			result_free(&r);
 			json_decref(res);
 		}
 		if (append_record(fd, rec) < 0)
