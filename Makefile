@@ -116,6 +116,8 @@ UNIT_DEPS += src/mps.c
 UNIT_DEPS += src/solproc.c
 # the reference's outputs kept across evaluations (test_refcache)
 UNIT_DEPS += src/refcache.c
+# eval's record read back (test_result)
+UNIT_DEPS += src/result.c
 
 # Each module and problem is compiled once per flavour and every test links
 # the objects (compiling them into each of ~25 tests, twice, took most of

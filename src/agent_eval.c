@@ -213,8 +213,9 @@ static char **fill_argv(const struct agent_eval *e, const struct agent_eval_job 
 
 /* eval's record from the file the command wrote it to: eval's JSON comes
  * first on stdout (the verdict line follows); whatever a remote shell
- * printed before its first '{' line is skipped. NULL when there is none. */
-static json_t *read_result(const char *path)
+ * printed before its first '{' line is skipped. NULL when there is none;
+ * *bad when there is one that does not read (result.h says why in err). */
+static json_t *read_result(const char *path, struct result *res, int *bad, char *err, size_t n)
 {
 	size_t len = 0;
 	char *txt = read_file(path, &len);
@@ -227,7 +228,8 @@ static json_t *read_result(const char *path)
 	if (s && *s)
 		r = json_loads(s, JSON_DISABLE_EOF_CHECK, NULL);
 	free(txt);
-	if (!json_is_object(r) || !json_is_string(json_object_get(r, "outcome"))) {
+	*bad = r && result_read(r, res, err, n) < 0;
+	if (!r || *bad) {
 		json_decref(r);
 		return NULL;
 	}
@@ -235,7 +237,7 @@ static json_t *read_result(const char *path)
 }
 
 json_t *agent_eval_run(const struct agent_eval *e, const struct agent_eval_job *j,
-		       double *secs, char *why, size_t n)
+		       double *secs, struct result *res, char *why, size_t n)
 {
 	char *acu = abs_path(j->cu), *ares = abs_path(j->json);
 	char **argv = fill_argv(e, j, acu, ares);
@@ -246,14 +248,20 @@ json_t *agent_eval_run(const struct agent_eval *e, const struct agent_eval_job *
 	int rc = run_redirected(argv, acu, e->tmpl ? j->out : j->log, j->log, e->timeout_s);
 	*secs = now_s() - t0;
 	json_t *r = NULL;
+	result_none(res);
 	if (rc == -2) {
 		snprintf(why, n, "the evaluation passed its %.0f s limit (--eval-timeout)",
 			 e->timeout_s);
 	} else if (rc == -1) {
 		snprintf(why, n, "cannot run '%s': %s", argv[0], strerror(errno));
 	} else {
-		r = read_result(e->json_word ? j->json : j->out);
-		if (!r) {
+		char err[300];
+		int bad = 0;
+		r = read_result(e->json_word ? j->json : j->out, res, &bad, err, sizeof err);
+		if (bad) {
+			snprintf(why, n, "the evaluation (exit %d) gave no result (%s)",
+				 rc, err);
+		} else if (!r) {
 			char last[700];
 			log_tail(j->log, last, sizeof last);
 			snprintf(why, n, "the evaluation (exit %d) gave no result%s%s", rc,

@@ -10,6 +10,8 @@
 #ifndef PKB_AGENT_EVAL_H
 #define PKB_AGENT_EVAL_H
 
+#include "result.h"
+
 #include <jansson.h>
 #include <stddef.h>
 
@@ -44,10 +46,11 @@ struct agent_eval_job {
 	const char *out, *log;                /* stdout (of --eval-cmd), stderr */
 };
 
-/* Run it: eval's JSON record (with a string "outcome"), or NULL with why
- * (the command could not start, passed its deadline, gave no result). A
- * record read from stdout is also written to j->json. *secs: its time. */
+/* Run it: eval's JSON record, read into *r (result.h: valid while the
+ * record lives), or NULL with why (the command could not start, passed its
+ * deadline, gave no result or one that does not read). A record read from
+ * stdout is also written to j->json. *secs: its time. */
 json_t *agent_eval_run(const struct agent_eval *e, const struct agent_eval_job *j,
-		       double *secs, char *why, size_t n);
+		       double *secs, struct result *r, char *why, size_t n);
 
 #endif

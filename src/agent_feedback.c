@@ -8,25 +8,24 @@
 #include "loader.h"    /* defines: loader_backend_rule */
 #include "util.h"      /* defines: strbuf, xstrdup, warning */
 
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *jstr(json_t *o, const char *key)
+/* a string of the record, "" where it has none */
+static const char *or_empty(const char *s)
 {
-	const char *s = json_string_value(json_object_get(o, key));
 	return s ? s : "";
 }
 
 /* a value as eval records it: a number, or "nan"/"inf" as a string */
-static void jnum(json_t *v, char *buf, size_t n)
+static void value_text(double x, const char *s, char *buf, size_t n)
 {
-	if (json_is_string(v))
-		snprintf(buf, n, "%s", json_string_value(v));
-	else if (json_is_number(v))
-		snprintf(buf, n, "%.6g", json_number_value(v));
+	if (s)
+		snprintf(buf, n, "%s", s);
+	else if (!isnan(x))
+		snprintf(buf, n, "%.6g", x);
 	else
 		snprintf(buf, n, "?");
 }
@@ -115,74 +114,63 @@ static const char *look_sentence(const char *look)
 
 /* one wrong output of trial `first` on `rank`: how many elements are
  * wrong, the worst one, the L2 error, and its look, on one line */
-static void wrong_output(struct strbuf *b, long first, int rank, json_t *o)
+static void wrong_output(struct strbuf *b, long first, int rank, const struct result_output *o)
 {
-	long long bad = json_integer_value(json_object_get(o, "n_bad"));
-	long long n = json_integer_value(json_object_get(o, "n"));
 	strbuf_addf(b, "- trial %ld, rank %d, output '%s': %lld of %lld elements wrong",
-	       first, rank, jstr(o, "name"), bad, n);
-	json_t *w = json_object_get(o, "worst");
-	if (w) {
+	       first, rank, or_empty(o->name), o->n_bad, o->n);
+	const struct result_worst *w = &o->worst;
+	if (w->present) {
 		char ref[48], cand[48], co[128] = "";
-		size_t c = 0, d;
-		json_t *x;
-		jnum(json_object_get(w, "ref"), ref, sizeof ref);
-		jnum(json_object_get(w, "cand"), cand, sizeof cand);
-		json_array_foreach(json_object_get(w, "coords"), d, x)
+		size_t c = 0;
+		value_text(w->ref, w->ref_str, ref, sizeof ref);
+		value_text(w->cand, w->cand_str, cand, sizeof cand);
+		for (int d = 0; d < w->n_coords; d++)
 			if (c < sizeof co)
 				c += (size_t)snprintf(co + c, sizeof co - c, "%s%lld",
-						      d ? "," : "",
-						      (long long)json_integer_value(x));
+						      d ? "," : "", w->coords[d]);
 		strbuf_addf(b, "; worst at flat index %lld [%s]: expected %s, got %s "
-		       "(allowed error %.3g)",
-		       (long long)json_integer_value(json_object_get(w, "index")), co,
-		       ref, cand, json_number_value(json_object_get(w, "bound")));
+		       "(allowed error %.3g)", w->index < 0 ? 0 : w->index, co, ref, cand,
+		       isnan(w->bound) ? 0.0 : w->bound);
 	}
-	if (json_is_true(json_object_get(o, "l2_failed")))
+	if (o->l2_failed)
 		strbuf_addf(b, "; relative L2 error %.3g over the limit %.3g",
-		       json_number_value(json_object_get(o, "l2_rel")),
-		       json_number_value(json_object_get(o, "l2_limit")));
-	const char *look = json_string_value(json_object_get(o, "look"));
-	if (look)
-		strbuf_addf(b, "; looks %s", look_sentence(look));
-	else if (json_integer_value(json_object_get(o, "n_bad_zero")) > 0)
-		strbuf_addf(b, "; %lld of the wrong elements are 0",
-		       (long long)json_integer_value(json_object_get(o, "n_bad_zero")));
+		       isnan(o->l2_rel) ? 0.0 : o->l2_rel, isnan(o->l2_limit) ? 0.0 : o->l2_limit);
+	if (o->look)
+		strbuf_addf(b, "; looks %s", look_sentence(o->look));
+	else if (o->n_bad_zero > 0)
+		strbuf_addf(b, "; %lld of the wrong elements are 0", o->n_bad_zero);
 	strbuf_addf(b, "\n");
 }
 
 /* per failing output of the first failing trial (at most 8): which output,
  * which rank, the worst element, how many wrong, and its look; the number
  * of lines written */
-static int mismatch_details(struct strbuf *b, json_t *ev)
+static int mismatch_details(struct strbuf *b, const struct result *ev)
 {
-	json_t *trials = json_object_get(ev, "trial_records"), *t;
 	long first = -1;
-	size_t i;
-	json_array_foreach(trials, i, t)
-		if (!json_is_true(json_object_get(t, "ok"))) {
-			long tr = (long)json_integer_value(json_object_get(t, "trial"));
+	for (int i = 0; i < ev->n_trials; i++)
+		if (!ev->trials[i].ok) {
+			long tr = ev->trials[i].trial < 0 ? 0 : ev->trials[i].trial;
 			if (first < 0 || tr < first)
 				first = tr;
 		}
 	if (first < 0)
 		return 0;
 	int bad_ranks = 0, ranks = 0, lines = 0;
-	json_array_foreach(trials, i, t) {
-		if (json_integer_value(json_object_get(t, "trial")) != first)
+	for (int i = 0; i < ev->n_trials; i++) {
+		const struct result_trial *t = &ev->trials[i];
+		if ((t->trial < 0 ? 0 : t->trial) != first)
 			continue;
 		ranks++;
-		if (json_is_true(json_object_get(t, "ok")))
+		if (t->ok)
 			continue;
 		bad_ranks++;
-		int rank = (int)json_integer_value(json_object_get(t, "rank"));
-		size_t k;
-		json_t *o;
-		json_array_foreach(json_object_get(t, "outputs"), k, o) {
-			if (json_is_true(json_object_get(o, "ok")) || lines >= 8)
+		int rank = t->rank < 0 ? 0 : t->rank;
+		for (int k = 0; k < t->n_out; k++) {
+			if (t->out[k].ok || lines >= 8)
 				continue;
 			lines++;
-			wrong_output(b, first, rank, o);
+			wrong_output(b, first, rank, &t->out[k]);
 		}
 	}
 	if (ranks)
@@ -190,16 +178,15 @@ static int mismatch_details(struct strbuf *b, json_t *ev)
 	return lines;
 }
 
-static void rank_phases(struct strbuf *b, json_t *ev)
+static void rank_phases(struct strbuf *b, const struct result *ev)
 {
-	json_t *ranks = json_object_get(json_object_get(ev, "launch"), "ranks"), *r;
-	size_t i;
-	json_array_foreach(ranks, i, r) {
-		strbuf_addf(b, "- rank %lld reached phase '%s'",
-		       (long long)json_integer_value(json_object_get(r, "rank")), jstr(r, "phase"));
-		if (json_is_true(json_object_get(r, "failed")))
-			strbuf_addf(b, " and failed: %s", jstr(r, "message"));
-		else if (json_is_true(json_object_get(r, "done")))
+	for (int i = 0; i < ev->n_ranks; i++) {
+		const struct result_rank *r = &ev->ranks[i];
+		strbuf_addf(b, "- rank %d reached phase '%s'", r->rank < 0 ? 0 : r->rank,
+		       or_empty(r->phase));
+		if (r->failed)
+			strbuf_addf(b, " and failed: %s", or_empty(r->message));
+		else if (r->done)
 			strbuf_addf(b, " (finished)");
 		strbuf_addf(b, "\n");
 	}
@@ -207,55 +194,54 @@ static void rank_phases(struct strbuf *b, json_t *ev)
 
 /* the speedup, the per-rank medians and the roofline on `hw`, the machine
  * the prompt described */
-static void perf_details(struct strbuf *b, json_t *ev, const char *hw)
+/* a time of the record in us; 0 where it has none (as it always said) */
+static double us(double ms)
 {
-	json_t *cp = json_object_get(ev, "candidate_perf"), *rp = json_object_get(ev, "reference_perf");
-	json_t *sp = json_object_get(ev, "speedup");
-	if (!cp || !json_is_number(sp)) {
+	return isnan(ms) ? 0.0 : ms * 1e3;
+}
+
+static void perf_details(struct strbuf *b, const struct result *ev, const char *hw)
+{
+	const struct result_perf *cp = &ev->cand;
+	if (!cp->present || isnan(ev->speedup)) {
 		strbuf_addf(b, "Not timed.\n");
 		return;
 	}
-	json_t *tm = json_object_get(ev, "timing");
 	strbuf_addf(b, "Speedup %.3fx against the reference: median %.2f us against %.2f us "
-	       "(%lld timed calls, each the slowest rank, %s timing).\n", json_number_value(sp),
-	       json_number_value(json_object_get(cp, "median_ms")) * 1e3,
-	       json_number_value(json_object_get(rp, "median_ms")) * 1e3,
-	       (long long)json_integer_value(json_object_get(cp, "n")),
-	       tm ? jstr(tm, "mode") : "warm");
-	json_t *rm = json_object_get(cp, "rank_median_ms"), *x;
-	size_t i;
-	if (json_array_size(rm)) {
+	       "(%lld timed calls, each the slowest rank, %s timing).\n", ev->speedup,
+	       us(cp->median_ms), us(ev->ref.median_ms), cp->n,
+	       ev->timing_mode ? ev->timing_mode : "warm");
+	if (cp->n_rank_median) {
 		strbuf_addf(b, "Per rank (median):");
-		json_array_foreach(rm, i, x)
-			strbuf_addf(b, "%s rank %zu %.2f us", i ? "," : "", i, json_number_value(x) * 1e3);
-		strbuf_addf(b, "; skew between ranks %.2f us.\n",
-		       json_number_value(json_object_get(cp, "skew_ms")) * 1e3);
+		for (int i = 0; i < cp->n_rank_median; i++)
+			strbuf_addf(b, "%s rank %d %.2f us", i ? "," : "", i, cp->rank_median_ms[i] * 1e3);
+		strbuf_addf(b, "; skew between ranks %.2f us.\n", us(cp->skew_ms));
 	}
-	json_t *rl = json_object_get(ev, "roofline");
-	if (json_is_string(json_object_get(rl, "error"))) {
-		strbuf_addf(b, "Roofline: none (%s).\n", jstr(rl, "error"));
-	} else if (rl) {
+	const struct result_roofline *rl = &ev->roofline;
+	if (rl->error) {
+		strbuf_addf(b, "Roofline: none (%s).\n", rl->error);
+	} else if (rl->present) {
 		/* an --eval-cmd without {hw} lets the far side pick its own */
-		if (strcmp(jstr(rl, "hw"), hw))
+		if (strcmp(or_empty(rl->hw), hw))
 			warning("the evaluation's roofline is on %s, the prompt described %s: put "
-				"--hw {hw} in --eval-cmd", jstr(rl, "hw"), hw);
+				"--hw {hw} in --eval-cmd", or_empty(rl->hw), hw);
 		strbuf_addf(b, "Roofline: the lower bound is %.2f us on %s, %s-bound; this candidate "
-		       "runs at %.0f%% of it", json_number_value(json_object_get(rl, "bound_us")),
-		       jstr(rl, "hw"), jstr(rl, "bottleneck"),
-		       100 * json_number_value(json_object_get(rl, "fraction")));
-		json_t *s = json_object_get(rl, "sol_score");
-		if (json_is_number(s))
+		       "runs at %.0f%% of it", isnan(rl->bound_us) ? 0.0 : rl->bound_us,
+		       or_empty(rl->hw), or_empty(rl->bottleneck),
+		       isnan(rl->fraction) ? 0.0 : 100 * rl->fraction);
+		if (!isnan(rl->sol_score))
 			strbuf_addf(b, " (speed-of-light score %.3f: 0.5 is the reference, 1 the bound)",
-			       json_number_value(s));
+			       rl->sol_score);
 		strbuf_addf(b, ".\n");
 	}
 }
 
 /* what the verdict of fb's step found, after "Step S: VERDICT." */
-static void verdict_details(struct strbuf *b, const struct agent_feedback *fb, json_t *ev)
+static void verdict_details(struct strbuf *b, const struct agent_feedback *fb,
+			    const struct result *ev)
 {
 	const char *verdict = fb->verdict;
-	const char *msg = ev ? jstr(ev, "message") : "";
+	const char *msg = ev ? or_empty(ev->message) : "";
 	if (!strcmp(verdict, "no_code")) {
 		strbuf_addf(b, " Your reply had no fenced code block: send the whole .cu file in one "
 		       "```cuda block.\n");
@@ -263,9 +249,8 @@ static void verdict_details(struct strbuf *b, const struct agent_feedback *fb, j
 		strbuf_addf(b, " Your reply stopped at the token limit (%d tokens) before the file was "
 		       "complete: send the whole file again, shorter.\n", fb->tokens_out);
 	} else if (!strcmp(verdict, "compile_error")) {
-		json_t *co = json_object_get(ev, "compiler_output");
 		strbuf_addf(b, " nvcc's first errors:\n");
-		trim_compiler(b, json_is_string(co) ? json_string_value(co) : msg, fb->cand_path);
+		trim_compiler(b, ev && ev->compiler_output ? ev->compiler_output : msg, fb->cand_path);
 	} else if (!strcmp(verdict, "load_refused")) {
 		strbuf_addf(b, " The symbol scan refused the compiled file: %s.\nThe %s backend's rule: "
 		       "%s.\n", msg, fb->backend, loader_backend_rule(fb->backend));
@@ -294,7 +279,7 @@ static void verdict_details(struct strbuf *b, const struct agent_feedback *fb, j
 	}
 }
 
-char *agent_feedback_build(const struct agent_feedback *fb, json_t *ev)
+char *agent_feedback_build(const struct agent_feedback *fb, const struct result *ev)
 {
 	struct strbuf b = { 0 };
 	strbuf_addf(&b, "Step %d: %s.", fb->step, fb->verdict);

@@ -10,7 +10,7 @@
 #ifndef PKB_AGENT_FEEDBACK_H
 #define PKB_AGENT_FEEDBACK_H
 
-#include <jansson.h>
+#include "result.h"
 
 /* one finished step as its answer sees it */
 struct agent_feedback {
@@ -26,9 +26,10 @@ struct agent_feedback {
 	double target;            /* --target-speedup; 0: none */
 };
 
-/* The message (malloc'd) for `fb`, whose evaluation is `ev` (eval's JSON
- * record; NULL when the reply had no file to evaluate). A roofline on
- * another machine than fb->hw is warned about on stderr. */
-char *agent_feedback_build(const struct agent_feedback *fb, json_t *ev);
+/* The message (malloc'd) for `fb`, whose evaluation is `ev` (eval's
+ * record as result.h reads it; NULL when the reply had no file to
+ * evaluate). A roofline on another machine than fb->hw is warned about on
+ * stderr. */
+char *agent_feedback_build(const struct agent_feedback *fb, const struct result *ev);
 
 #endif

@@ -30,12 +30,6 @@
 const char *const agent_stop_names[] = { NULL, "steps", "budget_s", "budget_tokens",
 					 "target_speedup" };
 
-static const char *jstr(json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-	return s ? s : "";
-}
-
 static char *step_path(const struct agent_conv *c, int step, const char *what)
 {
 	return xstrfmt("%s/step_%d.%s", c->dir, step, what);
@@ -150,7 +144,7 @@ static void account(struct agent_conv *c, json_t *line)
 	c->seconds += json_number_value(json_object_get(line, "seconds"));
 	c->model_s += json_number_value(json_object_get(line, "model_s"));
 	c->attempts += (int)json_integer_value(json_object_get(line, "attempts"));
-	const char *v = jstr(line, "verdict");
+	const char *v = json_str(line, "verdict", "");
 	snprintf(c->last_verdict, sizeof c->last_verdict, "%s", v);
 	json_t *sp = json_object_get(line, "speedup");
 	double s = json_is_number(sp) ? json_number_value(sp) : NAN;
@@ -199,7 +193,7 @@ static int load_conv(struct agent_conv *c)
 		}
 		free(rp);
 		add_turn(c, 1, *text ? text : "(no text)");
-		add_turn(c, 0, jstr(l, "feedback"));
+		add_turn(c, 0, json_str(l, "feedback", ""));
 		json_decref(rec);
 		account(c, l);
 	}
@@ -366,6 +360,7 @@ struct step {
 	char *cu;                 /* RUN/agent/NNN/step_N.cu */
 	const char *verdict;      /* eval's outcome, or no_code, truncated */
 	json_t *ev;               /* eval's record; NULL: nothing evaluated */
+	struct result r;          /* ev read (result.h); result_none's when NULL */
 	double eval_s;
 	double speedup;           /* NaN: not a timed pass */
 };
@@ -378,7 +373,7 @@ static int step_evaluate(const struct agent *a, const struct agent_conv *c, stru
 {
 	int truncated = json_is_true(json_object_get(s->rec, "truncated"));
 	int blocks = 0;
-	s->code = truncated ? NULL : llm_extract(jstr(s->rec, "text"), a->block, &blocks);
+	s->code = truncated ? NULL : llm_extract(json_str(s->rec, "text", ""), a->block, &blocks);
 	s->verdict = truncated ? "truncated" : s->code ? NULL : "no_code";
 	s->cu = step_path(c, s->n, "cu");
 	if (!s->code)
@@ -394,7 +389,7 @@ static int step_evaluate(const struct agent *a, const struct agent_conv *c, stru
 	struct agent_eval_job j = { .p = c->p, .po = &a->po, .trials = a->trials, .step = s->n,
 				    .run = a->run_dir, .cu = s->cu, .json = res, .out = out,
 				    .log = log };
-	s->ev = agent_eval_run(&a->ev, &j, &s->eval_s, why, sizeof why);
+	s->ev = agent_eval_run(&a->ev, &j, &s->eval_s, &s->r, why, sizeof why);
 	free(res);
 	free(out);
 	free(log);
@@ -405,23 +400,21 @@ static int step_evaluate(const struct agent *a, const struct agent_conv *c, stru
 		*fail = PKB_EXIT_ENV;
 		return -1;
 	}
-	s->verdict = jstr(s->ev, "outcome");
+	s->verdict = s->r.outcome;
+	const char *msg = s->r.message ? s->r.message : "";
 	/* no GPU there: no step can be evaluated, stop (the step is
 	 * evaluated again by the next run) */
 	if (!strcmp(s->verdict, "env_error")) {
-		error("%03d step %d: the evaluation cannot run: %s", c->p->id, s->n,
-		      jstr(s->ev, "message"));
+		error("%03d step %d: the evaluation cannot run: %s", c->p->id, s->n, msg);
 		*fail = PKB_EXIT_ENV;
 		return -1;
 	}
 	/* a harness error is said, and the step is recorded: stopping
 	 * would meet it again at the same step on every run */
 	if (!strcmp(s->verdict, "internal_error"))
-		warning("%03d step %d: pkb's evaluation failed: %s", c->p->id, s->n,
-			jstr(s->ev, "message"));
-	json_t *sp = json_object_get(s->ev, "speedup");
-	if (json_is_number(sp) && !strcmp(s->verdict, "pass"))
-		s->speedup = json_number_value(sp);
+		warning("%03d step %d: pkb's evaluation failed: %s", c->p->id, s->n, msg);
+	if (!isnan(s->r.speedup) && !strcmp(s->verdict, "pass"))
+		s->speedup = s->r.speedup;
 	return 0;
 }
 
@@ -436,14 +429,14 @@ static json_t *step_line(const struct agent *a, const struct agent_conv *c,
 				 "tokens_in", (json_int_t)tin, "tokens_out", (json_int_t)tout,
 				 "tokens_total", (json_int_t)(c->tokens + (tin > 0 ? tin : 0) +
 							     (tout > 0 ? tout : 0)),
-				 "reply_sha256", jstr(s->rec, "reply_sha256"), "verdict",
+				 "reply_sha256", json_str(s->rec, "reply_sha256", ""), "verdict",
 				 s->verdict, "seconds", seconds, "model_s",
 				 json_number_value(json_object_get(s->rec, "latency_s")), "eval_s",
 				 s->eval_s, "attempts",
 				 (int)json_integer_value(json_object_get(s->rec, "attempts")));
 	json_object_set_new(line, "speedup", isnan(s->speedup) ? json_null()
 							       : json_real(s->speedup));
-	json_object_set_new(line, "message", json_string(s->ev ? jstr(s->ev, "message") : ""));
+	json_object_set_new(line, "message", json_string(s->r.message ? s->r.message : ""));
 	json_object_set_new(line, "candidate", s->code
 			    ? json_string(s->cu + strlen(a->run_dir) + 1) : json_null());
 	return line;
@@ -461,7 +454,7 @@ static char *step_feedback(const struct agent *a, const struct agent_conv *c,
 		.best_speedup = c->best_speedup, .steps_left = a->steps - s->n,
 		.target = a->target,
 	};
-	return agent_feedback_build(&fb, s->ev);
+	return agent_feedback_build(&fb, s->ev ? &s->r : NULL);
 }
 
 /* the step taken in: its line appended (last: it marks the step done),
@@ -491,13 +484,13 @@ static int step_record(const struct agent *a, struct agent_conv *c, const struct
 	if (rc == 0) {
 		/* the APIs refuse an empty assistant turn (a reply cut
 		 * before any text) */
-		const char *text = jstr(s->rec, "text");
+		const char *text = json_str(s->rec, "text", "");
 		add_turn(c, 1, *text ? text : "(no text)");
 		add_turn(c, 0, fb);
 		char sps[32] = "";
 		if (!isnan(s->speedup))
 			snprintf(sps, sizeof sps, " %.3fx,", s->speedup);
-		const char *msg = s->ev && strcmp(s->verdict, "pass") ? jstr(s->ev, "message") : "";
+		const char *msg = s->r.message && strcmp(s->verdict, "pass") ? s->r.message : "";
 		agent_progress(a, "%03d step %d/%d: %s,%s %lld tokens, %.1f s%s%s", c->p->id,
 			       s->n, a->steps, s->verdict, sps, c->tokens, seconds,
 			       *msg ? ": " : "", msg);
@@ -519,9 +512,11 @@ static int do_step(const struct agent *a, struct agent_conv *c, int *fail)
 	s.rec = get_reply(a, c, s.n, until, &s.fresh, fail);
 	if (!s.rec)
 		return *fail ? -1 : 1;
+	result_none(&s.r);
 	int rc = step_evaluate(a, c, &s, fail);
 	if (rc == 0)
 		rc = step_record(a, c, &s, t0, fail);
+	result_free(&s.r);
 	json_decref(s.ev);
 	json_decref(s.rec);
 	free(s.code);

@@ -215,41 +215,26 @@ static int parse_args(struct cli *c, int argc, char **argv, int *rc)
 	return 0;
 }
 
-/* the provider, its endpoint, the backend, --block and --eval-cmd; -1
- * (a usage error, said) when one does not hold */
+/* the provider, its endpoint and --block (llm_cli_target), the backend and
+ * --eval-cmd; -1 (a usage error, said) when one does not hold */
 static int check_args(struct cli *c)
 {
 	struct agent *a = &c->a;
-	const char *provider = c->l.provider, *block = c->l.block;
-	long long n;
-	if (!a->model || !provider) {
+	if (!a->model || !c->l.provider) {
 		error("agent needs --model and --provider");
 		opts_usage(stderr, head, tables, tail);
 		return -1;
 	}
-	a->prov = llm_provider_find(provider);
-	if (!a->prov) {
-		error("unknown provider '%s'", provider);
-		hint("one of: %s", llm_provider_names());
+	struct llm_target tg;
+	if (llm_cli_target(&c->l, &tg) < 0)
 		return -1;
-	}
+	a->prov = tg.prov;
+	a->base_url = c->base = tg.base_url;
+	a->block = tg.block;
 	if (strcmp(a->po.backend, "cuda") && strcmp(a->po.backend, "nccl-device")) {
 		error("unknown backend '%s'", a->po.backend);
 		hint("a candidate's backend is cuda or nccl-device");
 		return -1;
-	}
-	if (!a->base_url)
-		a->base_url = a->prov->base_url;
-	if (!a->base_url)
-		return error("the provider '%s' needs --base-url", provider);
-	if (!strcmp(block, "last")) {
-		a->block = 0;
-	} else if (!strcmp(block, "first")) {
-		a->block = -1;
-	} else if (parse_int_in(block, 1, 999, &n) == 0) {
-		a->block = (int)n;
-	} else {
-		return error("--block takes first, last or a block number from 1");
 	}
 	if (a->ev.tmpl && agent_eval_template(&a->ev) < 0)
 		return -1;
@@ -286,15 +271,8 @@ static int take_key(struct cli *c)
 static void resolve_hw(struct cli *c)
 {
 	struct agent *a = &c->a;
-	char *rj = xstrfmt("%s/run.json", a->run_dir);
-	json_t *old = access(rj, F_OK) == 0 ? json_load_file(rj, 0, NULL) : NULL;
-	free(rj);
-	json_t *old_args = json_object_get(old, "args");
-	const char *old_src = json_string_value(json_object_get(old, "hw_source"));
-	prompt_hw_resolve(&a->po, json_string_value(json_object_get(old_args, "hw")));
-	snprintf(c->hw_source, sizeof c->hw_source, "%s",
-		 !strcmp(a->po.hw_source, "run.json") && old_src ? old_src : a->po.hw_source);
-	const char *old_eval_hw = json_string_value(json_object_get(old_args, "eval_hw"));
+	json_t *old = prompt_hw_resume(&a->po, a->run_dir, c->hw_source, sizeof c->hw_source);
+	const char *old_eval_hw = json_str(json_object_get(old, "args"), "eval_hw", NULL);
 	if (!c->hw_eval && old_eval_hw && !strcmp(a->po.hw_source, "run.json")) {
 		snprintf(c->eval_hw, sizeof c->eval_hw, "%s", old_eval_hw);
 		c->hw_eval = c->eval_hw;
@@ -458,14 +436,10 @@ int cmd_agent(int argc, char **argv)
 	if (parse_args(&c, argc, argv, &rc) < 0)
 		return rc;
 	if (check_args(&c) < 0) {
+		free(c.base);
 		agent_eval_free(&c.a.ev);
 		return PKB_EXIT_USAGE;
 	}
-	/* the endpoint without its trailing slashes */
-	c.base = xstrdup(c.a.base_url);
-	while (strlen(c.base) > 1 && c.base[strlen(c.base) - 1] == '/')
-		c.base[strlen(c.base) - 1] = 0;
-	c.a.base_url = c.base;
 	rc = take_key(&c) < 0 ? PKB_EXIT_INPUT : agent_run(&c);
 	free(c.run_default);
 	free(c.base);

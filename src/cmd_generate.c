@@ -447,16 +447,8 @@ static int open_run(const struct gen *g, json_t *args, json_t *extra)
  * keeps of it besides the args: the machine and how it was first chosen. */
 static json_t *resolve_hw(struct gen *g)
 {
-	char *rj = xstrfmt("%s/run.json", g->run_dir);
-	json_t *old = access(rj, F_OK) == 0 ? json_load_file(rj, 0, NULL) : NULL;
-	free(rj);
-	const char *old_src = json_string_value(json_object_get(old, "hw_source"));
-	prompt_hw_resolve(&g->po, json_string_value(json_object_get(json_object_get(old, "args"),
-								    "hw")));
-	/* the way the run's machine was first chosen stays its record */
 	char hw_source[32];
-	snprintf(hw_source, sizeof hw_source, "%s",
-		 !strcmp(g->po.hw_source, "run.json") && old_src ? old_src : g->po.hw_source);
+	json_t *old = prompt_hw_resume(&g->po, g->run_dir, hw_source, sizeof hw_source);
 	json_t *extra = json_pack("{s:s,s:s}", "hw", g->po.hw, "hw_source", hw_source);
 	json_decref(old);
 	return extra;
@@ -607,37 +599,6 @@ static int parse_args(struct gen *g, struct llm_cli *l, int argc, char **argv, i
 	return 0;
 }
 
-/* the provider, its endpoint (without trailing slashes) and --block; -1
- * (a usage error, said) when one does not hold */
-static int check_args(struct gen *g, const char *provider)
-{
-	long long num;
-	g->prov = llm_provider_find(provider);
-	if (!g->prov) {
-		error("unknown provider '%s'", provider);
-		hint("one of: %s", llm_provider_names());
-		return -1;
-	}
-	if (!g->base_url)
-		g->base_url = g->prov->base_url;
-	if (!g->base_url)
-		return error("the provider '%s' needs --base-url", provider);
-	g->base = xstrdup(g->base_url);
-	while (strlen(g->base) > 1 && g->base[strlen(g->base) - 1] == '/')
-		g->base[strlen(g->base) - 1] = 0;
-	g->base_url = g->base;
-	if (!strcmp(g->block_arg, "last")) {
-		g->block = 0;
-	} else if (!strcmp(g->block_arg, "first")) {
-		g->block = -1;
-	} else if (parse_int_in(g->block_arg, 1, 999, &num) == 0) {
-		g->block = (int)num;
-	} else {
-		return error("--block takes first, last or a block number from 1");
-	}
-	return 0;
-}
-
 /* The run of g's problems: the prompts, the run directory, the samples.
  * The command's exit status. */
 static int gen_run(struct gen *g)
@@ -686,8 +647,13 @@ int cmd_generate(int argc, char **argv)
 	if (parse_args(&g, &l, argc, argv, &rc) < 0)
 		return rc;
 	rc = PKB_EXIT_USAGE;
-	if (check_args(&g, l.provider) < 0)
+	/* the provider, its endpoint and --block (llm_http.h) */
+	struct llm_target tg;
+	if (llm_cli_target(&l, &tg) < 0)
 		goto out;
+	g.prov = tg.prov;
+	g.base_url = g.base = tg.base_url;
+	g.block = tg.block;
 	/* the key: read from the environment, held in memory, sent in a header
 	 * and nowhere else (never in argv, a URL, a file or a message), and
 	 * only to its provider's endpoint unless --api-key-env names it */

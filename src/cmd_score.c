@@ -248,6 +248,116 @@ static int write_csv(const struct sum_set *s, const char *path)
 	return bad ? error("cannot write '%s'", path) : 0;
 }
 
+/* --json and --csv: the same numbers for programs; -1 when a file failed */
+static int write_machine(const struct sum_set *s, const char *json_path, const char *csv_path,
+			 const char *defs)
+{
+	int rc = 0;
+	if (json_path) {
+		json_t *j = sum_json(s);
+		json_object_set_new(j, "definitions", json_string(defs));
+		if (!strcmp(json_path, "-")) {
+			json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+			putchar('\n');
+		} else {
+			rc = json_write_file(json_path, j);
+		}
+		json_decref(j);
+	}
+	if (csv_path && write_csv(s, csv_path) < 0)
+		rc = -1;
+	return rc;
+}
+
+/* the table's metric rows, one column per run: counts, pass@k, fast_p,
+ * the geomeans, S and the roofline fraction */
+static void print_metrics(const struct sum_set *s, const double *p, int np, int nk, int hidden)
+{
+	printf("records kept: %s\n\n%-16s", s->fingerprint, "");
+	for (int i = 0; i < s->nr; i++)
+		printf(" %12.12s", s->r[i].name);
+	printf("\n%-16s", "candidates");
+	for (int i = 0; i < s->nr; i++)
+		printf(" %12d", s->r[i].candidates);
+	printf("\n%-16s", "problems");
+	for (int i = 0; i < s->nr; i++)
+		printf(" %12d", s->r[i].np);
+	for (int k = 1; k <= nk; k++) {
+		printf("\npass@%-11d", k);
+		for (int i = 0; i < s->nr; i++)
+			cell(s->r[i].pass_at[k - 1], 1);
+	}
+	for (int k = 1; hidden && k <= nk; k++) {
+		printf("\npass@%d announced", k);
+		for (int i = 0; i < s->nr; i++)
+			cell(s->r[i].pass_announced[k - 1], 1);
+	}
+	for (int q = 0; q < np; q++) {
+		char name[32];
+		snprintf(name, sizeof(name), "fast_%g", p[q]);
+		printf("\n%-16s", name);
+		for (int i = 0; i < s->nr; i++)
+			cell(s->r[i].fast_p[q], 1);
+	}
+	printf("\n%-16s", "geomean");
+	for (int i = 0; i < s->nr; i++)
+		cell(s->r[i].geo_raw, 0);
+	printf("\n%-16s", "geomean clamped");
+	for (int i = 0; i < s->nr; i++)
+		cell(s->r[i].geo_clamped, 0);
+	printf("\n%-16s", "S (mean)");
+	for (int i = 0; i < s->nr; i++)
+		cell(s->r[i].mean_sol, 0);
+	printf("\n%-16s", "roofline frac");
+	for (int i = 0; i < s->nr; i++)
+		cell(s->r[i].mean_fraction, 1);
+}
+
+/* every candidate by outcome, the hidden-shape and below-bound rows where
+ * some run has them, then per run its categories and what was left out */
+static void print_failures(const struct sum_set *s, int hidden, int below)
+{
+	printf("\n\nfailure modes (candidates)\n");
+	for (int o = 0; o < OC_COUNT; o++) {
+		printf("%-16s", sum_outcome_names[o]);
+		for (int i = 0; i < s->nr; i++)
+			printf(" %12d", s->r[i].oc[o]);
+		putchar('\n');
+	}
+	/* of the above: correct at the announced shape, not at the hidden one;
+	 * recorded as pass with a time under the bound (in flagged) */
+	if (hidden) {
+		printf("%-16s", "hidden failed");
+		for (int i = 0; i < s->nr; i++)
+			printf(" %8d/%-3d", s->r[i].hidden_failed, s->r[i].hidden_n);
+		putchar('\n');
+	}
+	if (below) {
+		printf("%-16s", "below bound");
+		for (int i = 0; i < s->nr; i++)
+			printf(" %12d", s->r[i].below_bound);
+		putchar('\n');
+	}
+	for (int i = 0; i < s->nr; i++) {
+		const char *cat;
+		json_t *a;
+		printf("\n%s by category:", s->r[i].name);
+		json_object_foreach(s->r[i].oc_by_cat, cat, a) {
+			printf("\n  %-28s fast_1", cat);
+			cell(json_real_value(json_object_get(s->r[i].fast_by_cat, cat)), 1);
+			for (int o = 0; o < OC_COUNT; o++)
+				if (json_integer_value(json_array_get(a, o)))
+					printf("  %s %lld", sum_outcome_names[o],
+					       (long long)json_integer_value(json_array_get(a, o)));
+		}
+		printf("\n  left out: %d of %d records", s->r[i].left_out, s->r[i].records);
+		json_t *v;
+		json_object_foreach(s->r[i].left_reasons, cat, v)
+			printf("; %lld %s", (long long)json_integer_value(v), cat);
+		putchar('\n');
+	}
+}
+
 int cmd_score(int argc, char **argv)
 {
 	const char *plist = NULL, *json_path = NULL, *csv_path = NULL;
@@ -286,111 +396,22 @@ int cmd_score(int argc, char **argv)
 	if (sum_load(&s, argv + optind, argc - optind, p, np, nk) < 0)
 		return PKB_EXIT_INPUT;
 	char *defs = definitions();
+	int rc = 0;
 	if (json_path || csv_path) {
-		int rc = 0;
-		if (json_path) {
-			json_t *j = sum_json(&s);
-			json_object_set_new(j, "definitions", json_string(defs));
-			if (!strcmp(json_path, "-")) {
-				json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-				putchar('\n');
-			} else {
-				rc = json_write_file(json_path, j);
-			}
-			json_decref(j);
+		rc = write_machine(&s, json_path, csv_path, defs) < 0 ? PKB_EXIT_INPUT : 0;
+	} else {
+		/* the rows a hidden shape or a time under the bound adds, only
+		 * where some run has one */
+		int hidden = 0, below = 0;
+		for (int i = 0; i < s.nr; i++) {
+			hidden |= s.r[i].hidden_n > 0;
+			below |= s.r[i].below_bound > 0;
 		}
-		if (csv_path && write_csv(&s, csv_path) < 0)
-			rc = -1;
-		free(defs);
-		sum_free(&s);
-		return rc < 0 ? PKB_EXIT_INPUT : 0;
+		print_metrics(&s, p, np, nk, hidden);
+		print_failures(&s, hidden, below);
+		printf("\n%s", defs);
 	}
-	printf("records kept: %s\n\n%-16s", s.fingerprint, "");
-	for (int i = 0; i < s.nr; i++)
-		printf(" %12.12s", s.r[i].name);
-	printf("\n%-16s", "candidates");
-	for (int i = 0; i < s.nr; i++)
-		printf(" %12d", s.r[i].candidates);
-	printf("\n%-16s", "problems");
-	for (int i = 0; i < s.nr; i++)
-		printf(" %12d", s.r[i].np);
-	/* the rows a hidden shape or a time under the bound adds, only where
-	 * some run has one */
-	int hidden = 0, below = 0;
-	for (int i = 0; i < s.nr; i++) {
-		hidden |= s.r[i].hidden_n > 0;
-		below |= s.r[i].below_bound > 0;
-	}
-	for (int k = 1; k <= nk; k++) {
-		printf("\npass@%-11d", k);
-		for (int i = 0; i < s.nr; i++)
-			cell(s.r[i].pass_at[k - 1], 1);
-	}
-	for (int k = 1; hidden && k <= nk; k++) {
-		printf("\npass@%d announced", k);
-		for (int i = 0; i < s.nr; i++)
-			cell(s.r[i].pass_announced[k - 1], 1);
-	}
-	for (int q = 0; q < np; q++) {
-		char name[32];
-		snprintf(name, sizeof(name), "fast_%g", p[q]);
-		printf("\n%-16s", name);
-		for (int i = 0; i < s.nr; i++)
-			cell(s.r[i].fast_p[q], 1);
-	}
-	printf("\n%-16s", "geomean");
-	for (int i = 0; i < s.nr; i++)
-		cell(s.r[i].geo_raw, 0);
-	printf("\n%-16s", "geomean clamped");
-	for (int i = 0; i < s.nr; i++)
-		cell(s.r[i].geo_clamped, 0);
-	printf("\n%-16s", "S (mean)");
-	for (int i = 0; i < s.nr; i++)
-		cell(s.r[i].mean_sol, 0);
-	printf("\n%-16s", "roofline frac");
-	for (int i = 0; i < s.nr; i++)
-		cell(s.r[i].mean_fraction, 1);
-	printf("\n\nfailure modes (candidates)\n");
-	for (int o = 0; o < OC_COUNT; o++) {
-		printf("%-16s", sum_outcome_names[o]);
-		for (int i = 0; i < s.nr; i++)
-			printf(" %12d", s.r[i].oc[o]);
-		putchar('\n');
-	}
-	/* of the above: correct at the announced shape, not at the hidden one;
-	 * recorded as pass with a time under the bound (in flagged) */
-	if (hidden) {
-		printf("%-16s", "hidden failed");
-		for (int i = 0; i < s.nr; i++)
-			printf(" %8d/%-3d", s.r[i].hidden_failed, s.r[i].hidden_n);
-		putchar('\n');
-	}
-	if (below) {
-		printf("%-16s", "below bound");
-		for (int i = 0; i < s.nr; i++)
-			printf(" %12d", s.r[i].below_bound);
-		putchar('\n');
-	}
-	for (int i = 0; i < s.nr; i++) {
-		const char *cat;
-		json_t *a;
-		printf("\n%s by category:", s.r[i].name);
-		json_object_foreach(s.r[i].oc_by_cat, cat, a) {
-			printf("\n  %-28s fast_1", cat);
-			cell(json_real_value(json_object_get(s.r[i].fast_by_cat, cat)), 1);
-			for (int o = 0; o < OC_COUNT; o++)
-				if (json_integer_value(json_array_get(a, o)))
-					printf("  %s %lld", sum_outcome_names[o],
-					       (long long)json_integer_value(json_array_get(a, o)));
-		}
-		printf("\n  left out: %d of %d records", s.r[i].left_out, s.r[i].records);
-		json_t *v;
-		json_object_foreach(s.r[i].left_reasons, cat, v)
-			printf("; %lld %s", (long long)json_integer_value(v), cat);
-		putchar('\n');
-	}
-	printf("\n%s", defs);
 	free(defs);
 	sum_free(&s);
-	return 0;
+	return rc;
 }

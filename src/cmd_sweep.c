@@ -25,6 +25,7 @@
 #include "lanes.h"
 #include "loader.h"    /* defines: loader_backend_valid */
 #include "problem.h"
+#include "result.h"    /* defines: result_read */
 #include "roofline.h"  /* defines: hw_load */
 #include "results.h"
 #include "slurm.h"
@@ -566,13 +567,16 @@ static json_t *hidden_instance(const struct sweep *s, const struct task *t)
 	return j;
 }
 
-static const char *fail_category(json_t *res)
+/* eval's verdict; a record that did not read (result.h) is the harness's */
+static const char *fail_category(const struct result *r)
 {
-	const char *o = json_string_value(json_object_get(res, "outcome"));
-	return o ? o : "internal_error";
+	return r->outcome ? r->outcome : "internal_error";
 }
 
-static json_t *make_record(struct sweep *s, struct task *t, json_t *res, int rc, double secs)
+/* A candidate's record. res: eval's --json at the announced shape (NULL:
+ * none), r: res as read (outcome NULL when it did not read) */
+static json_t *make_record(struct sweep *s, struct task *t, json_t *res, const struct result *r,
+			   int rc, double secs)
 {
 	json_t *key = json_pack("{s:i, s:s, s:i, s:i, s:s, s:s, s:s}",
 		"problem", t->problem, "sample", t->sample, "world", s->W, "trials", s->trials,
@@ -590,34 +594,31 @@ static json_t *make_record(struct sweep *s, struct task *t, json_t *res, int rc,
 	if (!s->hidden_off)
 		json_object_set_new(key, "hidden", hidden_instance(s, t));
 	if (res) {
-		json_t *v;
-		if ((v = json_object_get(res, "dtype")))
-			json_object_set(key, "dtype", v);
-		if ((v = json_object_get(res, "m")))
-			json_object_set(key, "m", v);
-		if ((v = json_object_get(res, "n")))
-			json_object_set(key, "n", v);
+		if (r->dtype)
+			json_object_set_new(key, "dtype", json_string(r->dtype));
+		if (r->m >= 0)
+			json_object_set_new(key, "m", json_integer(r->m));
+		if (r->n >= 0)
+			json_object_set_new(key, "n", json_integer(r->n));
 		json_t *hw = json_object();
-		json_t *tm = json_object_get(res, "timing");
-		if (tm && (v = json_object_get(tm, "device")))
-			json_object_set(hw, "gpu", v);
+		if (r->device)
+			json_object_set_new(hw, "gpu", json_string(r->device));
 		json_object_set_new(hw, "gpus", json_integer(s->W));
-		if ((v = json_object_get(res, "nvcc")))
-			json_object_set(hw, "nvcc", v);
+		if (r->nvcc)
+			json_object_set_new(hw, "nvcc", json_string(r->nvcc));
 		/* the versions the ranks report, where they do; else this host's */
-		json_t *rhw = json_object_get(res, "hardware");
 		static const char *const vk[] = { "driver", "cuda_runtime", "nccl" };
-		for (size_t i = 0; i < ARRAY_SIZE(vk); i++) {
-			v = json_object_get(rhw, vk[i]);
-			json_object_set(hw, vk[i], json_is_string(v) ? v : json_object_get(s->versions, vk[i]));
-		}
+		const char *rv[] = { r->driver, r->cuda_runtime, r->nccl };
+		for (size_t i = 0; i < ARRAY_SIZE(vk); i++)
+			json_object_set_new(hw, vk[i], rv[i] ? json_string(rv[i]) :
+				json_incref(json_object_get(s->versions, vk[i])));
 		json_object_set_new(key, "hardware", hw);
 	}
 	json_t *rec = json_pack("{s:s, s:o, s:s?, s:i, s:f}", "key", t->key, "instance", key,
 		"candidate", t->path, "exit_code", rc, "seconds", secs);
 	if (t->path)
 		json_object_set_new(rec, "log", json_steal_str(task_log(t, ".log")));
-	json_object_set_new(rec, "outcome", json_string(res ? fail_category(res) :
+	json_object_set_new(rec, "outcome", json_string(res ? fail_category(r) :
 		t->path ? (rc == -2 ? "timeout" : "internal_error") : "no_code"));
 	if (res)
 		json_object_set(rec, "result", res);
@@ -683,6 +684,8 @@ static void progress(struct progress *p, const char *outcome, const char *line)
 struct pending {
 	int left;          /* launches still running or waiting */
 	json_t *res[2];    /* eval's --json, NULL when it wrote none */
+	struct result r[2];     /* res read; outcome NULL when it did not */
+	char why[2][300];  /* why res did not read */
 	int status[2];
 	double secs[2];
 	char *gpus[2];
@@ -733,21 +736,21 @@ static char **eval_argv(struct sweep *s, struct task *t, const char *json, int h
 	return a.v;
 }
 
-static int is_outcome(json_t *res, const char *name)
+static int is_outcome(const struct result *r, const char *name)
 {
-	const char *o = json_string_value(json_object_get(res, "outcome"));
-	return o && !strcmp(o, name);
+	return r->outcome && !strcmp(r->outcome, name);
 }
 
 /* the ranks' logs of a launch stay beside the record, named relative to
  * the run directory (also when the sweep's own timeout killed eval); a
  * pass needs none. The relative name, or NULL when there are none. */
-static char *keep_rank_logs(struct sweep *s, struct task *t, json_t *res, int hidden)
+static char *keep_rank_logs(struct sweep *s, struct task *t, struct pending *p, int hidden)
 {
+	json_t *res = p->res[hidden];
 	char *rel = task_log(t, hidden ? ".hidden.ranks" : ".ranks");
 	char *ranks = xstrfmt("%s/%s", s->root, rel);
 	struct stat st;
-	if (is_outcome(res, "pass"))
+	if (is_outcome(&p->r[hidden], "pass"))
 		rm_rf(ranks);
 	int have = stat(ranks, &st) == 0;
 	free(ranks);
@@ -760,23 +763,35 @@ static char *keep_rank_logs(struct sweep *s, struct task *t, json_t *res, int hi
 	return rel;
 }
 
+/* what the record says when eval's --json is not there to say it: none
+ * written (the sweep's own timeout says so itself), or one that does not
+ * read; NULL when it read */
+static char *eval_message(const struct pending *p, int k)
+{
+	if (!p->res[k] && p->status[k] != -2)
+		return xstrdup("eval wrote no JSON (see log)");
+	if (p->res[k] && !p->r[k].outcome)
+		return xstrfmt("eval's record does not read: %s", p->why[k]);
+	return NULL;
+}
+
 /* the record's "hidden": the shape, the verdict there and eval's --json */
 static json_t *hidden_record(struct sweep *s, struct task *t, struct pending *p)
 {
 	const struct hidden *h = &s->hid[t->problem];
 	json_t *res = p->res[1];
 	json_t *j = json_pack("{s:I, s:I, s:s, s:i, s:f, s:o}", "m", (json_int_t)h->m, "n",
-		(json_int_t)h->n, "outcome", res ? fail_category(res) :
+		(json_int_t)h->n, "outcome", res ? fail_category(&p->r[1]) :
 		p->status[1] == -2 ? "timeout" : "internal_error", "exit_code", p->status[1],
 		"seconds", p->secs[1], "log", json_steal_str(task_log(t, ".hidden.log")));
-	char *ranks = keep_rank_logs(s, t, res, 1);
+	char *ranks = keep_rank_logs(s, t, p, 1);
 	if (ranks)
 		json_object_set_new(j, "rank_logs", json_steal_str(ranks));
-	json_t *msg = json_object_get(res, "message");
-	if (json_is_string(msg))
-		json_object_set(j, "message", msg);
-	else if (!res && p->status[1] != -2)
-		json_object_set_new(j, "message", json_string("eval wrote no JSON (see log)"));
+	char *msg = eval_message(p, 1);
+	if (msg)
+		json_object_set_new(j, "message", json_steal_str(msg));
+	else if (p->r[1].message)
+		json_object_set_new(j, "message", json_string(p->r[1].message));
 	if (res)
 		json_object_set(j, "result", res);
 	return j;
@@ -792,9 +807,9 @@ static void task_done(struct run_ctx *c, int ti)
 	struct pending *p = &c->pend[ti];
 	int hidden = p->gpus[1] != NULL;
 	for (int k = 0; k <= hidden; k++)
-		if (is_outcome(p->res[k], "env_error")) {
+		if (is_outcome(&p->r[k], "env_error")) {
 			s->env_errors++;
-			const char *msg = json_string_value(json_object_get(p->res[k], "message"));
+			const char *msg = p->r[k].message;
 			char *line = xstrfmt("%03d %s on GPUs %s%s: env_error, not recorded (%s)",
 					     t->problem, t->sample, p->gpus[k], k ? " (hidden shape)" : "",
 					     msg ? msg : "see its log");
@@ -802,13 +817,13 @@ static void task_done(struct run_ctx *c, int ti)
 			free(line);
 			return;
 		}
-	json_t *res = p->res[0];
-	char *ranks = keep_rank_logs(s, t, res, 0);
-	json_t *rec = make_record(s, t, res, p->status[0], p->secs[0]);
+	char *ranks = keep_rank_logs(s, t, p, 0);
+	json_t *rec = make_record(s, t, p->res[0], &p->r[0], p->status[0], p->secs[0]);
 	if (ranks)
 		json_object_set_new(rec, "rank_logs", json_steal_str(ranks));
-	if (!res && p->status[0] != -2)
-		json_object_set_new(rec, "message", json_string("eval wrote no JSON (see log)"));
+	char *msg = eval_message(p, 0);
+	if (msg)
+		json_object_set_new(rec, "message", json_steal_str(msg));
 	if (hidden)
 		json_object_set_new(rec, "hidden", hidden_record(s, t, p));
 	if (append_record(c->fd, rec) < 0)
@@ -837,6 +852,9 @@ static void eval_done(void *vctx, const struct lanes_done *d)
 	int ti = c->job_task[d->job], k = c->job_hidden[d->job];
 	struct pending *p = &c->pend[ti];
 	p->res[k] = d->status == -2 ? NULL : json_load_file(c->json[d->job], 0, NULL);
+	result_none(&p->r[k]);
+	if (p->res[k])
+		result_read(p->res[k], &p->r[k], p->why[k], sizeof p->why[k]);
 	p->status[k] = d->status;
 	p->secs[k] = d->seconds;
 	p->gpus[k] = xstrdup(d->gpus);
@@ -857,7 +875,7 @@ static int run_local(struct sweep *s, int *todo, int ntodo, const char *res_path
 			todo[nrun++] = todo[i];
 			continue;
 		}
-		json_t *rec = make_record(s, t, NULL, 0, 0);
+		json_t *rec = make_record(s, t, NULL, NULL, 0, 0);
 		if (append_record(fd, rec) < 0)
 			c.rc = PKB_EXIT_INPUT;
 		json_decref(rec);
@@ -922,6 +940,7 @@ static int run_local(struct sweep *s, int *todo, int ntodo, const char *res_path
 	/* a candidate whose other launch a stop killed: nothing recorded */
 	for (int i = 0; i < nrun; i++)
 		for (int k = 0; k < 2; k++) {
+			result_free(&c.pend[i].r[k]);
 			json_decref(c.pend[i].res[k]);
 			free(c.pend[i].gpus[k]);
 		}
@@ -970,7 +989,7 @@ static int run_dry(struct sweep *s, int *todo, int ntodo, const char *res_path, 
 		struct task *t = &s->t[todo[i]];
 		json_t *rec;
 		if (!t->path) {
-			rec = make_record(s, t, NULL, 0, 0);
+			rec = make_record(s, t, NULL, NULL, 0, 0);
 		} else {
 			struct job_solution sol = { .role = "candidate", .src = t->path,
 				.nccl = loader_backend_uses_nccl(backend) };
@@ -1010,7 +1029,12 @@ static int run_dry(struct sweep *s, int *todo, int ntodo, const char *res_path, 
 			free(dir);
 			free(log);
 			free(rel);
-			rec = make_record(s, t, res, outcome_exit_code(out), secs);
+			struct result r;
+			char why[300];
+			if (result_read(res, &r, why, sizeof why) < 0)
+				BUG("the dry run's record does not read: %s", why);
+			rec = make_record(s, t, res, &r, outcome_exit_code(out), secs);
+			result_free(&r);
 			json_decref(res);
 		}
 		if (append_record(fd, rec) < 0)
@@ -1202,52 +1226,12 @@ static int busy_shards(const char *root, int n, unsigned char *busy)
 	return rc;
 }
 
-static int submit(struct sweep *s, const struct slurm_opts *so, int *todo, int ntodo)
+/* the batch script of submission k: every sbatch option in it, so that it
+ * can be read and submitted again by hand; `real`: the run's real path */
+static char *batch_script(const struct sweep *s, const struct slurm_opts *so, const char *real,
+			  int k)
 {
 	int n = so->nodes;
-	unsigned char *want = xcalloc(n, 1), *busy = xcalloc(n, 1);
-	for (int i = 0; i < ntodo; i++)
-		want[shard_of(s->t[todo[i]].key, n)] = 1;
-	int rc = 0;
-	char *dir = slurm_dir(s->root);
-	mkdir_p(dir);
-	if (busy_shards(s->root, n, busy) < 0) {
-		rc = PKB_EXIT_INPUT;
-		goto out;
-	}
-	char *array = xstrdup("");
-	int nshards = 0, nbusy = 0;
-	for (int k = 0; k < n; k++) {
-		if (want[k] && busy[k])
-			nbusy++;
-		if (!want[k] || busy[k])
-			continue;
-		char *a = xstrfmt("%s%s%d", array, *array ? "," : "", k);
-		free(array);
-		array = a;
-		nshards++;
-	}
-	if (!nshards) {
-		if (!ntodo)
-			fprintf(stderr, "sweep: every evaluation is recorded; nothing to submit\n");
-		else
-			fprintf(stderr, "sweep: the %d evaluations missing are all in shards still pending "
-				"or running (%d); nothing to submit\n", ntodo, nbusy);
-		free(array);
-		goto out;
-	}
-	/* the batch script: every sbatch option in it, so that it can be read
-	 * and submitted again by hand */
-	json_t *subs = load_submissions(s->root);
-	int k = (int)json_array_size(subs) + 1;
-	json_decref(subs);
-	char real[PATH_MAX];
-	if (!realpath(s->root, real)) {
-		rc = error("cannot resolve %s: %s", s->root, strerror(errno));
-		free(array);
-		goto out;
-	}
-	char *script = xstrfmt("%s/sweep-%d.sh", dir, k);
 	char *qroot = sh_quote(real), *qexe = sh_quote(pkb_self_exe());
 	char *body = xstrfmt(
 		"#!/bin/sh\n"
@@ -1284,37 +1268,93 @@ static int submit(struct sweep *s, const struct slurm_opts *so, int *todo, int n
 	}
 	char *b = xstrfmt("%s\n", body);
 	free(body);
-	body = b;
-	if (write_file_atomic(script, body, strlen(body)) < 0 || chmod(script, 0755) < 0) {
-		rc = error("cannot write %s", script);
+	return b;
+}
+
+/* sbatch `script` as the array of shards `array` (of n), and the
+ * submission appended to DIR/jobs.jsonl, which --status reads */
+static int sbatch_array(const struct sweep *s, const char *dir, const char *script,
+			const char *array, int n, int ntodo, int nbusy)
+{
+	int rc = 0;
+	char jobid[32];
+	char *log = xstrfmt("%s/.sbatch.%d", dir, (int)getpid());
+	if (slurm_submit(script, array, log, jobid, sizeof jobid) < 0) {
+		rc = PKB_EXIT_INPUT;
 	} else {
-		char jobid[32];
-		char *log = xstrfmt("%s/.sbatch.%d", dir, (int)getpid());
-		if (slurm_submit(script, array, log, jobid, sizeof jobid) < 0) {
-			rc = PKB_EXIT_INPUT;
-		} else {
-			json_t *sub = json_pack("{s:s, s:i, s:s, s:s, s:i, s:O}", "job", jobid, "shards", n,
-				"array", array, "script", script, "missing", ntodo, "args", s->args);
-			job_stamp(sub);
-			char *jl = xstrfmt("%s/jobs.jsonl", dir);
-			int fd = open(jl, O_WRONLY | O_CREAT | O_APPEND, 0644);
-			if (fd < 0 || append_record(fd, sub) < 0)
-				rc = error("job %s was submitted, but %s cannot be written: "
-					   "--status will not know it", jobid, jl);
-			if (fd >= 0)
-				close(fd);
-			free(jl);
-			json_decref(sub);
-			printf("submitted job %s: array %s of %d shards, %d evaluations missing\n",
-			       jobid, array, n, ntodo);
-			if (nbusy)
-				printf("(%d shards with missing evaluations are still pending or running "
-				       "in an earlier array)\n", nbusy);
-			hint("pkb sweep %s --slurm --status", s->root);
-		}
-		unlink(log);
-		free(log);
+		json_t *sub = json_pack("{s:s, s:i, s:s, s:s, s:i, s:O}", "job", jobid, "shards", n,
+			"array", array, "script", script, "missing", ntodo, "args", s->args);
+		job_stamp(sub);
+		char *jl = xstrfmt("%s/jobs.jsonl", dir);
+		int fd = open(jl, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (fd < 0 || append_record(fd, sub) < 0)
+			rc = error("job %s was submitted, but %s cannot be written: "
+				   "--status will not know it", jobid, jl);
+		if (fd >= 0)
+			close(fd);
+		free(jl);
+		json_decref(sub);
+		printf("submitted job %s: array %s of %d shards, %d evaluations missing\n",
+		       jobid, array, n, ntodo);
+		if (nbusy)
+			printf("(%d shards with missing evaluations are still pending or running "
+			       "in an earlier array)\n", nbusy);
+		hint("pkb sweep %s --slurm --status", s->root);
 	}
+	unlink(log);
+	free(log);
+	return rc;
+}
+
+static int submit(struct sweep *s, const struct slurm_opts *so, int *todo, int ntodo)
+{
+	int n = so->nodes;
+	unsigned char *want = xcalloc(n, 1), *busy = xcalloc(n, 1);
+	for (int i = 0; i < ntodo; i++)
+		want[shard_of(s->t[todo[i]].key, n)] = 1;
+	int rc = 0;
+	char *dir = slurm_dir(s->root);
+	mkdir_p(dir);
+	if (busy_shards(s->root, n, busy) < 0) {
+		rc = PKB_EXIT_INPUT;
+		goto out;
+	}
+	char *array = xstrdup("");
+	int nshards = 0, nbusy = 0;
+	for (int k = 0; k < n; k++) {
+		if (want[k] && busy[k])
+			nbusy++;
+		if (!want[k] || busy[k])
+			continue;
+		char *a = xstrfmt("%s%s%d", array, *array ? "," : "", k);
+		free(array);
+		array = a;
+		nshards++;
+	}
+	if (!nshards) {
+		if (!ntodo)
+			fprintf(stderr, "sweep: every evaluation is recorded; nothing to submit\n");
+		else
+			fprintf(stderr, "sweep: the %d evaluations missing are all in shards still pending "
+				"or running (%d); nothing to submit\n", ntodo, nbusy);
+		free(array);
+		goto out;
+	}
+	json_t *subs = load_submissions(s->root);
+	int k = (int)json_array_size(subs) + 1;
+	json_decref(subs);
+	char real[PATH_MAX];
+	if (!realpath(s->root, real)) {
+		rc = error("cannot resolve %s: %s", s->root, strerror(errno));
+		free(array);
+		goto out;
+	}
+	char *script = xstrfmt("%s/sweep-%d.sh", dir, k);
+	char *body = batch_script(s, so, real, k);
+	if (write_file_atomic(script, body, strlen(body)) < 0 || chmod(script, 0755) < 0)
+		rc = error("cannot write %s", script);
+	else
+		rc = sbatch_array(s, dir, script, array, n, ntodo, nbusy);
 	free(body);
 	free(script);
 	free(array);
@@ -1879,6 +1919,151 @@ static int status(const char *root)
 	return rc ? PKB_EXIT_INPUT : 0;
 }
 
+/* What a sweep has to do: which candidates of its shard remain, which
+ * problems refuse the instance and why */
+struct plan {
+	int *todo, ntodo;     /* indices into s->t */
+	int mine;             /* candidates of this shard (all without --shard) */
+	int nskip, ncode;     /* skipped; of todo, those with a file to evaluate */
+	char *skip[sizeof ((struct sweep *)0)->want];   /* per problem: "" or why it is skipped */
+};
+
+/* the command line against itself and this machine, once the instance is
+ * resolved: 0, or the exit code */
+static int check_sweep(struct sweep *s, const struct slurm_opts *so, int machine)
+{
+	if (s->hidden_m == s->eval.m && s->hidden_n == s->eval.n) {
+		error("--hidden-shape %lldx%lld is the announced shape", s->hidden_m, s->hidden_n);
+		hint("another shape, or --hidden-shape off");
+		return PKB_EXIT_USAGE;
+	}
+	if (s->ngpus < s->W && machine) {
+		/* the machine, not the command line: as eval's "too few GPUs" */
+		error("this machine shows %d GPUs: an evaluation of W = %d (%s) needs %d", s->ngpus,
+		      s->W, s->from[0], s->W);
+		return PKB_EXIT_ENV;
+	}
+	if (s->ngpus < s->W && !s->dry_run) {   /* a dry run needs no GPU */
+		error("%d GPUs cannot hold an evaluation of W = %d", s->ngpus, s->W);
+		hint("--ngpus (or --gpus-per-node with --slurm) at least --gpus");
+		return PKB_EXIT_USAGE;
+	}
+	if (so->on && (s->out || s->shard_n || s->dry_run)) {
+		error("--slurm chooses the results files itself: no -o, --shard or --dry-run");
+		return PKB_EXIT_USAGE;
+	}
+	if (!s->lanes)
+		s->lanes = s->ngpus >= s->W ? s->ngpus / s->W : 1;
+	if (spec_select(s->spec, s->want, sizeof(s->want)) < 0)
+		return PKB_EXIT_USAGE;
+	return 0;
+}
+
+/* The candidates of this shard not recorded in `done`. The problems that
+ * refuse this instance (a W they do not split over, a shape they reject)
+ * are skipped, with the reason, as tools/test-gpu skips them: no candidate
+ * could pass there, so it is no verdict */
+static void plan_tasks(const struct sweep *s, json_t *done, struct plan *pl)
+{
+	memset(pl, 0, sizeof *pl);
+	pl->todo = xcalloc(s->n + 1, sizeof(int));
+	for (int i = 0; i < s->n; i++) {
+		const struct task *t = &s->t[i];
+		if (s->shard_n && shard_of(t->key, s->shard_n) != s->shard_i)
+			continue;
+		pl->mine++;
+		if (json_object_get(done, t->key))
+			continue;
+		if (!pl->skip[t->problem]) {
+			struct pkb_io *io = xcalloc(1, sizeof *io);
+			struct pkb_dims d = { .world = s->W, .m = s->eval.m, .n = s->eval.n,
+				.dtype = s->eval.dtype };
+			char id[16];
+			snprintf(id, sizeof id, "%d", t->problem);
+			const struct pkb_problem *p = problem_find(id);
+			pl->skip[t->problem] = !p ? xstrfmt("no problem %03d", t->problem)
+				: problem_describe(p, &d, io) < 0 ? xstrdup(io->err) : xstrdup("");
+			free(io);
+		}
+		if (*pl->skip[t->problem]) {
+			pl->nskip++;
+			continue;
+		}
+		pl->todo[pl->ntodo++] = i;
+		pl->ncode += t->path != NULL;
+	}
+}
+
+static void plan_free(struct plan *pl)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(pl->skip); i++)
+		free(pl->skip[i]);
+	free(pl->todo);
+}
+
+/* the first lines on stderr: the counts, each problem skipped, the hidden
+ * shape; a warning when run.json's machine is another */
+static void say_plan(struct sweep *s, struct plan *pl)
+{
+	char skipped[32] = "";
+	if (pl->nskip)
+		snprintf(skipped, sizeof skipped, "%d skipped, ", pl->nskip);
+	if (s->quiet)
+		;
+	else if (s->shard_n)
+		fprintf(stderr, "sweep: shard %d/%d: %d of %d candidates, %d already recorded, "
+			"%s%d to run\n", s->shard_i, s->shard_n, pl->mine, s->n,
+			pl->mine - pl->ntodo - pl->nskip, skipped, pl->ntodo);
+	else
+		fprintf(stderr, "sweep: %d candidates, %d already recorded, %s%d to run\n", s->n,
+			s->n - pl->ntodo - pl->nskip, skipped, pl->ntodo);
+	for (size_t i = 0; i < ARRAY_SIZE(pl->skip); i++)
+		if (pl->skip[i] && *pl->skip[i] && !s->quiet)
+			fprintf(stderr, "sweep: skip %03zu at W = %d: %s\n", i, s->W, pl->skip[i]);
+	if (!s->quiet && !s->hidden_off)
+		say_hidden(s, pl->skip);
+	if (s->run_args && !s->dry_run)
+		warn_hardware(s);
+}
+
+/* the plan run here, appended to res_path: dry (compiles only) or on this
+ * machine's GPUs; the exit code */
+static int run_plan(struct sweep *s, struct plan *pl, const char *res_path)
+{
+	/* no GPU here: every evaluation would be an env_error, which is no
+	 * verdict; refuse before any, as eval does (the pretend ranks of the
+	 * tests need none) */
+	int g = s->fake || s->dry_run || !pl->ncode ? s->ngpus : gpu_count();
+	if (g < s->ngpus) {
+		if (!g)
+			error("no GPU on this machine: %d evaluations need one", pl->ncode);
+		else
+			error("this machine shows %d GPUs, the sweep asks for %d (--ngpus, W = %d)", g,
+			      s->ngpus, s->W);
+		hint("pkb sweep %s --dry-run compiles and scans them without a GPU", s->root);
+		return PKB_EXIT_ENV;
+	}
+	if (s->shard_n) {
+		char *d = xstrfmt("%s/" RESULTS_SHARD_DIR, s->root);
+		mkdir_p(d);
+		free(d);
+	}
+	int rc, fd = open(res_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	if (fd < 0) {
+		error("cannot open %s: %s", res_path, strerror(errno));
+		return PKB_EXIT_INPUT;
+	}
+	if (s->dry_run) {
+		rc = run_dry(s, pl->todo, pl->ntodo, res_path, fd);
+	} else {
+		signal(SIGPIPE, SIG_IGN);
+		s->versions = host_versions();
+		rc = run_local(s, pl->todo, pl->ntodo, res_path, fd);
+	}
+	close(fd);
+	return rc;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
 	struct sweep s;
@@ -1922,136 +2107,25 @@ int cmd_sweep(int argc, char **argv)
 		rc = PKB_EXIT_INPUT;
 		goto out;
 	}
-	if (s.hidden_m == s.eval.m && s.hidden_n == s.eval.n) {
-		error("--hidden-shape %lldx%lld is the announced shape", s.hidden_m, s.hidden_n);
-		hint("another shape, or --hidden-shape off");
-		rc = PKB_EXIT_USAGE;
+	if ((rc = check_sweep(&s, &so, machine)))
 		goto out;
-	}
-	if (s.ngpus < s.W && machine) {
-		/* the machine, not the command line: as eval's "too few GPUs" */
-		error("this machine shows %d GPUs: an evaluation of W = %d (%s) needs %d", s.ngpus,
-		      s.W, s.from[0], s.W);
-		rc = PKB_EXIT_ENV;
-		goto out;
-	}
-	if (s.ngpus < s.W && !s.dry_run) {   /* a dry run needs no GPU */
-		error("%d GPUs cannot hold an evaluation of W = %d", s.ngpus, s.W);
-		hint("--ngpus (or --gpus-per-node with --slurm) at least --gpus");
-		rc = PKB_EXIT_USAGE;
-		goto out;
-	}
-	if (so.on && (s.out || s.shard_n || s.dry_run)) {
-		error("--slurm chooses the results files itself: no -o, --shard or --dry-run");
-		rc = PKB_EXIT_USAGE;
-		goto out;
-	}
-	if (!s.lanes)
-		s.lanes = s.ngpus >= s.W ? s.ngpus / s.W : 1;
-	if (spec_select(s.spec, s.want, sizeof(s.want)) < 0) {
-		rc = PKB_EXIT_USAGE;
-		goto out;
-	}
 	scan(&s, s.root);
 	char *res_path = s.out ? xstrdup(s.out) : !s.shard_n ? xstrfmt("%s/results.jsonl", s.root) :
 		xstrfmt("%s/" RESULTS_SHARD_DIR "/shard-%d-of-%d.jsonl", s.root, s.shard_i, s.shard_n);
 	json_t *done = json_object();
 	if (load_done(&s, so.on ? NULL : res_path, done) < 0) {
 		rc = PKB_EXIT_INPUT;
-		goto out_done;
-	}
-	/* the problems that refuse this instance (a W they do not split over,
-	 * a shape they reject) are skipped, with the reason, as tools/test-gpu
-	 * skips them: no candidate could pass there, so it is no verdict */
-	char *skip[sizeof s.want] = { 0 };
-	int *todo = xcalloc(s.n + 1, sizeof(int)), ntodo = 0, mine = 0, nskip = 0, ncode = 0;
-	for (int i = 0; i < s.n; i++) {
-		struct task *t = &s.t[i];
-		if (s.shard_n && shard_of(t->key, s.shard_n) != s.shard_i)
-			continue;
-		mine++;
-		if (json_object_get(done, t->key))
-			continue;
-		if (!skip[t->problem]) {
-			struct pkb_io *io = xcalloc(1, sizeof *io);
-			struct pkb_dims d = { .world = s.W, .m = s.eval.m, .n = s.eval.n,
-				.dtype = s.eval.dtype };
-			char id[16];
-			snprintf(id, sizeof id, "%d", t->problem);
-			const struct pkb_problem *p = problem_find(id);
-			skip[t->problem] = !p ? xstrfmt("no problem %03d", t->problem)
-					   : problem_describe(p, &d, io) < 0 ? xstrdup(io->err) : xstrdup("");
-			free(io);
-		}
-		if (*skip[t->problem]) {
-			nskip++;
-			continue;
-		}
-		todo[ntodo++] = i;
-		ncode += t->path != NULL;
-	}
-	if (so.on) {
-		rc = submit(&s, &so, todo, ntodo);
-		free(todo);
-		goto out_skip;
-	}
-	char skipped[32] = "";
-	if (nskip)
-		snprintf(skipped, sizeof skipped, "%d skipped, ", nskip);
-	if (s.quiet)
-		;
-	else if (s.shard_n)
-		fprintf(stderr, "sweep: shard %d/%d: %d of %d candidates, %d already recorded, "
-			"%s%d to run\n", s.shard_i, s.shard_n, mine, s.n, mine - ntodo - nskip, skipped,
-			ntodo);
-	else
-		fprintf(stderr, "sweep: %d candidates, %d already recorded, %s%d to run\n", s.n,
-			s.n - ntodo - nskip, skipped, ntodo);
-	for (size_t i = 0; i < ARRAY_SIZE(skip); i++)
-		if (skip[i] && *skip[i] && !s.quiet)
-			fprintf(stderr, "sweep: skip %03zu at W = %d: %s\n", i, s.W, skip[i]);
-	if (!s.quiet && !s.hidden_off)
-		say_hidden(&s, skip);
-	if (s.run_args && !s.dry_run)
-		warn_hardware(&s);
-	/* no GPU here: every evaluation would be an env_error, which is no
-	 * verdict; refuse before any, as eval does (the pretend ranks of the
-	 * tests need none) */
-	int g = s.fake || s.dry_run || !ncode ? s.ngpus : gpu_count();
-	if (g < s.ngpus) {
-		if (!g)
-			error("no GPU on this machine: %d evaluations need one", ncode);
-		else
-			error("this machine shows %d GPUs, the sweep asks for %d (--ngpus, W = %d)", g,
-			      s.ngpus, s.W);
-		hint("pkb sweep %s --dry-run compiles and scans them without a GPU", s.root);
-		rc = PKB_EXIT_ENV;
-		free(todo);
-		goto out_skip;
-	}
-	if (s.shard_n) {
-		char *d = xstrfmt("%s/" RESULTS_SHARD_DIR, s.root);
-		mkdir_p(d);
-		free(d);
-	}
-	int fd = open(res_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-	if (fd < 0) {
-		error("cannot open %s: %s", res_path, strerror(errno));
-		rc = PKB_EXIT_INPUT;
-	} else if (s.dry_run) {
-		rc = run_dry(&s, todo, ntodo, res_path, fd);
-		close(fd);
 	} else {
-		signal(SIGPIPE, SIG_IGN);
-		s.versions = host_versions();
-		rc = run_local(&s, todo, ntodo, res_path, fd);
-		close(fd);
+		struct plan pl;
+		plan_tasks(&s, done, &pl);
+		if (so.on) {
+			rc = submit(&s, &so, pl.todo, pl.ntodo);
+		} else {
+			say_plan(&s, &pl);
+			rc = run_plan(&s, &pl, res_path);
+		}
+		plan_free(&pl);
 	}
-	free(todo);
-out_skip:
-	for (size_t i = 0; i < ARRAY_SIZE(skip); i++)
-		free(skip[i]);
-out_done:
 	free(res_path);
 	json_decref(done);
 out:

@@ -243,6 +243,33 @@ int llm_cli_opt(struct llm_cli *l, int c, const char *arg)
 	return 0;
 }
 
+int llm_cli_target(const struct llm_cli *l, struct llm_target *t)
+{
+	long long num;
+	memset(t, 0, sizeof *t);
+	t->prov = llm_provider_find(l->provider);
+	if (!t->prov) {
+		error("unknown provider '%s'", l->provider);
+		hint("one of: %s", llm_provider_names());
+		return -1;
+	}
+	const char *url = l->base_url ? l->base_url : t->prov->base_url;
+	if (!url)
+		return error("the provider '%s' needs --base-url", l->provider);
+	if (!strcmp(l->block, "last"))
+		t->block = 0;
+	else if (!strcmp(l->block, "first"))
+		t->block = -1;
+	else if (parse_int_in(l->block, 1, 999, &num) == 0)
+		t->block = (int)num;
+	else
+		return error("--block takes first, last or a block number from 1");
+	t->base_url = xstrdup(url);
+	for (size_t n = strlen(t->base_url); n > 1 && t->base_url[n - 1] == '/'; n--)
+		t->base_url[n - 1] = 0;
+	return 0;
+}
+
 int llm_cli_key(const struct llm_provider *p, const char *base_url, const char *named,
 		struct llm_key *k, int quiet)
 {

@@ -68,6 +68,18 @@ enum { LLM_OPT_MODEL = 1200, LLM_OPT_PROVIDER, LLM_OPT_BASE, LLM_OPT_TEMP, LLM_O
 extern const struct opt llm_opts_table[];
 int llm_cli_opt(struct llm_cli *l, int c, const char *arg);
 
+/* What generate and agent make of --provider, --base-url and --block: the
+ * provider, its endpoint (--base-url, else the provider's own) without its
+ * trailing slashes (malloc'd), and the block to take (-1 first, 0 last,
+ * else its number from 1). 0, or -1 (said: a usage error) when the provider
+ * is unknown, has no endpoint, or --block is none of those. */
+struct llm_target {
+	const struct llm_provider *prov;
+	char *base_url;
+	int block;
+};
+int llm_cli_target(const struct llm_cli *l, struct llm_target *t);
+
 /* The key of a request (llm_key_find) with what the user should know said
  * on stderr: a provider variable withheld from another endpoint (a note),
  * or why none can be had (an error). 0 or -1 (exit 1). */

@@ -49,6 +49,14 @@ int prompt_hw_pick(const char *device, int world, char *name, size_t n, char *wh
  * stderr saying why. Sets o->hw and o->hw_source (src/prompt_hw.c: pkb
  * only, it runs the probe). */
 void prompt_hw_resolve(struct prompt_opts *o, const char *from_run);
+/* For generate and agent, which go on in a run: prompt_hw_resolve with the
+ * run's own machine (RUN/run.json's args.hw) as from_run, and into
+ * hw_source how the run's machine was first chosen: run.json's hw_source
+ * when the machine is the run's, else o->hw_source. Returns the run.json
+ * read (NULL: none), for what else the caller keeps of it. */
+struct json_t;
+struct json_t *prompt_hw_resume(struct prompt_opts *o, const char *run_dir, char *hw_source,
+				size_t n);
 
 struct prompt {
 	char *system, *user;

@@ -62,3 +62,16 @@ void prompt_hw_resolve(struct prompt_opts *o, const char *from_run)
 	warning("%s: the prompt describes %s, the default; --hw NAME names the machine that "
 		"will score it", why, o->hw);
 }
+
+json_t *prompt_hw_resume(struct prompt_opts *o, const char *run_dir, char *hw_source, size_t n)
+{
+	char *rj = xstrfmt("%s/run.json", run_dir);
+	json_t *old = access(rj, F_OK) == 0 ? json_load_file(rj, 0, NULL) : NULL;
+	free(rj);
+	prompt_hw_resolve(o, json_str(json_object_get(old, "args"), "hw", NULL));
+	/* the way the run's machine was first chosen stays its record */
+	const char *old_src = json_str(old, "hw_source", NULL);
+	snprintf(hw_source, n, "%s", !strcmp(o->hw_source, "run.json") && old_src ? old_src
+										 : o->hw_source);
+	return old;
+}

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "summary.h"
 #include "problem.h"
+#include "result.h"     /* defines: result_read */
 #include "results.h"
 #include "score.h"     /* defines: SCORE_GEOMEAN_WORDS */
 #include "util.h"
@@ -96,12 +97,12 @@ static char *fp_hidden(json_t *in)
 	return xstrdup(!h ? "off" : given ? given : from ? from : "?");
 }
 
-static void fingerprint(json_t *rec, char *parts[FP_N])
+static void fingerprint(json_t *rec, const struct result *res, char *parts[FP_N])
 {
-	json_t *res = json_object_get(rec, "result"), *in = json_object_get(rec, "instance");
+	json_t *in = json_object_get(rec, "instance");
 	const char *gpu = json_string_value(json_object_get(json_object_get(in, "hardware"), "gpu"));
 	const char *tm = json_string_value(json_object_get(in, "timing"));
-	const char *mode = json_string_value(json_object_get(json_object_get(res, "timing"), "mode"));
+	const char *mode = res->timing_mode;
 	double at = num(json_object_get(in, "atol")), rt = num(json_object_get(in, "rtol"));
 	parts[0] = xstrdup(gpu ? gpu : "-");
 	parts[1] = xstrfmt("%lld", (long long)json_integer_value(json_object_get(in, "world")));
@@ -202,19 +203,17 @@ static void count_cat(json_t *by, const char *cat, int oc)
 /* a timed pass whose median is under the roofline's lower bound (eval's
  * own test, report_perf_verdict; "fraction" > 1 when the median is not
  * recorded): no real kernel runs faster than the hardware allows */
-static int below_bound(json_t *res)
+static int below_bound(const struct result *res)
 {
-	json_t *rl = json_object_get(res, "roofline");
-	double bound_us = num(json_object_get(rl, "bound_us"));
-	double tk = num(json_object_get(json_object_get(res, "candidate_perf"), "median_ms"));
+	double bound_us = res->roofline.bound_us, tk = res->cand.median_ms;
 	if (isfinite(bound_us) && isfinite(tk))
 		return tk * 1000 < bound_us;
-	return num(json_object_get(rl, "fraction")) > 1;
+	return res->roofline.fraction > 1;
 }
 
-static void add_record(struct sum_run *r, json_t *rec)
+static void add_record(struct sum_run *r, json_t *rec, const struct result *res)
 {
-	json_t *in = json_object_get(rec, "instance"), *res = json_object_get(rec, "result");
+	json_t *in = json_object_get(rec, "instance");
 	struct sum_problem *p = problem_slot(r, (int)json_integer_value(json_object_get(in, "problem")));
 	p->c = xrealloc(p->c, (p->n + 1) * sizeof(*p->c));
 	struct sum_cand *c = &p->c[p->n++];
@@ -246,11 +245,9 @@ static void add_record(struct sum_run *r, json_t *rec)
 	}
 	if (c->outcome == OC_PASS) {
 		p->correct++;
-		c->speedup = num(json_object_get(res, "speedup"));
-		json_t *rl = json_object_get(res, "roofline");
-		double bound_ms = num(json_object_get(rl, "bound_us")) / 1000;
-		double tk = num(json_object_get(json_object_get(res, "candidate_perf"), "median_ms"));
-		double tb = num(json_object_get(json_object_get(res, "reference_perf"), "median_ms"));
+		c->speedup = res->speedup;
+		double bound_ms = res->roofline.bound_us / 1000;
+		double tk = res->cand.median_ms, tb = res->ref.median_ms;
 		c->sol = score_sol(tk, tb, bound_ms);
 		c->fraction = score_roofline_fraction(tk, bound_ms);
 	}
@@ -345,9 +342,9 @@ static void meta_note(json_t *sets, const char *field, const char *v)
 }
 
 /* the parts of a kept record that say where and when it ran */
-static void meta_record(json_t *sets, json_t *rec)
+static void meta_record(json_t *sets, json_t *rec, const struct result *res)
 {
-	json_t *in = json_object_get(rec, "instance"), *res = json_object_get(rec, "result");
+	json_t *in = json_object_get(rec, "instance");
 	json_t *hw = json_object_get(in, "hardware");
 	if (json_is_integer(json_object_get(in, "world"))) {
 		char w[24];
@@ -359,8 +356,8 @@ static void meta_record(json_t *sets, json_t *rec)
 	meta_note(sets, "cuda", json_string_value(json_object_get(hw, "cuda_runtime")));
 	meta_note(sets, "nccl", json_string_value(json_object_get(hw, "nccl")));
 	const char *v = json_string_value(json_object_get(in, "pkb_version"));
-	meta_note(sets, "pkb", v ? v : json_string_value(json_object_get(res, "pkb_version")));
-	const char *d = json_string_value(json_object_get(res, "date"));
+	meta_note(sets, "pkb", v ? v : res->pkb_version);
+	const char *d = res->date;
 	if (d && strlen(d) >= 10) {
 		char day[11];
 		memcpy(day, d, 10);
@@ -404,20 +401,15 @@ static char *meta_join(json_t *sets, const char *field, const char *fallback)
 	return out;
 }
 
-static const char *jstr(json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key));
-}
-
 static void meta_finish(struct sum_run *r, json_t *sets)
 {
 	struct sum_meta *m = &r->meta;
 	char *path = xstrfmt("%s/run.json", r->dir);
 	json_t *rj = json_load_file(path, 0, NULL), *args = json_object_get(rj, "args");
 	free(path);
-	m->model = xstrdup(jstr(args, "model") ? jstr(args, "model") : "-");
-	m->provider = xstrdup(jstr(args, "provider") ? jstr(args, "provider") : "-");
-	m->mode = xstrdup(jstr(args, "mode") ? jstr(args, "mode") : args ? "one-shot" : "-");
+	m->model = xstrdup(json_str(args, "model", "-"));
+	m->provider = xstrdup(json_str(args, "provider", "-"));
+	m->mode = xstrdup(json_str(args, "mode", args ? "one-shot" : "-"));
 	json_t *t = json_object_get(args, "temperature");
 	m->temperature = json_is_number(t) ? xstrfmt("%g", json_number_value(t)) : xstrdup("-");
 	int lo = 0, hi = 0;
@@ -437,8 +429,8 @@ static void meta_finish(struct sum_run *r, json_t *sets)
 	m->driver = meta_join(sets, "driver", NULL);
 	m->cuda = meta_join(sets, "cuda", NULL);
 	m->nccl = meta_join(sets, "nccl", NULL);
-	m->pkb = meta_join(sets, "pkb", jstr(rj, "pkb_version"));
-	const char *up = jstr(rj, "updated");
+	m->pkb = meta_join(sets, "pkb", json_str(rj, "pkb_version", NULL));
+	const char *up = json_str(rj, "updated", NULL);
 	char day[11] = "";
 	if (up && strlen(up) >= 10)
 		snprintf(day, sizeof day, "%.10s", up);
@@ -474,6 +466,33 @@ static void meta_free(struct sum_meta *m)
 
 /* ---- loading ---------------------------------------------------------------- */
 
+/* each record's eval result ("result"), read once (result.h); a record
+ * without one (no_code) reads as result_none's, and so does one that does
+ * not read, said on stderr: it is counted by its record's outcome, untimed */
+static struct result *read_results(json_t *recs, const char *dir)
+{
+	struct result *res = xcalloc(json_array_size(recs) + 1, sizeof *res);
+	size_t j;
+	json_t *rec;
+	json_array_foreach(recs, j, rec) {
+		json_t *v = json_object_get(rec, "result");
+		char err[300];
+		if (!v)
+			result_none(&res[j]);
+		else if (result_read(v, &res[j], err, sizeof err) < 0)
+			warning("%s: record '%s': its result: %s; read as untimed", dir,
+				json_str(rec, "key", "?"), err);
+	}
+	return res;
+}
+
+static void free_results(struct result *res, size_t n)
+{
+	for (size_t j = 0; j < n; j++)
+		result_free(&res[j]);
+	free(res);
+}
+
 int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, int nk)
 {
 	memset(s, 0, sizeof(*s));
@@ -487,19 +506,21 @@ int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, in
 	s->nr = n;
 	s->r = xcalloc(n, sizeof(*s->r));
 	json_t **recs = xcalloc(n, sizeof(*recs));
+	struct result **res = xcalloc(n, sizeof(*res));
 	json_t *votes = json_object();   /* fingerprint -> records */
 	for (int i = 0; i < n; i++) {
 		if (!(recs[i] = load_records(paths[i], &s->r[i].dir))) {
 			json_decref(votes);
 			return -1;
 		}
+		res[i] = read_results(recs[i], s->r[i].dir);
 		const char *b = strrchr(s->r[i].dir, '/');
 		s->r[i].name = xstrdup(b && b[1] ? b + 1 : s->r[i].dir);
 		size_t j;
 		json_t *rec;
 		json_array_foreach(recs[i], j, rec) {
 			char *parts[FP_N];
-			fingerprint(rec, parts);
+			fingerprint(rec, &res[i][j], parts);
 			char *f = fp_join(parts);
 			json_t *vote = json_object_get(votes, f);
 			/* complete fingerprints outvote any partial one */
@@ -541,7 +562,7 @@ int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, in
 		json_array_foreach(recs[i], j, rec) {
 			r->records++;
 			char *parts[FP_N];
-			fingerprint(rec, parts);
+			fingerprint(rec, &res[i][j], parts);
 			const char *why = NULL;
 			for (int k = 0; k < FP_N && !why; k++)
 				if (strcmp(parts[k], "-") && strcmp(keep[k], "-") && strcmp(parts[k], keep[k]))
@@ -555,12 +576,13 @@ int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, in
 					json_integer_value(json_object_get(r->left_reasons, why)) + 1));
 			} else {
 				json_object_set_new(seen, key, json_true());
-				add_record(r, rec);
-				meta_record(sets, rec);
+				add_record(r, rec, &res[i][j]);
+				meta_record(sets, rec, &res[i][j]);
 			}
 			fp_free(parts);
 		}
 		json_decref(seen);
+		free_results(res[i], json_array_size(recs[i]));
 		json_decref(recs[i]);
 		compute(s, r);
 		meta_finish(r, sets);
@@ -568,6 +590,7 @@ int sum_load(struct sum_set *s, char **paths, int n, const double *p, int np, in
 	}
 	unique_labels(s);
 	free(recs);
+	free(res);
 	fp_free(keep);
 	return 0;
 }

@@ -445,6 +445,12 @@ static int run_child(char *const *argv, const char *in, const char *out, const c
 }
 
 
+const char *json_str(json_t *o, const char *key, const char *absent)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : absent;
+}
+
 int json_write_file(const char *path, json_t *value)
 {
 	char *txt = json_dumps(value, JSON_INDENT(1) | JSON_PRESERVE_ORDER);

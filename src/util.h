@@ -79,6 +79,9 @@ void sha256(const void *buf, size_t len, unsigned char out[32]);
 /* write a JSON value to path (indented, atomically); -1 with an error printed */
 struct json_t;
 int json_write_file(const char *path, struct json_t *value);
+/* the string member `key` of object o, else `absent` (o NULL, no such
+ * member, or not a string) */
+const char *json_str(struct json_t *o, const char *key, const char *absent);
 
 uint64_t now_ns(void);         /* CLOCK_MONOTONIC */
 double now_s(void);            /* the same, in seconds */
