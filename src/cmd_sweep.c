@@ -27,9 +27,11 @@
 #include "problem.h"
 #include "result.h"    /* defines: result_read */
 #include "roofline.h"  /* defines: hw_load */
+#include "sandbox.h"   /* defines: sandbox_rank_can_read */
 #include "results.h"
 #include "slurm.h"
 #include "spec.h"      /* defines: spec_parse */
+#include "wire.h"      /* defines: wire_job_init */
 #include "ncclso.h"    /* defines: nccl_version */
 #include "opts.h"
 #include "util.h"
@@ -46,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -701,6 +704,71 @@ struct run_ctx {
 	int fd, rc;
 	struct progress pg;
 };
+
+/* The run's one input seed, DIR/.pkb-seed, drawn by the first sweep of DIR
+ * (O_EXCL: shards racing on Slurm all read the winner's): 0, or -1 */
+static int run_seed(const char *path, long long *seed)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		uint64_t v;
+		char txt[32];
+		int bad = getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v;
+		int len = snprintf(txt, sizeof txt, "%llu\n", (unsigned long long)(v >> 2));
+		bad |= write(fd, txt, (size_t)len) != len;
+		bad |= close(fd) < 0;
+		if (bad) {
+			unlink(path);
+			return -1;
+		}
+	}
+	char *txt = NULL;
+	for (int tries = 0; tries < 50 && !(txt = read_file(path, NULL)); tries++)
+		usleep(20000);   /* another shard is writing it */
+	char *nl = txt ? strchr(txt, '\n') : NULL;
+	if (!nl)
+		return free(txt), -1;
+	*nl = 0;
+	int r = parse_int_in(txt, 0, 1ll << 62, seed);
+	free(txt);
+	return r;
+}
+
+/* Unless a seed was chosen: one seed for the whole run, passed to every
+ * eval as a file, and the reference's outputs kept in DIR/.pkb-refcache,
+ * so that each instance's reference runs once (eval --seed-file,
+ * --ref-cache; docs/SWEEP.md). Not where a solution process could read
+ * the folder (then each evaluation draws its own seed, as before). */
+static void keep_reference(struct sweep *s)
+{
+	if (s->eval.seed >= 0 || s->eval.ref_cache)
+		return;
+	char *root = realpath(s->root, NULL);
+	if (!root)
+		return;
+	char *seed_path = xstrfmt("%s/.pkb-seed", root), *rc = xstrfmt("%s/.pkb-refcache", root);
+	struct wire_job j;
+	wire_job_init(&j);
+	j.n_sol = 1;
+	j.sol[0].nccl = 1;   /* the widest sandbox, the reference's */
+	snprintf(j.sol[0].so, sizeof j.sol[0].so, "%s/x.so", build_cache_dir());
+	long long seed;
+	if (sandbox_rank_can_read(&j, rc)) {
+		warning("%s: a solution process could read it; every evaluation draws its own seed "
+			"and runs its reference", rc);
+	} else if (run_seed(seed_path, &seed) < 0) {
+		warning("%s: cannot draw or read the run's seed; every evaluation draws its own",
+			seed_path);
+	} else {
+		s->eval.seed = seed;
+		s->eval.seed_file = seed_path;
+		s->eval.ref_cache = rc;
+		seed_path = rc = NULL;   /* kept for the sweep's life */
+	}
+	free(seed_path);
+	free(rc);
+	free(root);
+}
 
 /* eval's command line for one candidate: the sweep's eval options, as
  * job_opts_argv writes them, with this task's --json and --log-dir. At
@@ -2109,6 +2177,7 @@ int cmd_sweep(int argc, char **argv)
 	}
 	if ((rc = check_sweep(&s, &so, machine)))
 		goto out;
+	keep_reference(&s);
 	scan(&s, s.root);
 	char *res_path = s.out ? xstrdup(s.out) : !s.shard_n ? xstrfmt("%s/results.jsonl", s.root) :
 		xstrfmt("%s/" RESULTS_SHARD_DIR "/shard-%d-of-%d.jsonl", s.root, s.shard_i, s.shard_n);

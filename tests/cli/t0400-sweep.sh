@@ -32,6 +32,13 @@ expect_grep 'sweep: 4/4' "$TMP/err"
 expect_grep 'on GPUs 0,1: pass' "$TMP/err"
 expect_grep 'on GPUs 2,3: pass' "$TMP/err"
 ! grep -qE 'on GPUs [0-9,]*[4-9]' "$TMP/err" && ok || not_ok "a GPU beyond --ngpus"
+# issue 40: one seed for the run, in DIR/.pkb-seed (only its owner reads
+# it), the one every evaluation got; the reference's outputs kept beside it
+[ "$(stat -c %a "$TMP/ok/.pkb-seed" 2>/dev/null)" = 600 ] && ok || not_ok "no private .pkb-seed"
+[ -d "$TMP/ok/.pkb-refcache" ] && ok || not_ok "no .pkb-refcache"
+run_seed=$(cat "$TMP/ok/.pkb-seed")
+seeds=$(python3 -c 'import json,sys; print(" ".join(sorted({str(json.loads(l)["result"]["seed"]) for l in open(sys.argv[1]) if json.loads(l).get("result")})))' "$TMP/ok/results.jsonl")
+[ "$seeds" = "$run_seed" ] && ok || not_ok "evaluations had seeds '$seeds', the run's is '$run_seed'"
 # again: everything recorded, nothing run
 PKB_FAKE_MODE=ok expect_exit 0 "$PKB" sweep "$TMP/ok" -p 1 -g 2 --ngpus 4 -t 2 --hidden-shape off
 expect_grep '4 already recorded, 0 to run' "$TMP/err"
