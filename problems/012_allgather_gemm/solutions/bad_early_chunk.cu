@@ -12,13 +12,8 @@
  */
 
 /* pkb-replace */
-	if (pull_chunks(ctx, s))
-		return 1;
-	if (gemm_chunks(ctx, s))
-		return 1;
+	return pkb_tp_ag_stage(ctx, s) || pkb_tp_ag_pull(ctx, s) || pkb_tp_ag_gemm(ctx, s) ||
 /* pkb-with */
-	if (gemm_chunks(ctx, s))   /* the bug: consumes chunks not yet pulled */
-		return 1;
-	if (pull_chunks(ctx, s))
-		return 1;
+	/* the bug: the GEMMs consume chunks not yet pulled */
+	return pkb_tp_ag_stage(ctx, s) || pkb_tp_ag_gemm(ctx, s) || pkb_tp_ag_pull(ctx, s) ||
 /* pkb-end */

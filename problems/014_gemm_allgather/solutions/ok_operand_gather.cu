@@ -39,18 +39,16 @@
  * after B_p and A_p's chunk c (one stream, in that order); the next call
  * rewrites AS and BS after its join behind S1, which every rank reaches after
  * all its pulls of this call; the next call's pulls into A_all and B_all wait
- * for its S0, behind this call's GEMMs on main. S0 and S1 are each one
- * one-block kernel per call, in the same order on every rank.
+ * for its S0, behind this call's GEMMs on main. S0 and S1 are
+ * include/pkb_tp.cuh's barriers START and END; the streams, events, cuBLAS
+ * set-up, fork and join are that header's, which states the contract in full.
  *
  * Knobs: NCHUNK (row chunks of each peer's A, default 4), MIN_ROWS (no chunk
  * smaller, default 256).
  */
-#include <stdlib.h>
-#include <stdint.h>
-#include <cuda_runtime.h>
-#include <cublas_v2.h>
 #include "pkb.h"
 #include "pkb_device.cuh"
+#include "pkb_tp.cuh"
 
 PKB_SOLUTION;
 
@@ -60,73 +58,22 @@ PKB_SOLUTION;
 #ifndef MIN_ROWS
 #define MIN_ROWS 256
 #endif
-#define MAX_WORLD 32
-#define SLOT_START 0
-#define SLOT_END 1
-#define WORKSPACE (32u << 20)
-
-#define CK(ctx, call) do { if ((call) != 0) { \
-	(ctx)->svc->log((ctx), "%s:%d %s failed", __FILE__, __LINE__, #call); \
-	return 1; } } while (0)
 
 struct state {
-	cublasHandle_t blas;
-	void *workspace;
+	struct pkb_tp tp;               /* first (pkb_tp_new): chunks of A's rows */
 	pkb_symm as;                    /* A (M, K) */
 	pkb_symm bs;                    /* B (K, Nl) */
 	void *a_all, *b_all;            /* slot p: rank p's A, B (local) */
-	int64_t rows;                   /* rows of A per chunk */
-	int nchunk;
-	cudaStream_t pull[MAX_WORLD];   /* [j-1]: pulls from rank + j */
-	cudaEvent_t start, end, done[MAX_WORLD];
-	cudaEvent_t *landed;            /* [(j-1) * nchunk + c] */
 };
-
-/* Every rank's block 0 meets here (one block, 32 threads >= W). */
-__global__ void meet(pkb_dev_comm comm, int slot)
-{
-	pkb_barrier_block(comm, slot);
-}
-
-static cudaDataType blas_type(pkb_dtype t)
-{
-	return t == PKB_BF16 ? CUDA_R_16BF : t == PKB_FP16 ? CUDA_R_16F : CUDA_R_32F;
-}
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	pkb_dtype t = ctx->in[0].dtype;
-	int w = ctx->world;
-	if ((t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32) || w > MAX_WORLD)
+	struct state *s = (struct state *)pkb_tp_new(ctx, sizeof *s, ctx->in[0].shape[0], NCHUNK,
+						     MIN_ROWS);
+	if (!s || pkb_tp_malloc(ctx, &s->tp, &s->a_all, ctx->in[0].bytes * ctx->world) ||
+	    pkb_tp_malloc(ctx, &s->tp, &s->b_all, ctx->in[1].bytes * ctx->world))
 		return 1;
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
-	int64_t m = ctx->in[0].shape[0];
-	int64_t rows = (m + NCHUNK - 1) / NCHUNK;
-	rows = rows < MIN_ROWS ? MIN_ROWS : (rows + 7) / 8 * 8;
-	s->rows = rows;
-	s->nchunk = (int)((m + rows - 1) / rows);
-	s->landed = (cudaEvent_t *)calloc((size_t)w * s->nchunk, sizeof *s->landed);
-	if (!s->landed)
-		return 1;
-	CK(ctx, cublasCreate(&s->blas));
-	CK(ctx, cublasSetMathMode(s->blas, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
-		CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-	CK(ctx, cudaMalloc(&s->workspace, WORKSPACE));
-	CK(ctx, cudaMalloc(&s->a_all, ctx->in[0].bytes * w));
-	CK(ctx, cudaMalloc(&s->b_all, ctx->in[1].bytes * w));
-	CK(ctx, cudaEventCreateWithFlags(&s->start, cudaEventDisableTiming));
-	CK(ctx, cudaEventCreateWithFlags(&s->end, cudaEventDisableTiming));
-	for (int j = 1; j < w; j++) {
-		CK(ctx, cudaStreamCreateWithFlags(&s->pull[j - 1], cudaStreamNonBlocking));
-		CK(ctx, cudaEventCreateWithFlags(&s->done[j - 1], cudaEventDisableTiming));
-		for (int c = 0; c < s->nchunk; c++)
-			CK(ctx, cudaEventCreateWithFlags(&s->landed[(j - 1) * s->nchunk + c],
-							 cudaEventDisableTiming));
-	}
-	CK(ctx, ctx->svc->symm_alloc(ctx, ctx->in[0].bytes, &s->as));
+	PKB_TP_CK(ctx, ctx->svc->symm_alloc(ctx, ctx->in[0].bytes, &s->as));
 	return ctx->svc->symm_alloc(ctx, ctx->in[1].bytes, &s->bs);
 }
 
@@ -136,35 +83,33 @@ static int stage_and_meet(pkb_ctx *ctx, struct state *s)
 	cudaStream_t st = (cudaStream_t)ctx->stream;
 	const pkb_tensor *a = &ctx->in[0], *b = &ctx->in[1];
 
-	CK(ctx, cudaMemcpyAsync(s->as.local, a->data, a->bytes, cudaMemcpyDeviceToDevice, st));
-	CK(ctx, cudaMemcpyAsync(s->bs.local, b->data, b->bytes, cudaMemcpyDeviceToDevice, st));
-	meet<<<1, 32, 0, st>>>(ctx->dev, SLOT_START);
-	CK(ctx, cudaGetLastError());
-	return 0;
+	PKB_TP_CK(ctx, cudaMemcpyAsync(s->as.local, a->data, a->bytes, cudaMemcpyDeviceToDevice, st));
+	PKB_TP_CK(ctx, cudaMemcpyAsync(s->bs.local, b->data, b->bytes, cudaMemcpyDeviceToDevice, st));
+	return pkb_tp_meet(ctx, st, PKB_TP_START);
 }
 
 /* Fork: pull[j-1] copies rank (rank + j)'s B, then its A chunk by chunk. */
 static int pull_chunks(pkb_ctx *ctx, struct state *s)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	const pkb_tensor *a = &ctx->in[0], *b = &ctx->in[1];
 	int64_t m = a->shape[0], k = a->shape[1];
 	size_t e = pkb_dtype_size(a->dtype);
 
-	CK(ctx, cudaEventRecord(s->start, st));
+	if (pkb_tp_fork(ctx, &s->tp))
+		return 1;
 	for (int j = 1; j < ctx->world; j++) {
-		int p = (ctx->rank + j) % ctx->world;
-		cudaStream_t ps = s->pull[j - 1];
-		CK(ctx, cudaStreamWaitEvent(ps, s->start, 0));
-		CK(ctx, cudaMemcpyAsync((char *)s->b_all + (size_t)p * b->bytes, s->bs.peers[p],
-					b->bytes, cudaMemcpyDeviceToDevice, ps));
-		for (int c = 0; c < s->nchunk; c++) {
-			int64_t m0 = c * s->rows, r = m - m0 < s->rows ? m - m0 : s->rows;
-			CK(ctx, cudaMemcpyAsync((char *)s->a_all + (size_t)p * a->bytes +
-						(size_t)m0 * k * e,
-						(const char *)s->as.peers[p] + (size_t)m0 * k * e,
-						(size_t)r * k * e, cudaMemcpyDeviceToDevice, ps));
-			CK(ctx, cudaEventRecord(s->landed[(j - 1) * s->nchunk + c], ps));
+		int p = pkb_tp_peer(ctx, j);
+		cudaStream_t ps = s->tp.pull[j - 1];
+		PKB_TP_CK(ctx, cudaMemcpyAsync((char *)s->b_all + (size_t)p * b->bytes, s->bs.peers[p],
+					       b->bytes, cudaMemcpyDeviceToDevice, ps));
+		for (int c = 0; c < s->tp.nchunk; c++) {
+			int64_t r, m0 = pkb_tp_span(&s->tp, c, m, &r);
+			PKB_TP_CK(ctx, cudaMemcpyAsync((char *)s->a_all + (size_t)p * a->bytes +
+						       (size_t)m0 * k * e,
+						       (const char *)s->as.peers[p] + (size_t)m0 * k * e,
+						       (size_t)r * k * e, cudaMemcpyDeviceToDevice, ps));
+			if (pkb_tp_landed(ctx, &s->tp, j, c))
+				return 1;
 		}
 	}
 	return 0;
@@ -177,34 +122,27 @@ static int gemm_block(pkb_ctx *ctx, struct state *s, const void *ap, const void 
 	const pkb_tensor *a = &ctx->in[0], *b = &ctx->in[1];
 	int64_t k = a->shape[1], nl = b->shape[1], ldc = nl * ctx->world;
 	size_t e = pkb_dtype_size(a->dtype);
-	cudaDataType ct = blas_type(a->dtype);
-	const float one = 1.0f, zero = 0.0f;
 
-	CK(ctx, cublasGemmEx(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)nl, (int)r, (int)k,
-			     &one, bp, ct, (int)nl,
-			     (const char *)ap + (size_t)m0 * k * e, ct, (int)k,
-			     &zero, (char *)ctx->out[0].data + ((size_t)m0 * ldc + (size_t)p * nl) * e,
-			     ct, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-	return 0;
+	return pkb_tp_gemm(ctx, &s->tp, CUBLAS_OP_N, nl, r, k, bp, nl,
+			   (const char *)ap + (size_t)m0 * k * e, k,
+			   (char *)ctx->out[0].data + ((size_t)m0 * ldc + (size_t)p * nl) * e, ldc);
 }
 
 /* On main: the own block at once, then each peer's chunk c once it landed. */
 static int gemm_chunks(pkb_ctx *ctx, struct state *s)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	const pkb_tensor *a = &ctx->in[0], *b = &ctx->in[1];
 	int64_t m = a->shape[0];
 
-	CK(ctx, cublasSetStream(s->blas, st));
-	CK(ctx, cublasSetWorkspace(s->blas, s->workspace, WORKSPACE));   /* SetStream drops it */
-	if (gemm_block(ctx, s, a->data, b->data, ctx->rank, 0, m))
+	if (pkb_tp_blas_on(ctx, &s->tp) ||
+	    gemm_block(ctx, s, a->data, b->data, ctx->rank, 0, m))
 		return 1;
-	for (int c = 0; c < s->nchunk; c++) {
-		int64_t m0 = c * s->rows, r = m - m0 < s->rows ? m - m0 : s->rows;
+	for (int c = 0; c < s->tp.nchunk; c++) {
+		int64_t r, m0 = pkb_tp_span(&s->tp, c, m, &r);
 		for (int j = 1; j < ctx->world; j++) {
-			int p = (ctx->rank + j) % ctx->world;
-			CK(ctx, cudaStreamWaitEvent(st, s->landed[(j - 1) * s->nchunk + c], 0));
-			if (gemm_block(ctx, s, (const char *)s->a_all + (size_t)p * a->bytes,
+			int p = pkb_tp_peer(ctx, j);
+			if (pkb_tp_wait(ctx, &s->tp, j, c) ||
+			    gemm_block(ctx, s, (const char *)s->a_all + (size_t)p * a->bytes,
 				       (const char *)s->b_all + (size_t)p * b->bytes, p, m0, r))
 				return 1;
 		}
@@ -212,64 +150,16 @@ static int gemm_chunks(pkb_ctx *ctx, struct state *s)
 	return 0;
 }
 
-/* Join: once every pull of this call is done, meet (peers may then reuse
- * their AS and BS), and main waits for that. */
-static int meet_and_join(pkb_ctx *ctx, struct state *s)
-{
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	if (ctx->world < 2)
-		return 0;
-	cudaStream_t last = s->pull[0];
-	for (int j = 2; j < ctx->world; j++) {
-		CK(ctx, cudaEventRecord(s->done[j - 1], s->pull[j - 1]));
-		CK(ctx, cudaStreamWaitEvent(last, s->done[j - 1], 0));
-	}
-	meet<<<1, 32, 0, last>>>(ctx->dev, SLOT_END);
-	CK(ctx, cudaGetLastError());
-	CK(ctx, cudaEventRecord(s->end, last));
-	CK(ctx, cudaStreamWaitEvent(st, s->end, 0));
-	return 0;
-}
-
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
 	struct state *s = (struct state *)ctx->user;
 
-	if (stage_and_meet(ctx, s))
-		return 1;
-	if (pull_chunks(ctx, s))
-		return 1;
-	if (gemm_chunks(ctx, s))
-		return 1;
-	return meet_and_join(ctx, s);
+	/* AS and BS may be restaged after the join */
+	return stage_and_meet(ctx, s) || pull_chunks(ctx, s) || gemm_chunks(ctx, s) ||
+	       pkb_tp_join(ctx, &s->tp);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (!s)
-		return 0;
-	cudaDeviceSynchronize();
-	for (int j = 1; j < ctx->world && j <= MAX_WORLD; j++) {
-		if (s->pull[j - 1])
-			cudaStreamDestroy(s->pull[j - 1]);
-		if (s->done[j - 1])
-			cudaEventDestroy(s->done[j - 1]);
-		for (int c = 0; s->landed && c < s->nchunk; c++)
-			if (s->landed[(j - 1) * s->nchunk + c])
-				cudaEventDestroy(s->landed[(j - 1) * s->nchunk + c]);
-	}
-	if (s->start)
-		cudaEventDestroy(s->start);
-	if (s->end)
-		cudaEventDestroy(s->end);
-	if (s->blas)
-		cublasDestroy(s->blas);
-	cudaFree(s->workspace);
-	cudaFree(s->a_all);
-	cudaFree(s->b_all);
-	free(s->landed);
-	free(s);
-	ctx->user = NULL;
-	return 0;
+	return pkb_tp_delete(ctx);
 }

@@ -12,13 +12,8 @@
  */
 
 /* pkb-replace */
-	if (pull_chunks(ctx, s))
-		return 1;
-	if (gemm_chunks(ctx, s))
-		return 1;
+	return stage_and_meet(ctx, s) || pull_chunks(ctx, s) || gemm_chunks(ctx, s) ||
 /* pkb-with */
-	if (gemm_chunks(ctx, s))   /* the bug: consumes chunks not yet pulled */
-		return 1;
-	if (pull_chunks(ctx, s))
-		return 1;
+	/* the bug: the GEMMs consume chunks not yet pulled */
+	return stage_and_meet(ctx, s) || gemm_chunks(ctx, s) || pull_chunks(ctx, s) ||
 /* pkb-end */
