@@ -137,17 +137,6 @@ static int spec_select(const char *spec, unsigned char *want, size_t nwant)
 	return 0;
 }
 
-static int file_sha256(const char *path, char out[65])
-{
-	size_t len;
-	char *buf = read_file(path, &len);
-	if (!buf)
-		return -1;
-	sha256_hex(buf, len, out);
-	free(buf);
-	return 0;
-}
-
 /* FNV-1a of a string, then mixed (splitmix64): strings that differ in a
  * digit or two land far apart */
 static uint64_t hash_str(const char *str)
@@ -281,7 +270,7 @@ static void add_task(struct sweep *s, int problem, const char *stem, const char 
 	strcpy(t->sha, "none");
 	if (path) {
 		t->path = xstrdup(path);
-		if (file_sha256(path, t->sha) < 0) {
+		if (sha256_file_hex(path, t->sha) < 0) {
 			warning("cannot read %s: skipped", path);
 			free(t->sample);
 			free(t->path);

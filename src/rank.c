@@ -36,7 +36,7 @@
 #include "proto.h"     /* defines: proto_send, proto_recv */
 #include "rank_env.h"  /* defines: struct rank_env */
 #include "rank_link.h" /* defines: phase, rank_fail, sol_command, sol_wait, CUDA_OR */
-#include "refcache.h"  /* defines: refcache_load, refcache_store, refcache_file_sha */
+#include "refcache.h"  /* defines: refcache_load, refcache_store */
 #include "safetensors.h"
 #include "sandbox.h"   /* defines: sandbox_exit_guard */
 #include "solproc.h"   /* defines: solproc_spawn, solproc_reap */
@@ -230,7 +230,7 @@ static int ref_id(struct rank_env *E, int trial, struct refcache_id *id)
 {
 	static char object_sha[65], gpu[96];
 	if (!object_sha[0]) {
-		if (refcache_file_sha(E->job.sol[0].so, object_sha) < 0)
+		if (sha256_file_hex(E->job.sol[0].so, object_sha) < 0)
 			return -1;
 		struct cudaDeviceProp prop;
 		if (cudaGetDeviceProperties(&prop, E->device) != cudaSuccess)

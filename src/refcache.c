@@ -146,14 +146,3 @@ int refcache_store(const char *dir, const struct refcache_id *id, int n_out,
 	free(path);
 	return bad ? -1 : 0;
 }
-
-int refcache_file_sha(const char *path, char out[65])
-{
-	size_t len;
-	char *buf = read_file(path, &len);
-	if (!buf)
-		return -1;
-	sha256_hex(buf, len, out);
-	free(buf);
-	return 0;
-}

@@ -57,7 +57,4 @@ int refcache_load(const char *dir, const struct refcache_id *id, int n_out,
 int refcache_store(const char *dir, const struct refcache_id *id, int n_out,
 		   const size_t *bytes, const void *const *host, char *err, size_t n);
 
-/* SHA-256 hex of a file's bytes into out; 0, or -1 (errno) */
-int refcache_file_sha(const char *path, char out[65]);
-
 #endif

@@ -212,6 +212,17 @@ void sha256_hex(const void *buf, size_t len, char out[65])
 	out[64] = 0;
 }
 
+int sha256_file_hex(const char *path, char out[65])
+{
+	size_t len;
+	char *buf = read_file(path, &len);
+	if (!buf)
+		return -1;
+	sha256_hex(buf, len, out);
+	free(buf);
+	return 0;
+}
+
 /* ---- clocks ------------------------------------------------------------------ */
 
 uint64_t now_ns(void)

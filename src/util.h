@@ -75,6 +75,8 @@ void strvec_free(struct strvec *a);
 void sha256_hex(const void *buf, size_t len, char out[65]);
 /* the same digest, its 32 bytes */
 void sha256(const void *buf, size_t len, unsigned char out[32]);
+/* the SHA-256 of a file's bytes, as sha256_hex; 0, or -1 (errno) */
+int sha256_file_hex(const char *path, char out[65]);
 
 /* write a JSON value to path (indented, atomically); -1 with an error printed */
 struct json_t;

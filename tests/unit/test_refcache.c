@@ -127,10 +127,10 @@ int main(void)
 	if (geteuid() != 0)
 		CHECKF(r < 0 && strstr(err, "cannot"), "r %d: %s", r, err);
 
-	/* the object's digest */
+	/* the object's digest (util.c) */
 	char sha[65];
-	CHECK(refcache_file_sha(path, sha) == 0 && strlen(sha) == 64);
-	CHECK(refcache_file_sha("/nonexistent/pkb.so", sha) < 0);
+	CHECK(sha256_file_hex(path, sha) == 0 && strlen(sha) == 64);
+	CHECK(sha256_file_hex("/nonexistent/pkb.so", sha) < 0);
 
 	free(good);
 	free(path);
