@@ -228,9 +228,12 @@ static void **run_trials(struct rank_env *E, int s)
  * the reference's object cannot be read (then nothing is kept) */
 static int ref_id(struct rank_env *E, int trial, struct refcache_id *id)
 {
-	static char object_sha[65], gpu[96];
+	static char object_sha[65], pkb_sha[65], gpu[96];
 	if (!object_sha[0]) {
-		if (sha256_file_hex(E->job.sol[0].so, object_sha) < 0)
+		/* pkb itself draws the inputs (problem.c) and sizes the outputs:
+		 * its own bytes, not its version string, name them */
+		if (sha256_file_hex(E->job.sol[0].so, object_sha) < 0 ||
+		    sha256_file_hex(pkb_self_exe(), pkb_sha) < 0)
 			return -1;
 		struct cudaDeviceProp prop;
 		if (cudaGetDeviceProperties(&prop, E->device) != cudaSuccess)
@@ -242,6 +245,7 @@ static int ref_id(struct rank_env *E, int trial, struct refcache_id *id)
 	cudaDriverGetVersion(&drv);
 	memset(id, 0, sizeof *id);
 	memcpy(id->object_sha, object_sha, sizeof id->object_sha);
+	memcpy(id->pkb_sha, pkb_sha, sizeof id->pkb_sha);
 	snprintf(id->gpu, sizeof id->gpu, "%s", gpu);
 	snprintf(id->versions, sizeof id->versions, "pkb %s, CUDA %d/%d, NCCL %d", PKB_VERSION, rt,
 		 drv, nccl_version());
@@ -518,6 +522,10 @@ int rank_main(void)
 	for (int k = 0; k < E->n_sol; k++) {
 		int s = eval ? E->n_sol - 1 - k : k;
 		if (eval && s == 0 && ref_kept) {
+			/* the reference's round begins, as a process's would: the
+			 * parent takes a trial after the candidate's fini only
+			 * after a load (launch.c:phase_allowed) */
+			phase(E, PH_LOAD, "the reference's outputs, kept from --ref-cache");
 			ref_trials(E, cand_kept, ref_kept);
 			continue;
 		}

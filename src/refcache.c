@@ -25,10 +25,10 @@
 
 static char *id_text(const struct refcache_id *id)
 {
-	return xstrfmt("pkb-refcache 1\nobject %s\nproblem %d\nworld %d\nrank %d\ntrial %d\n"
-		       "dtype %s\nm %lld\nn %lld\nseed %llu\ngpu %s\nversions %s\n",
-		       id->object_sha, id->problem, id->world, id->rank, id->trial, id->dtype,
-		       id->m, id->n, (unsigned long long)id->seed, id->gpu, id->versions);
+	return xstrfmt("pkb-refcache 1\nobject %s\npkb %s\nproblem %d\nworld %d\nrank %d\n"
+		       "trial %d\ndtype %s\nm %lld\nn %lld\nseed %llu\ngpu %s\nversions %s\n",
+		       id->object_sha, id->pkb_sha, id->problem, id->world, id->rank, id->trial,
+		       id->dtype, id->m, id->n, (unsigned long long)id->seed, id->gpu, id->versions);
 }
 
 /* the identity and the output sizes: the file's head */

@@ -13,7 +13,8 @@
  *
  * An entry is one rank's outputs of one trial, named by the SHA-256 of its
  * identity (struct refcache_id, which names everything the outputs depend
- * on: the reference's object itself, not its source's path), and holds that
+ * on: the reference's object and pkb's binary themselves, not a path or a
+ * version string), and holds that
  * identity in full, so that a name collision or a stale file reads as a
  * miss, never as another instance's outputs. Files are written atomically
  * (write, then rename) and end in the SHA-256 of everything before it: a
@@ -34,6 +35,7 @@
 /* everything one rank's reference outputs of one trial depend on */
 struct refcache_id {
 	char object_sha[65];      /* SHA-256 hex of the reference's .so */
+	char pkb_sha[65];         /* of pkb's own binary: it draws the inputs */
 	int problem;              /* its id */
 	int world, rank, trial;
 	char dtype[16];

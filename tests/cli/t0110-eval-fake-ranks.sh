@@ -68,6 +68,13 @@ expect_exit 0 "$PKB" eval 1 "$P" --gpus 2 -q --seed 7 --json "$TMP/s3.json"
 expect_grep '"seed": 7,' "$TMP/s3.json"
 expect_grep "^job ref_cache -$" "$TMP/s1/rank_0.log"
 
+# the phases of an eval whose reference's outputs come from --ref-cache
+# (rank.c): a load begins the reference's round after the candidate's fini;
+# without it the parent flags the order
+PKB_FAKE_MODE=refkept expect_exit 0 "$PKB" eval 1 "$P" --gpus 2 --trials 1 -q
+PKB_FAKE_MODE=refkept_noload expect_exit 8 "$PKB" eval 1 "$P" --gpus 2 --trials 1 -q
+expect_grep "announced phase 'trial.trial 0: reference \(kept from --ref-cache\)' after a later kind" "$TMP/out"
+
 # issue 40: --seed-file keeps the seed off every command line; --ref-cache
 # names the judge's store of the reference's outputs, made and resolved,
 # never where a sandboxed solution process could read it

@@ -231,6 +231,15 @@ int main(void)
 		phase(PH_INIT, "pkb_init of the candidate");
 		phase(PH_TRIAL, "trial 0: candidate");
 	}
+	/* rank.c's phases when the reference's outputs come from --ref-cache:
+	 * after the candidate's fini, a load (no process) and its trials;
+	 * "refkept_noload" leaves the load out, as rank.c first did */
+	if (!strncmp(mode, "refkept", 7)) {
+		phase(PH_FINI, "pkb_fini of the candidate");
+		if (strcmp(mode, "refkept_noload"))
+			phase(PH_LOAD, "the reference's outputs, kept from --ref-cache");
+		phase(PH_TRIAL, "trial 0: reference (kept from --ref-cache)");
+	}
 	if (!strcmp(mode, "rearm"))
 		for (int k = 0; k < 12; k++) {
 			usleep(300000);

@@ -20,6 +20,7 @@ static struct refcache_id base_id(void)
 	struct refcache_id id = { .problem = 1, .world = 4, .rank = 2, .trial = 1, .m = 1024,
 				  .n = 1024, .seed = 0x0123456789abcdefull };
 	memset(id.object_sha, 'a', 64);
+	memset(id.pkb_sha, 'c', 64);
 	snprintf(id.dtype, sizeof id.dtype, "bf16");
 	snprintf(id.gpu, sizeof id.gpu, "NVIDIA H100 80GB HBM3");
 	snprintf(id.versions, sizeof id.versions, "pkb 0.1, CUDA 13000/13000, NCCL 22809");
@@ -70,6 +71,7 @@ int main(void)
 #define OTHER(stmt) do { o = base_id(); stmt; CHECKF(loads_equal(dir, &o, 2, bytes, src) == 0, \
 				 "%s read as a hit", #stmt); } while (0)
 	OTHER(o.object_sha[10] = 'b');
+	OTHER(o.pkb_sha[63] = 'd');
 	OTHER(o.problem = 2);
 	OTHER(o.world = 2);
 	OTHER(o.rank = 3);
