@@ -64,9 +64,7 @@ void agent_progress(const struct agent *a, const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("agent: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vreport("agent: ", fmt, ap);
 	va_end(ap);
 }
 

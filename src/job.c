@@ -370,9 +370,7 @@ void job_progress(const struct job_opts *o, const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("pkb: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vreport("pkb: ", fmt, ap);
 	va_end(ap);
 }
 

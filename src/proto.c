@@ -16,7 +16,8 @@ struct hdr {
 	uint32_t magic, type, len;
 };
 
-static int write_all(int fd, const void *buf, size_t len)
+/* a socket's write_all: send(MSG_NOSIGNAL), so a gone peer is -1, not SIGPIPE */
+static int send_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 	while (len) {
@@ -52,9 +53,9 @@ int proto_send(int fd, enum msg_type type, const void *buf, size_t len)
 	if (len > PROTO_MAX_PAYLOAD)
 		return -1;
 	struct hdr h = { MAGIC, (uint32_t)type, (uint32_t)len };
-	if (write_all(fd, &h, sizeof h) < 0)
+	if (send_all(fd, &h, sizeof h) < 0)
 		return -1;
-	return len ? write_all(fd, buf, len) : 0;
+	return len ? send_all(fd, buf, len) : 0;
 }
 
 int proto_send_pre(int fd, enum msg_type type, const void *pre, size_t plen, const void *buf,
@@ -63,9 +64,9 @@ int proto_send_pre(int fd, enum msg_type type, const void *pre, size_t plen, con
 	if (plen > max || len > max - plen)
 		return -1;
 	struct hdr h = { MAGIC, (uint32_t)type, (uint32_t)(plen + len) };
-	if (write_all(fd, &h, sizeof h) < 0 || (plen && write_all(fd, pre, plen) < 0))
+	if (send_all(fd, &h, sizeof h) < 0 || (plen && send_all(fd, pre, plen) < 0))
 		return -1;
-	return len ? write_all(fd, buf, len) : 0;
+	return len ? send_all(fd, buf, len) : 0;
 }
 
 int proto_recv(int fd, enum msg_type *type, char **buf, size_t *len)

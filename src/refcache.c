@@ -90,19 +90,7 @@ int refcache_load(const char *dir, const struct refcache_id *id, int n_out,
 /* write all of p[0..len) to fd and into the digest; 0 or -1 */
 static int put(int fd, EVP_MD_CTX *md, const void *p, size_t len)
 {
-	if (!EVP_DigestUpdate(md, p, len))
-		return -1;
-	const char *c = p;
-	while (len) {
-		ssize_t w = write(fd, c, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		c += w;
-		len -= (size_t)w;
-	}
-	return 0;
+	return EVP_DigestUpdate(md, p, len) ? write_all(fd, p, len) : -1;
 }
 
 int refcache_store(const char *dir, const struct refcache_id *id, int n_out,

@@ -29,20 +29,6 @@ static void fsync_dir_of(const char *path)
 	free(dir);
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 int rundir_write(const char *path, const void *buf, size_t len)
 {
 	char *tmp = xstrfmt("%s.tmp.%d", path, (int)getpid());

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static void vreport(const char *prefix, const char *fmt, va_list ap)
+void vreport(const char *prefix, const char *fmt, va_list ap)
 {
 	char buf[4096];
 	vsnprintf(buf, sizeof buf, fmt, ap);
@@ -265,6 +265,21 @@ char *read_file(const char *path, size_t *len)
 	return buf;
 }
 
+int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
 int write_file_atomic(const char *path, const void *buf, size_t len)
 {
 	char *tmp = xstrfmt("%s.tmp.%d", path, (int)getpid());
@@ -273,19 +288,11 @@ int write_file_atomic(const char *path, const void *buf, size_t len)
 		free(tmp);
 		return -1;
 	}
-	const char *p = buf;
-	while (len) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			close(fd);
-			unlink(tmp);
-			free(tmp);
-			return -1;
-		}
-		p += w;
-		len -= (size_t)w;
+	if (write_all(fd, buf, len) < 0) {
+		close(fd);
+		unlink(tmp);
+		free(tmp);
+		return -1;
 	}
 	if (close(fd) < 0 || rename(tmp, path) < 0) {
 		unlink(tmp);

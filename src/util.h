@@ -32,6 +32,9 @@
 int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* one line on stderr: prefix, the message, a newline (error's, warning's,
+ * and each command's progress lines: "pkb: ", "agent: ") */
+void vreport(const char *prefix, const char *fmt, va_list ap);
 /* "fatal: ..." and exit(PKB_EXIT_INPUT); for main and cmd_* only */
 noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* a harness bug: file and line, exit(PKB_EXIT_INTERNAL) */
@@ -91,6 +94,8 @@ double now_s(void);            /* the same, in seconds */
  * directory given as a candidate was an I/O error, then compile_error. */
 int check_source_file(const char *path);
 char *read_file(const char *path, size_t *len);   /* NULL on error (errno) */
+/* all of buf[0..len) to fd (EINTR retried); 0, or -1 (errno) */
+int write_all(int fd, const void *buf, size_t len);
 int write_file_atomic(const char *path, const void *buf, size_t len);
 int mkdir_p(const char *path);
 int rm_rf(const char *path);
