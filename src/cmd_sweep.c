@@ -48,7 +48,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -694,33 +693,31 @@ struct run_ctx {
 	struct progress pg;
 };
 
-/* The run's one input seed, DIR/.pkb-seed, drawn by the first sweep of DIR
- * (O_EXCL: shards racing on Slurm all read the winner's): 0, or -1 */
+/* The run's one input seed, DIR/.pkb-seed, drawn by the first sweep of DIR:
+ * written whole beside it and linked into place, so that shards racing on
+ * Slurm never read a part and all read the winner's (link fails on an
+ * existing name). 0, or -1 */
 static int run_seed(const char *path, long long *seed)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd >= 0) {
-		uint64_t v;
-		char txt[32];
-		int bad = getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v;
-		int len = snprintf(txt, sizeof txt, "%llu\n", (unsigned long long)(v >> 2));
-		bad |= write(fd, txt, (size_t)len) != len;
-		bad |= close(fd) < 0;
-		if (bad) {
-			unlink(path);
-			return -1;
+	if (access(path, F_OK) != 0) {
+		char *tmp = xstrfmt("%s.tmp.XXXXXX", path);   /* unique on a shared folder too */
+		int fd = mkstemp(tmp), bad = fd < 0;   /* mode 0600 */
+		long long v;
+		if (!bad && !(bad = job_seed_draw(&v) < 0)) {
+			char txt[32];
+			int len = snprintf(txt, sizeof txt, "%lld\n", v);
+			bad = write_all(fd, txt, (size_t)len) < 0;
 		}
+		bad |= fd >= 0 && close(fd) < 0;
+		if (!bad && link(tmp, path) < 0 && errno != EEXIST)
+			bad = 1;
+		if (fd >= 0)
+			unlink(tmp);
+		free(tmp);
+		if (bad)
+			return -1;
 	}
-	char *txt = NULL;
-	for (int tries = 0; tries < 50 && !(txt = read_file(path, NULL)); tries++)
-		usleep(20000);   /* another shard is writing it */
-	char *nl = txt ? strchr(txt, '\n') : NULL;
-	if (!nl)
-		return free(txt), -1;
-	*nl = 0;
-	int r = parse_int_in(txt, 0, 1ll << 62, seed);
-	free(txt);
-	return r;
+	return job_seed_read(path, seed);
 }
 
 /* Unless a seed was chosen: one seed for the whole run, passed to every

@@ -163,19 +163,12 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 			return error("--seed takes a non-negative integer, not '%s'", arg);
 		o->seed = v;
 		return 1;
-	case OPT_SEED_FILE: {
-		char *txt = read_file(arg, NULL);
-		char *nl = txt ? strchr(txt, '\n') : NULL;
-		if (nl)
-			*nl = 0;
-		int bad = !txt || parse_int_in(txt, 0, (1ll << 62), &v) < 0;
-		free(txt);
-		if (bad)
+	case OPT_SEED_FILE:
+		if (job_seed_read(arg, &v) < 0)
 			return error("--seed-file %s: not a file holding one non-negative integer", arg);
 		o->seed = v;
 		o->seed_file = abs_path(arg);
 		return 1;
-	}
 	case OPT_REF_CACHE:
 		if (!*arg)
 			return error("--ref-cache takes a folder");
@@ -427,12 +420,30 @@ int job_check_shape(const struct job_opts *o)
  * memoise outputs across runs (keyed by nothing at all) or rebuild its
  * peers' inputs instead of communicating them. 62 bits from the OS; the
  * JSON records it and --seed reproduces the run. */
-static int job_draw_seed(struct job_opts *o)
+int job_seed_draw(long long *seed)
 {
 	uint64_t v;
 	if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+		return -1;
+	*seed = (long long)(v >> 2);
+	return 0;
+}
+
+int job_seed_read(const char *path, long long *seed)
+{
+	char *txt = read_file(path, NULL);
+	char *nl = txt ? strchr(txt, '\n') : NULL;
+	if (nl)
+		*nl = 0;
+	int r = txt ? parse_int_in(txt, 0, 1ll << 62, seed) : -1;
+	free(txt);
+	return r;
+}
+
+static int job_draw_seed(struct job_opts *o)
+{
+	if (job_seed_draw(&o->seed) < 0)
 		return error("cannot draw an input seed from the OS (getrandom): pass --seed S");
-	o->seed = (long long)(v >> 2);
 	o->seed_drawn = 1;
 	return 0;
 }

@@ -105,6 +105,11 @@ struct job_records {
  * there are the answers. 0, or -1 with an error printed (a usage error). */
 int job_ref_cache_check(struct job_opts *o, const struct job_solution *sols, int n_sol);
 
+/* An input seed: drawn from the OS (62 bits, as --seed takes), or the one
+ * a --seed-file holds (an integer, a newline or not). 0, or -1. */
+int job_seed_draw(long long *seed);
+int job_seed_read(const char *path, long long *seed);
+
 /* launch the ranks with the given solutions; fills res and rec */
 int job_launch(struct job_opts *o, enum wire_mode mode, struct job_solution *sols, int n_sol,
 	       struct launch_result *res, struct job_records *rec, char **log_dir_out);

@@ -36,6 +36,7 @@ expect_grep 'on GPUs 2,3: pass' "$TMP/err"
 # it), the one every evaluation got; the reference's outputs kept beside it
 [ "$(stat -c %a "$TMP/ok/.pkb-seed" 2>/dev/null)" = 600 ] && ok || not_ok "no private .pkb-seed"
 [ -d "$TMP/ok/.pkb-refcache" ] && ok || not_ok "no .pkb-refcache"
+ls "$TMP/ok"/.pkb-seed.tmp.* >/dev/null 2>&1 && not_ok "a temporary seed file left" || ok
 run_seed=$(cat "$TMP/ok/.pkb-seed")
 seeds=$(python3 -c 'import json,sys; print(" ".join(sorted({str(json.loads(l)["result"]["seed"]) for l in open(sys.argv[1]) if json.loads(l).get("result")})))' "$TMP/ok/results.jsonl")
 [ "$seeds" = "$run_seed" ] && ok || not_ok "evaluations had seeds '$seeds', the run's is '$run_seed'"
