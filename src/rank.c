@@ -222,41 +222,47 @@ static void **run_trials(struct rank_env *E, int s)
 	return keep;
 }
 
+static void free_trials(struct rank_env *E, void **keep)
+{
+	for (int i = 0; keep && i < E->job.trials * E->io.n_out; i++)
+		free(keep[i]);
+	free(keep);
+}
+
 /* ---- the reference's outputs kept across evaluations (refcache.h) --------- */
 
 /* what this rank's reference outputs of `trial` depend on; 0, or -1 when
  * the reference's object cannot be read (then nothing is kept) */
 static int ref_id(struct rank_env *E, int trial, struct refcache_id *id)
 {
-	static char object_sha[65], pkb_sha[65], gpu[96];
-	if (!object_sha[0]) {
+	/* all but the trial, once a process: the digests read whole files */
+	static struct refcache_id base;
+	static int have;
+	if (!have) {
 		/* pkb itself draws the inputs (problem.c) and sizes the outputs:
 		 * its own bytes, not its version string, name them */
-		if (sha256_file_hex(E->job.sol[0].so, object_sha) < 0 ||
-		    sha256_file_hex(pkb_self_exe(), pkb_sha) < 0)
-			return -1;
 		struct cudaDeviceProp prop;
-		if (cudaGetDeviceProperties(&prop, E->device) != cudaSuccess)
+		int rt = 0, drv = 0;
+		if (sha256_file_hex(E->job.sol[0].so, base.object_sha) < 0 ||
+		    sha256_file_hex(pkb_self_exe(), base.pkb_sha) < 0 ||
+		    cudaGetDeviceProperties(&prop, E->device) != cudaSuccess ||
+		    cudaRuntimeGetVersion(&rt) != cudaSuccess ||
+		    cudaDriverGetVersion(&drv) != cudaSuccess)
 			return -1;
-		snprintf(gpu, sizeof gpu, "%.95s", prop.name);
+		snprintf(base.gpu, sizeof base.gpu, "%.95s", prop.name);
+		snprintf(base.versions, sizeof base.versions, "pkb %s, CUDA %d/%d, NCCL %d",
+			 PKB_VERSION, rt, drv, nccl_version());
+		snprintf(base.dtype, sizeof base.dtype, "%s", dtype_name(E->job.dtype));
+		base.problem = E->p->id;
+		base.world = E->world;
+		base.rank = E->rank;
+		base.m = E->job.m;
+		base.n = E->job.n;
+		base.seed = (uint64_t)E->seed;
+		have = 1;
 	}
-	int rt = 0, drv = 0;
-	cudaRuntimeGetVersion(&rt);
-	cudaDriverGetVersion(&drv);
-	memset(id, 0, sizeof *id);
-	memcpy(id->object_sha, object_sha, sizeof id->object_sha);
-	memcpy(id->pkb_sha, pkb_sha, sizeof id->pkb_sha);
-	snprintf(id->gpu, sizeof id->gpu, "%s", gpu);
-	snprintf(id->versions, sizeof id->versions, "pkb %s, CUDA %d/%d, NCCL %d", PKB_VERSION, rt,
-		 drv, nccl_version());
-	snprintf(id->dtype, sizeof id->dtype, "%s", dtype_name(E->job.dtype));
-	id->problem = E->p->id;
-	id->world = E->world;
-	id->rank = E->rank;
+	*id = base;
 	id->trial = trial;
-	id->m = E->job.m;
-	id->n = E->job.n;
-	id->seed = (uint64_t)E->seed;
 	return 0;
 }
 
@@ -288,9 +294,7 @@ static void **ref_cached(struct rank_env *E)
 	free(hits);
 	if (hit)
 		return keep;
-	for (int i = 0; i < n * no; i++)
-		free(keep[i]);
-	free(keep);
+	free_trials(E, keep);
 	return NULL;
 }
 
@@ -347,13 +351,6 @@ static void ref_trials(struct rank_env *E, void **cand, void **kept)
 		if (!all)
 			break;
 	}
-}
-
-static void free_trials(struct rank_env *E, void **keep)
-{
-	for (int i = 0; keep && i < E->job.trials * E->io.n_out; i++)
-		free(keep[i]);
-	free(keep);
 }
 
 static void save_tensors(struct rank_env *E, const char *dir, const char *what,
