@@ -36,6 +36,9 @@ expect_grep "^runtime_error: pkb_init of the candidate of the candidate returned
 [ ! -e "$home/pkb-escape-write" ] && ok || not_ok "a candidate wrote $home/pkb-escape-write"
 expect_exit 6 "$PKB" eval 1 "$S/bad_sandbox_read_home.cu" --gpus 2 -q
 expect_grep "^runtime_error: .*pkb_init of the candidate.* returned 1" "$TMP/out"
+# nor /tmp, where tools/test-gpu keeps the reference's outputs (--ref-cache)
+expect_exit 6 "$PKB" eval 1 "$S/bad_sandbox_read_refcache.cu" --gpus 2 -q
+expect_grep "^runtime_error: .*pkb_init of the candidate.* returned 1" "$TMP/out"
 # exit() inside pkb_run is named, with its phase, not a lost result
 expect_exit 6 "$PKB" eval 1 "$S/bad_sandbox_exit.cu" --gpus 2 -q
 expect_grep "^runtime_error: exit\(0\) was called during 'trial 0: candidate'" "$TMP/out"
