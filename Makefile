@@ -176,11 +176,11 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ) $(BUILD)/fuzz/%.d
 # GPU machine
 sandbox-probe: $(BUILD)/tests/sandbox_probe
 $(BUILD)/tests/sandbox_probe: tests/gpu/sandbox_probe.cu src/sandbox.c src/wire.c src/util.c \
-                              src/proto.c src/sandbox.h
+                              src/proto.c src/dtype.c src/sandbox.h
 	@mkdir -p $(dir $@)
 	@echo "  NVCC    $<"
 	@$(NVCC) $(NVFLAGS) $(addprefix -isystem ,$(DEPS_INC)) -c $< -o $@.o
-	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $@.o src/sandbox.c src/wire.c src/util.c src/proto.c \
+	@$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $@.o src/sandbox.c src/wire.c src/util.c src/proto.c src/dtype.c \
 		$(LDLIBS) -lnccl
 
 # the judge split's timing question (tests/gpu/judge_probe.cu): can a judge
@@ -210,9 +210,10 @@ nvcc-check: $(BUILD)/pkb
 	@tools/nvcc-check
 
 # builds run on every core (MAKEFLAGS reaches the sub-makes of run-tests);
-# the tests themselves one after another
+# the tests themselves one after another; the GPU probes are built too, so
+# that a link they lose shows here, not on a lent machine
 test: deps
-	@$(MAKE) --no-print-directory -j$(NPROC) all
+	@$(MAKE) --no-print-directory -j$(NPROC) all $(BUILD)/tests/sandbox_probe $(BUILD)/tests/judge_probe
 	@MAKEFLAGS=-j$(NPROC) tools/run-tests all
 
 # the collectives' performance table (issue 3's targets); P=, W=, S= as for test-gpu;
