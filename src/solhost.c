@@ -486,6 +486,15 @@ int solhost_main(int early_device)
 			sol_setup_call(E, s, 1);
 			if (E->nccl)
 				E->nccl_api->CommDestroy(E->nccl);
+			/* the last look: work a thread of the solution launched
+			 * after pkb_fini's own wait (the judge looks too, after
+			 * the exit, for what a fault under MPS did to it) */
+			cudaError_t e = cudaDeviceSynchronize();
+			if (e == cudaSuccess)
+				e = cudaGetLastError();
+			if (e != cudaSuccess)
+				rank_fail(E, OUT_RUNTIME_ERROR, "the %s's work after its pkb_fini: %s",
+					  s->role, cudaGetErrorString(e));
 			E->finishing = 1;
 			reply_op(E, "ok");
 			json_decref(cmd);
