@@ -215,6 +215,7 @@ int cmd_eval(int argc, char **argv)
 	}
 	json_object_set_new(rec, "launch", report_launch_json(&res));
 	json_object_set_new(rec, "trial_records", json_incref(R.trial));
+	job_stamp_gpus(rec, R.trial);
 	char msg[4096];
 	snprintf(msg, sizeof msg, "%s", res.message);
 	int passed, trace_failed = 0;

@@ -160,6 +160,7 @@ int cmd_run(int argc, char **argv)
 	if (out == OUT_PASS) {
 		print_outputs(R.run);
 		json_object_set_new(rec, "ranks", json_incref(R.run));
+		job_stamp_gpus(rec, R.run);
 		if (o.measure_perf)
 			out = run_perf(&o, sol.role, R.perf, rec, &trace_failed, msg, sizeof msg);
 		if (save_abs)

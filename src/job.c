@@ -819,6 +819,28 @@ void job_stamp(json_t *rec)
 	json_object_set_new(rec, "landlock_abi", json_integer(sandbox_landlock_abi(why, sizeof why)));
 }
 
+void job_stamp_gpus(json_t *rec, json_t *records)
+{
+	char gpus[512] = "";
+	const char *seen[64];
+	int n_seen = 0;
+	size_t i;
+	json_t *r;
+	json_array_foreach(records, i, r) {
+		const char *g = json_string_value(json_object_get(r, "gpu"));
+		int k = 0;
+		while (g && *g && k < n_seen && strcmp(seen[k], g))
+			k++;
+		if (!g || !*g || k < n_seen || n_seen == 64)
+			continue;
+		seen[n_seen++] = g;
+		size_t at = strlen(gpus);
+		snprintf(gpus + at, sizeof gpus - at, "%s%s", at ? ", " : "", g);
+	}
+	if (n_seen)
+		json_object_set_new(rec, "gpu", json_string(gpus));
+}
+
 enum pkb_outcome job_perf(const struct job_opts *o, json_t *perf, const char *role, double ref_ms,
 			  json_t *rec, struct perf_summary *ps, int *trace_failed, char *line,
 			  size_t line_n, char *msg, size_t n)

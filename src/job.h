@@ -129,6 +129,10 @@ json_t *job_roofline(const struct job_opts *o, const char *device, double t_ms, 
 		     int *below, char *line, size_t n);
 /* pkb's version, the date (UTC) and the host, into a result record */
 void job_stamp(json_t *rec);
+/* rec.gpu: the GPUs the ranks' records (trial or run) name, by name, each
+ * once in rank order ("NVIDIA H200"; "A, B" on a mixed node), so that a
+ * result says what it ran on; nothing when no record names one */
+void job_stamp_gpus(json_t *rec, json_t *records);
 
 /* The tails eval and run share. job_perf: the timed calls of `role`
  * summed up (*ps), the --trace file (*trace_failed set when it cannot be

@@ -339,6 +339,7 @@ static void ref_trials(struct rank_env *E, void **cand, void **kept)
 		int ok = compare_outputs(E, outs);
 		struct wire_trial wt = { .trial = E->job.trial0 + t, .rank = E->rank, .ok = ok,
 					 .outputs = outs };
+		snprintf(wt.gpu, sizeof wt.gpu, "%s", E->gpu);
 		send_result(E, wire_trial_pack(&wt));
 		json_decref(outs);
 		int *oks = xcalloc((size_t)E->world, sizeof(int));
@@ -406,6 +407,7 @@ static void do_run(struct rank_env *E)
 						      "nonfinite", (json_int_t)nonfinite));
 	}
 	struct wire_run wr = { .rank = E->rank, .outputs = outs };
+	snprintf(wr.gpu, sizeof wr.gpu, "%s", E->gpu);
 	send_result(E, wire_run_pack(&wr));
 	json_decref(outs);
 	const char *dir = E->job.save_dir[0] ? E->job.save_dir : NULL;
@@ -458,6 +460,9 @@ static void setup(struct rank_env *E)
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamCreateWithFlags(&E->stream, cudaStreamNonBlocking));
 	CUDA_OR(E, OUT_RUNTIME_ERROR,
 		cudaDeviceGetAttribute(&E->sms, cudaDevAttrMultiProcessorCount, E->device));
+	struct cudaDeviceProp prop;
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaGetDeviceProperties(&prop, E->device));
+	snprintf(E->gpu, sizeof E->gpu, "%.95s", prop.name);
 }
 
 int rank_main(void)

@@ -76,6 +76,7 @@ struct rank_env {
 	int finishing;                /* the harness's own return from rank_main */
 	int is_sol;                   /* a solution process (solhost.c), not a judge */
 	int sms;                      /* the judge: the SMs its context may use */
+	char gpu[96];                 /* its GPU's name, as CUDA gives it */
 	struct solproc *proc;         /* the judge: the solution process now running */
 	uint32_t *flags;              /* the judge: the go and done words it shares */
 	struct perf_set *perf;        /* the judge: the timing engine's state */

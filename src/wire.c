@@ -264,13 +264,20 @@ int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, si
 
 json_t *wire_trial_pack(const struct wire_trial *t)
 {
-	return json_pack("{s:s,s:i,s:i,s:b,s:O}", "kind", "trial", "trial", t->trial, "rank",
-			 t->rank, "ok", t->ok, "outputs", t->outputs);
+	json_t *o = json_pack("{s:s,s:i,s:i,s:b,s:O}", "kind", "trial", "trial", t->trial, "rank",
+			      t->rank, "ok", t->ok, "outputs", t->outputs);
+	if (t->gpu[0])
+		json_object_set_new(o, "gpu", json_string(t->gpu));
+	return o;
 }
 
 json_t *wire_run_pack(const struct wire_run *r)
 {
-	return json_pack("{s:s,s:i,s:O}", "kind", "run", "rank", r->rank, "outputs", r->outputs);
+	json_t *o = json_pack("{s:s,s:i,s:O}", "kind", "run", "rank", r->rank, "outputs",
+			      r->outputs);
+	if (r->gpu[0])
+		json_object_set_new(o, "gpu", json_string(r->gpu));
+	return o;
 }
 
 json_t *wire_perf_pack(const struct wire_perf *p)
@@ -344,6 +351,7 @@ int wire_trial_unpack(json_t *in, struct wire_trial *t, char *err, size_t n)
 	get_int(in, "trial record", "rank", &t->rank, &bad, err, n);
 	t->ok = json_is_true(want(in, "trial record", "ok", JSON_TRUE, 1, &bad, err, n));
 	t->outputs = objects(in, "trial record", "outputs", &bad, err, n);
+	STR(in, "trial record", "gpu", t->gpu, 0);
 	return bad ? -1 : 0;
 }
 
@@ -355,6 +363,7 @@ int wire_run_unpack(json_t *in, struct wire_run *r, char *err, size_t n)
 		return -1;
 	get_int(in, "run record", "rank", &r->rank, &bad, err, n);
 	r->outputs = objects(in, "run record", "outputs", &bad, err, n);
+	STR(in, "run record", "gpu", r->gpu, 0);
 	return bad ? -1 : 0;
 }
 

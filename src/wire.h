@@ -82,11 +82,13 @@ int wire_job_unpack(json_t *in, struct wire_job *j, int addressed, char *err, si
 /* "trial": one eval trial on one rank */
 struct wire_trial {
 	int trial, rank, ok;
+	char gpu[96];             /* the rank's GPU, by name; "" not said */
 	json_t *outputs;          /* array of compare records; pack takes a reference */
 };
 /* "run": the output statistics of pkb run on one rank */
 struct wire_run {
 	int rank;
+	char gpu[96];             /* as wire_trial's */
 	json_t *outputs;          /* array of {name, mean_abs, amax, nonfinite} */
 };
 /* "perf": one solution's timed calls on one rank (docs/TIMING.md) */

@@ -7,6 +7,11 @@ PKB_FAKE_MODE=ok expect_exit 0 "$PKB" eval 1 "$P" --gpus 4 --trials 3 -q --json 
 expect_grep '^pass: 3 of 3 trials, every output of 4 ranks' "$TMP/out"
 expect_grep '"trials_passed": 3' "$TMP/ok.json"
 expect_grep '"pkb_version": "0.1"' "$TMP/ok.json"
+expect_grep '"gpu": "Fake GPU A",' "$TMP/ok.json"   # what it ran on, once for 4 ranks
+PKB_FAKE_MODE=mixedgpu expect_exit 0 "$PKB" eval 1 "$P" --gpus 4 --trials 2 -q --json "$TMP/mixed.json"
+expect_grep '"gpu": "Fake GPU A, Fake GPU B",' "$TMP/mixed.json"
+PKB_FAKE_MODE=ok expect_exit 0 "$PKB" run 1 --gpus 2 -q --json "$TMP/run.json"
+expect_grep '"gpu": "Fake GPU A",' "$TMP/run.json"
 expect_grep '"date": "20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z"' "$TMP/ok.json"
 expect_exit 0 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert all(x[\"phase_seconds\"][\"cuda_init\"] >= 0 and x[\"phase_seconds\"][\"trial\"] > 0 for x in r[\"launch\"][\"ranks\"])" "$TMP/ok.json"
 PKB_FAKE_MODE=mismatch expect_exit 3 "$PKB" eval 1 "$P" --gpus 2 -q --json "$TMP/mm.json"

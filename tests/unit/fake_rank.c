@@ -188,6 +188,13 @@ static void fake_save(const struct wire_job *job)
 	}
 }
 
+/* the GPU a rank names in its records: one model, or with PKB_FAKE_MODE=
+ * mixedgpu a second on the odd ranks (the parent lists each once) */
+static void fake_gpu(char *dst, size_t n, const char *mode, int rank)
+{
+	snprintf(dst, n, "%s", !strcmp(mode, "mixedgpu") && rank % 2 ? "Fake GPU B" : "Fake GPU A");
+}
+
 int main(void)
 {
 	fd = atoi(getenv("PKB_FD") ? getenv("PKB_FD") : "3");
@@ -286,6 +293,7 @@ int main(void)
 		struct wire_run wr = { .rank = rank, .outputs = json_pack(
 			"[{s:s,s:f,s:f,s:i}]", "name", "out", "mean_abs", 0.8, "amax", 3.5,
 			"nonfinite", 0) };
+		fake_gpu(wr.gpu, sizeof wr.gpu, mode, rank);
 		send_record(wire_run_pack(&wr));
 		json_decref(wr.outputs);
 		trials = 0;
@@ -307,6 +315,7 @@ int main(void)
 		struct wire_trial wt = { .trial = job.trial0 + k, .ok = ok,
 					 .rank = !strcmp(mode, "alias") ? (rank + 1) % world : rank,
 					 .outputs = json_pack("[o]", out) };
+		fake_gpu(wt.gpu, sizeof wt.gpu, mode, rank);
 		send_record(wire_trial_pack(&wt));
 		json_decref(wt.outputs);
 	}

@@ -129,14 +129,33 @@ static void records(void)
 	CHECK(!strcmp(json_string_value(json_object_get(j, "kind")), "trial"));
 	CHECKF(wire_trial_unpack(j, &t2, err, sizeof err) == 0, "%s", err);
 	CHECK(t2.trial == 4 && t2.rank == 1 && !t2.ok && json_equal(t2.outputs, outs));
+	CHECK(!json_object_get(j, "gpu") && !t2.gpu[0]);   /* not said: not sent */
 	CHECK(wire_record_check(j, err, sizeof err) == 0);
+	json_decref(j);
+	/* the rank's GPU by name; a number there, or a name past the field, refused */
+	strcpy(t.gpu, "NVIDIA H200");
+	j = wire_trial_pack(&t);
+	CHECKF(wire_trial_unpack(j, &t2, err, sizeof err) == 0, "%s", err);
+	CHECK(!strcmp(t2.gpu, "NVIDIA H200"));
+	json_object_set_new(j, "gpu", json_integer(7));
+	CHECK(wire_record_check(j, err, sizeof err) < 0 && strstr(err, "'gpu'"));
+	char longname[200];
+	memset(longname, 'x', sizeof longname - 1);
+	longname[sizeof longname - 1] = 0;
+	json_object_set_new(j, "gpu", json_string(longname));
+	CHECK(wire_record_check(j, err, sizeof err) < 0 && strstr(err, "gpu"));
+	json_object_set_new(j, "gpu", json_string("NVIDIA H200"));
 	json_object_set_new(j, "ok", json_integer(0));
 	CHECK(wire_record_check(j, err, sizeof err) < 0 && strstr(err, "'ok'"));
 	json_decref(j);
 	/* run */
 	struct wire_run r = { .rank = 3, .outputs = outs }, r2;
 	j = wire_run_pack(&r);
-	CHECK(wire_run_unpack(j, &r2, err, sizeof err) == 0 && r2.rank == 3);
+	CHECK(wire_run_unpack(j, &r2, err, sizeof err) == 0 && r2.rank == 3 && !r2.gpu[0]);
+	json_decref(j);
+	strcpy(r.gpu, "NVIDIA H100 80GB HBM3");
+	j = wire_run_pack(&r);
+	CHECK(wire_run_unpack(j, &r2, err, sizeof err) == 0 && !strcmp(r2.gpu, r.gpu));
 	CHECK(wire_trial_unpack(j, &t2, err, sizeof err) < 0 && strstr(err, "not a trial"));
 	json_array_append_new(json_object_get(j, "outputs"), json_integer(5));
 	CHECK(wire_record_check(j, err, sizeof err) < 0 && strstr(err, "outputs' 1"));
