@@ -106,6 +106,10 @@ check 'A["prompt"] == "prompts/" + A["prompt_sha256"] + ".json"'
 check 'json.load(open(R + "/" + A["prompt"]))["user"] == last_user(0)'
 check 'read(R + "/agent/001/step_2.cu") == read("'"$C"'/s2_mismatch.cu")'
 check 'json.load(open(R + "/agent/001/step_3.eval.json"))["outcome"] == "pass"'
+# every step draws its own inputs: one seed across the steps would let the
+# answers' expected values teach the model the outputs (docs/AGENT.md)
+check 'len({json.load(open(R + "/agent/001/step_%d.eval.json" % s))["seed"] for s in (1, 3, 4)}) == 3'
+check 'not os.path.exists(R + "/.pkb-seed") and not os.path.exists(R + "/.pkb-refcache")'
 check 'json.load(open(R + "/run.json"))["args"]["mode"] == "agent" and json.load(open(R + "/run.json"))["budgets"]["steps"] == 4'
 if [ -e "$TMP/pwned" ] || [ -e "$TMP/pwned2" ]; then not_ok "the model's text ran as a command"; else ok; fi
 
