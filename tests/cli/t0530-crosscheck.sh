@@ -266,6 +266,18 @@ assert any("'sorted_slice'" in n and "padded" in n for n in n85), n85
 assert all("perf_error" not in x and "original_ms" not in x for x in r.values()), r
 EOF
 expect_grep "^\| 001_allreduce \| 2 \| bf16 \| agree \|" "$TMP/y.md"
+# in lanes: on four GPUs two cases at W = 2 run at once, each on a set of
+# its own (the record's gpus); every case is recorded once, as on one set
+PKB_TEST_GPUS=4 PYTHONPATH=$XC expect_exit 1 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 1,2,3,4,40,85 -w 2 -o "$TMP/l.jsonl"
+expect_grep "^crosscheck: 3 agree, 3 do not" "$TMP/out"
+expect_exit 0 python3 - "$TMP/l.jsonl" "$TMP/y.jsonl" <<'EOF'
+import json, sys
+lanes, one = ([json.loads(l) for l in open(f)] for f in sys.argv[1:])
+key = lambda x: (x["problem"], x["result"], x["detail"], x["notes"])
+assert sorted(map(key, lanes)) == sorted(map(key, one)), (lanes, one)
+assert {x["gpus"] for x in lanes} == {"0,1", "2,3"}, [x["gpus"] for x in lanes]
+assert {x["gpus"] for x in one} == {"0,1"}, [x["gpus"] for x in one]
+EOF
 # -T: the timing has its own try. 005's timed calls fail: it still agrees,
 # and its record says why it has no time (perf_error); 048's original makes
 # new groups on every call (the stand-in's NCCL runs out past 8): cached by
