@@ -76,6 +76,11 @@
 #define PKB_TP_START 0               /* signal slots of the two barriers */
 #define PKB_TP_END 1
 #define PKB_TP_WORKSPACE (32u << 20) /* cuBLAS workspace, bytes */
+#define PKB_TP_SLOT0 2               /* slots of the multi-block kernels' barriers: */
+#define PKB_TP_BLOCKS 64             /* PKB_TP_SLOT0 + blockIdx.x, this many at most */
+#define PKB_TP_THREADS 512
+#define PKB_TP_MEET_BEFORE 1         /* pkb_tp_pulls.meet */
+#define PKB_TP_MEET_AFTER 2
 
 #define PKB_TP_CK(ctx, call) do { if ((call) != 0) { \
 	(ctx)->svc->log((ctx), "%s:%d %s failed", __FILE__, __LINE__, #call); \
@@ -85,8 +90,12 @@ struct pkb_tp {
 	cublasHandle_t blas;
 	void *workspace;
 	cudaDataType type;                   /* of every operand */
-	int64_t chunk;                       /* elements of the cut dimension a chunk */
+	int64_t first;                       /* elements of chunk 0 (a head, or = chunk) */
+	int64_t chunk;                       /* elements of every other chunk */
 	int nchunk;
+	int fused;                           /* the size rule's unchunked path: the call
+						runs on main alone, and fork, landed,
+						wait and join do nothing */
 	cudaStream_t pull[PKB_TP_MAX_WORLD]; /* [j-1]: pulls from pkb_tp_peer(ctx, j) */
 	cudaEvent_t start, end, done[PKB_TP_MAX_WORLD];
 	cudaEvent_t *landed;                 /* [(j-1) * nchunk + c] */
@@ -111,25 +120,44 @@ static inline int pkb_tp_peer(const pkb_ctx *ctx, int j)
 /* chunk c of a dimension of `total` elements: its start, and its length in *len */
 static inline int64_t pkb_tp_span(const struct pkb_tp *tp, int c, int64_t total, int64_t *len)
 {
-	int64_t at = c * tp->chunk;
-	*len = total - at < tp->chunk ? total - at : tp->chunk;
+	int64_t at = c == 0 ? 0 : tp->first + (c - 1) * tp->chunk;
+	int64_t want = c == 0 ? tp->first : tp->chunk;
+	*len = total - at < want ? total - at : want;
 	return at;
 }
 
+/* a chunk length of at least `min`, a multiple of 8 elements (16-byte starts) */
+static inline int64_t pkb_tp_round(int64_t len, int64_t min)
+{
+	return len < min ? min : (len + 7) / 8 * 8;
+}
+
 /* pkb_init: the handle, its workspace, the streams and events, and the cut of
- * a dimension of `total` elements into about `nchunk` chunks of `min` or more */
-static inline int pkb_tp_init(pkb_ctx *ctx, struct pkb_tp *tp, int64_t total, int nchunk,
-			      int64_t min)
+ * a dimension of `total` elements into about `nchunk` chunks of `min` or
+ * more. head > 0: chunk 0 is a head of about `head` elements, small so that
+ * little transfer is exposed before the first GEMM, and the rest is cut into
+ * nchunk - 1 chunks. nchunk <= 1: one chunk, and the call is `fused` (the
+ * size rule's unchunked path, on main alone). */
+static inline int pkb_tp_init(pkb_ctx *ctx, struct pkb_tp *tp, int64_t total, int64_t head,
+			      int nchunk, int64_t min)
 {
 	pkb_dtype t = ctx->in[0].dtype;
 	int w = ctx->world;
 	if ((t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32) || w > PKB_TP_MAX_WORLD)
 		return 1;
 	tp->type = t == PKB_BF16 ? CUDA_R_16BF : t == PKB_FP16 ? CUDA_R_16F : CUDA_R_32F;
-	int64_t chunk = (total + nchunk - 1) / nchunk;
-	chunk = chunk < min ? min : (chunk + 7) / 8 * 8;   /* 16-byte chunk starts */
-	tp->chunk = chunk;
-	tp->nchunk = (int)((total + chunk - 1) / chunk);
+	if (nchunk <= 1) {
+		tp->fused = 1;
+		tp->first = tp->chunk = total;
+		tp->nchunk = 1;
+	} else if (head > 0 && pkb_tp_round(head, min) < total) {
+		tp->first = pkb_tp_round(head, min);
+		tp->chunk = pkb_tp_round((total - tp->first + nchunk - 2) / (nchunk - 1), min);
+		tp->nchunk = 1 + (int)((total - tp->first + tp->chunk - 1) / tp->chunk);
+	} else {
+		tp->first = tp->chunk = pkb_tp_round((total + nchunk - 1) / nchunk, min);
+		tp->nchunk = (int)((total + tp->chunk - 1) / tp->chunk);
+	}
 	tp->landed = (cudaEvent_t *)calloc((size_t)w * tp->nchunk, sizeof *tp->landed);
 	if (!tp->landed)
 		return 1;
@@ -187,12 +215,12 @@ static inline int pkb_tp_malloc(pkb_ctx *ctx, struct pkb_tp *tp, void **p, size_
 /* pkb_init: ctx->user = a zeroed state of `bytes` whose first member is a
  * struct pkb_tp, set up by pkb_tp_init; NULL on failure (pkb_tp_delete still
  * frees what was made) */
-static inline void *pkb_tp_new(pkb_ctx *ctx, size_t bytes, int64_t total, int nchunk,
-			       int64_t min)
+static inline void *pkb_tp_new(pkb_ctx *ctx, size_t bytes, int64_t total, int64_t head,
+			       int nchunk, int64_t min)
 {
 	void *s = calloc(1, bytes);
 	ctx->user = s;
-	return s && !pkb_tp_init(ctx, (struct pkb_tp *)s, total, nchunk, min) ? s : NULL;
+	return s && !pkb_tp_init(ctx, (struct pkb_tp *)s, total, head, nchunk, min) ? s : NULL;
 }
 
 /* pkb_fini: the state pkb_tp_new made, and all it holds */
@@ -217,6 +245,8 @@ static inline int pkb_tp_meet(pkb_ctx *ctx, cudaStream_t st, int slot)
 /* the pull streams start behind what main holds now (the staging and START) */
 static inline int pkb_tp_fork(pkb_ctx *ctx, struct pkb_tp *tp)
 {
+	if (tp->fused)
+		return 0;
 	PKB_TP_CK(ctx, cudaEventRecord(tp->start, (cudaStream_t)ctx->stream));
 	for (int j = 1; j < ctx->world; j++)
 		PKB_TP_CK(ctx, cudaStreamWaitEvent(tp->pull[j - 1], tp->start, 0));
@@ -226,6 +256,8 @@ static inline int pkb_tp_fork(pkb_ctx *ctx, struct pkb_tp *tp)
 /* on pull stream j-1: chunk c from peer pkb_tp_peer(ctx, j) is enqueued */
 static inline int pkb_tp_landed(pkb_ctx *ctx, struct pkb_tp *tp, int j, int c)
 {
+	if (tp->fused)
+		return 0;
 	PKB_TP_CK(ctx, cudaEventRecord(tp->landed[(j - 1) * tp->nchunk + c], tp->pull[j - 1]));
 	return 0;
 }
@@ -233,6 +265,8 @@ static inline int pkb_tp_landed(pkb_ctx *ctx, struct pkb_tp *tp, int j, int c)
 /* main waits for chunk c from peer pkb_tp_peer(ctx, j) */
 static inline int pkb_tp_wait(pkb_ctx *ctx, struct pkb_tp *tp, int j, int c)
 {
+	if (tp->fused)
+		return 0;
 	PKB_TP_CK(ctx, cudaStreamWaitEvent((cudaStream_t)ctx->stream,
 					   tp->landed[(j - 1) * tp->nchunk + c], 0));
 	return 0;
@@ -251,7 +285,7 @@ static inline int pkb_tp_wait_chunk(pkb_ctx *ctx, struct pkb_tp *tp, int c)
  * and main waits for that. */
 static inline int pkb_tp_join(pkb_ctx *ctx, struct pkb_tp *tp)
 {
-	if (ctx->world < 2)
+	if (ctx->world < 2 || tp->fused)
 		return 0;
 	cudaStream_t last = tp->pull[0];
 	for (int j = 2; j < ctx->world; j++) {
@@ -323,6 +357,92 @@ static inline int pkb_tp_transpose(pkb_ctx *ctx, const void *in, void *out, int6
 	return 0;
 }
 
+/* ---- the fused pull: the size rule's unchunked path ---------------------- */
+/*
+ * One kernel on main that copies, with NVLink loads, one or two 2D pieces
+ * from every peer's symmetric buffer (and the rank's own with `self`), between
+ * an optional barrier before (every rank has staged what is read) and one after
+ * (every rank has read what it needed: the staging may be rewritten once the
+ * kernel is done). Where the data is too small for chunking to pay, this is
+ * the whole communication of a call, so a candidate's floor is the
+ * reference's shape of work: stage, one collective, one GEMM.
+ *
+ * Block b meets block b of every rank at slot PKB_TP_SLOT0 + b. The barrier
+ * after is enough because block b's part of the work is the same function of
+ * b on every rank (the same grid, from the same shapes): when this rank's
+ * kernel is done, every block of every rank has passed it, i.e. every read
+ * of this call is done. Rank p's source: peers[p] + src + p*src_step, row i
+ * at + i*spitch; its destination dst + p*dst_step + i*dpitch; width bytes a
+ * row. Peers in ring order from rank + 1, so the links are loaded evenly.
+ */
+struct pkb_tp_piece {
+	void *const *peers;             /* the symmetric buffer's device table (peers_dev) */
+	const void *base;               /* its local address, for the alignment test */
+	size_t src, src_step;
+	char *dst;
+	size_t dst_step;
+	size_t rows, width, spitch, dpitch;
+};
+
+struct pkb_tp_pulls {
+	struct pkb_tp_piece piece[2];
+	int n;                          /* pieces */
+	int self;                       /* 1: the rank's own part too */
+	int meet;                       /* PKB_TP_MEET_BEFORE | PKB_TP_MEET_AFTER */
+};
+
+template <typename U>
+__global__ void __launch_bounds__(PKB_TP_THREADS)
+pkb_tp_pull_kernel(pkb_dev_comm comm, struct pkb_tp_pulls pl)
+{
+	int slot = PKB_TP_SLOT0 + blockIdx.x;
+	if ((pl.meet & PKB_TP_MEET_BEFORE) && !pkb_barrier_block(comm, slot))
+		return;
+	int npeer = pl.self ? comm.world : comm.world - 1, from = pl.self ? 0 : 1;
+	for (int i = 0; i < pl.n; i++) {
+		const struct pkb_tp_piece pc = pl.piece[i];
+		size_t wu = pc.width / sizeof(U), per = pc.rows * wu, total = per * npeer;
+		for (size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+		     t += (size_t)gridDim.x * blockDim.x) {
+			size_t q = t / per, row = t % per / wu, u = t % wu;
+			int p = (comm.rank + from + (int)q) % comm.world;
+			const U *src = (const U *)((const char *)pc.peers[p] + pc.src +
+						   p * pc.src_step + row * pc.spitch);
+			U *dst = (U *)(pc.dst + p * pc.dst_step + row * pc.dpitch);
+			dst[u] = src[u];
+		}
+	}
+	if (pl.meet & PKB_TP_MEET_AFTER)
+		pkb_barrier_block(comm, slot);
+}
+
+/* the pulls of `pl` on stream st, in the widest unit (16, 8, 4 or 2 bytes)
+ * that every address, step, pitch and width allows */
+static inline int pkb_tp_pull(pkb_ctx *ctx, cudaStream_t st, const struct pkb_tp_pulls *pl)
+{
+	size_t al = 0, units = 0;
+	int npeer = pl->self ? ctx->world : ctx->world - 1;
+	for (int i = 0; i < pl->n; i++) {
+		const struct pkb_tp_piece *pc = &pl->piece[i];
+		al |= (size_t)(uintptr_t)pc->base | pc->src | pc->src_step |
+		      (size_t)(uintptr_t)pc->dst | pc->dst_step | pc->width | pc->spitch | pc->dpitch;
+		units += pc->rows * pc->width / 2 * npeer;
+	}
+	size_t unit = al % 16 == 0 ? 16 : al % 8 == 0 ? 8 : al % 4 == 0 ? 4 : 2;
+	units /= unit / 2;
+	/* about four units a thread, at most PKB_TP_BLOCKS blocks (their slots) */
+	int blocks = (int)((units + PKB_TP_THREADS * 4 - 1) / (PKB_TP_THREADS * 4));
+	blocks = blocks < 1 ? 1 : blocks > PKB_TP_BLOCKS ? PKB_TP_BLOCKS : blocks;
+	switch (unit) {
+	case 16: pkb_tp_pull_kernel<int4><<<blocks, PKB_TP_THREADS, 0, st>>>(ctx->dev, *pl); break;
+	case 8: pkb_tp_pull_kernel<int2><<<blocks, PKB_TP_THREADS, 0, st>>>(ctx->dev, *pl); break;
+	case 4: pkb_tp_pull_kernel<int><<<blocks, PKB_TP_THREADS, 0, st>>>(ctx->dev, *pl); break;
+	default: pkb_tp_pull_kernel<short><<<blocks, PKB_TP_THREADS, 0, st>>>(ctx->dev, *pl); break;
+	}
+	PKB_TP_CK(ctx, cudaGetLastError());
+	return 0;
+}
+
 /* ---- 011 and 012: all-gather of A^T by the copy engines + chunked GEMM ---- */
 /*
  * C (M, N) = A (M, K) @ B (K, N), A K-sharded: in[0] = A_local (M, Kl), in[1]
@@ -346,30 +466,55 @@ static inline int pkb_tp_transpose(pkb_ctx *ctx, const void *in, void *out, int6
  * AT[pKl.., m0..] into the same place here, then landed(j, c)),
  * pkb_tp_ag_gemm (per chunk: wait for it from every peer; GEMM), pkb_tp_join.
  *
- * Why faster than the reference (NCCL all-gather, then the GEMM): the GEMM
- * of chunk c runs while chunk c+1 is on the wire, so only the first chunk's
- * transfer, the transpose and one barrier are exposed; the copies use the
- * copy engines, not SMs, so the GEMM keeps every SM. At M = N = 8192, bf16,
- * W = 4: 6 MiB in (2 MiB per link, ~10 us at ~200 GB/s) under a 68.7 GFLOP
- * GEMM (~100 us); with 4 chunks about 3 us of transfer stays exposed.
+ * Chunks: a head of about M/head_div rows, then the rest in nchunk - 1
+ * chunks (default 2 in all: a head and one big GEMM). Measured on 4x H200
+ * (2026-11-28, docs/TP_GEMM.md) with 4 equal chunks, the pipeline lost to
+ * the reference at every shape: 83 vs 35 us at the default (12 copies, 12
+ * events, 4 GEMMs and 2 barriers against 3 launches), 267 vs 222 us at
+ * 8192 x 8192 (4 GEMMs of 2048 rows and 6 MiB of copy-engine pulls against
+ * one GEMM after NCCL's all-gather). A head chunk keeps the exposed transfer
+ * small (M/8 rows: 256 KiB a link at 8192, W = 4) and the second GEMM big
+ * (7M/8 rows), which hides the rest of the gather. Why not K-split, the
+ * local shard's GEMM first (it needs no communication)? Every row of C needs
+ * all of K, so the shards' products would have to be summed: an fp32 (M, N)
+ * accumulator written and read once per shard (256 MiB each way at 8192 x
+ * 8192), more HBM time than the whole GEMM, or W roundings of C, which the
+ * tolerance (one rounding) refuses.
+ *
+ * The size rule (pkb_tp_ag_init): the pipeline runs only where each link
+ * carries at least `min_link_bytes` (M*Kl*e, one shard); below, the call is
+ * fused: transpose, one pkb_tp_pull of the W-1 shards (a barrier before and
+ * after), one GEMM, the reference's shape of work (transpose, all-gather,
+ * GEMM) with a barrier kernel in place of NCCL's. The measured 4-chunk
+ * overhead, ~48 us over the reference at the default, against the transfer
+ * a pipeline hides, 7/8 of a link's bytes at ~120 GB/s: break-even near
+ * 6 MiB a link; the default 8 MiB keeps 8192 x 8192 (2 MiB a link at W = 4,
+ * 4 MiB at W = 2, both lost as pipelines) on the fused path. A guess from
+ * one measurement, to be tuned with tools/bench-variants (MIN_LINK_BYTES).
  */
 struct pkb_tp_ag {
 	struct pkb_tp tp;       /* chunks of A's rows */
 	pkb_symm at;            /* A^T (K, M); block w = rank w's shard */
 };
 
-/* pkb_init: ctx->user = a struct pkb_tp_ag, A's M rows cut into about
- * `nchunk` chunks of `min_rows` or more */
-static inline int pkb_tp_ag_init(pkb_ctx *ctx, int nchunk, int64_t min_rows)
+/* pkb_init: ctx->user = a struct pkb_tp_ag, A's M rows cut into a head of
+ * about M/head_div rows and nchunk - 1 more of `min_rows` or more; one chunk
+ * (fused) where a shard is under `min_link_bytes` */
+static inline int pkb_tp_ag_init(pkb_ctx *ctx, int nchunk, int head_div, int64_t min_rows,
+				 size_t min_link_bytes)
 {
-	struct pkb_tp_ag *s = (struct pkb_tp_ag *)pkb_tp_new(ctx, sizeof *s, ctx->in[0].shape[0],
-							     nchunk, min_rows);
+	int64_t m = ctx->in[0].shape[0];
+	int n = ctx->in[0].bytes < min_link_bytes ? 1 : nchunk;
+	struct pkb_tp_ag *s = (struct pkb_tp_ag *)pkb_tp_new(ctx, sizeof *s, m,
+							     head_div > 0 ? m / head_div : 0,
+							     n, min_rows);
 	if (!s)
 		return 1;
 	return ctx->svc->symm_alloc(ctx, ctx->in[0].bytes * ctx->world, &s->at);
 }
 
-/* This rank's shard into its block of AT, then START: every rank has its block. */
+/* This rank's shard into its block of AT, then (pipeline) START: every rank
+ * has its block. The fused path meets inside its pull kernel. */
 static inline int pkb_tp_ag_stage(pkb_ctx *ctx, struct pkb_tp_ag *s)
 {
 	cudaStream_t st = (cudaStream_t)ctx->stream;
@@ -380,16 +525,27 @@ static inline int pkb_tp_ag_stage(pkb_ctx *ctx, struct pkb_tp_ag *s)
 
 	if (pkb_tp_transpose(ctx, a->data, mine, m, kl, e, st))
 		return 1;
-	return pkb_tp_meet(ctx, st, PKB_TP_START);
+	return s->tp.fused ? 0 : pkb_tp_meet(ctx, st, PKB_TP_START);
 }
 
-/* Fork: pull[j-1] copies peer (rank + j)'s block, chunk by chunk. */
+/* Fused: one kernel on main pulls every peer's block. Pipeline: fork;
+ * pull[j-1] copies peer (rank + j)'s block, chunk by chunk. */
 static inline int pkb_tp_ag_pull(pkb_ctx *ctx, struct pkb_tp_ag *s)
 {
 	const pkb_tensor *a = &ctx->in[0];
 	int64_t m = a->shape[0], kl = a->shape[1];
 	size_t e = pkb_dtype_size(a->dtype);
 
+	if (s->tp.fused) {
+		size_t block = (size_t)kl * m * e;
+		struct pkb_tp_pulls pl = {
+			.piece = { { .peers = s->at.peers_dev, .base = s->at.local,
+				     .src = 0, .src_step = block, .dst = (char *)s->at.local,
+				     .dst_step = block, .rows = 1, .width = block,
+				     .spitch = block, .dpitch = block } },
+			.n = 1, .self = 0, .meet = PKB_TP_MEET_BEFORE | PKB_TP_MEET_AFTER };
+		return pkb_tp_pull(ctx, (cudaStream_t)ctx->stream, &pl);
+	}
 	if (pkb_tp_fork(ctx, &s->tp))
 		return 1;
 	for (int j = 1; j < ctx->world; j++) {
@@ -409,7 +565,8 @@ static inline int pkb_tp_ag_pull(pkb_ctx *ctx, struct pkb_tp_ag *s)
 	return 0;
 }
 
-/* On main: chunk c's GEMM once chunk c has landed from every peer. */
+/* On main: chunk c's GEMM once chunk c has landed from every peer (fused:
+ * one GEMM, behind the pull kernel on main). */
 static inline int pkb_tp_ag_gemm(pkb_ctx *ctx, struct pkb_tp_ag *s)
 {
 	const pkb_tensor *a = &ctx->in[0], *b = &ctx->in[1];

@@ -7,6 +7,8 @@
  * AT as the previous call left them (zeros on the first call), i.e. another
  * trial's shards. Deterministically wrong in every column block but the
  * rank's own, at any W; the barriers are unchanged, so it cannot hang.
+ * On the size rule's fused path (the default shape) the same swap puts the
+ * GEMM ahead of the pull kernel on main: the same stale reads.
  * pkb-expect: mismatch
  * pkb-mutant-of: ok_ce_pipeline.cu
  */

@@ -7,10 +7,18 @@
  * A and B as the previous call left them (never written, on the
  * first call): another trial's operands. Deterministically wrong at any W;
  * the barriers are unchanged, so it cannot hang.
+ * The size rule's fused path (the default shape: GEMM, then a pull of the
+ * products) would run the swapped calls in the right order, so the mutant
+ * also forces the operand pipeline at every shape.
  * pkb-expect: mismatch
  * pkb-mutant-of: ok_operand_gather.cu
  */
 
+/* pkb-replace */
+	int pipe = k * (m + nl) < m * nl && ops >= MIN_LINK_BYTES;
+/* pkb-with */
+	int pipe = 1;   /* the operand pipeline at every shape, for the bug below */
+/* pkb-end */
 /* pkb-replace */
 	return stage_and_meet(ctx, s) || pull_chunks(ctx, s) || gemm_chunks(ctx, s) ||
 /* pkb-with */

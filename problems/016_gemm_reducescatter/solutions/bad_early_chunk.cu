@@ -7,6 +7,8 @@
  * and blocks of B as the previous call left them (never written, on the
  * first call): another trial's operands. Deterministically wrong at any W;
  * the barriers are unchanged, so it cannot hang.
+ * On the size rule's fused path (the default shape) the same swap puts the
+ * GEMM ahead of the pull kernel on main: the same stale reads.
  * pkb-expect: mismatch
  * pkb-mutant-of: ok_operand_gather.cu
  */
