@@ -118,6 +118,8 @@ UNIT_DEPS += src/solproc.c
 UNIT_DEPS += src/refcache.c
 # eval's record read back (test_result)
 UNIT_DEPS += src/result.c
+# the judge's reading of its GPU's heat (test_therm)
+UNIT_DEPS += src/therm.c
 
 # Each module and problem is compiled once per flavour and every test links
 # the objects (compiling them into each of ~25 tests, twice, took most of

@@ -12,10 +12,12 @@
 #include "ncclso.h"    /* defines: nccl_version */
 #include "opts.h"
 #include "sandbox.h"   /* defines: sandbox_landlock_abi */
+#include "therm.h"     /* defines: therm_open, therm_read */
 #include "util.h"
 
 #include <cuda_runtime_api.h>
 #include <jansson.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +71,33 @@ int cmd_probe(int argc, char **argv)
 	free(txt);
 	json_decref(o);
 	return 0;
+}
+
+/* Whether the judge can read its GPUs' heat (therm.h; docs/TIMING.md,
+ * "Heat"): through NVML, for the first GPU the driver lists by bus id. Not
+ * a fault: without it timed evaluations run, and do not catch a candidate
+ * that heats the GPU for the reference */
+static void heat_line(json_t *rec, int gpus)
+{
+	char line[400], why[300] = "no GPU";
+	DIR *d = gpus > 0 ? opendir("/proc/driver/nvidia/gpus") : NULL;
+	struct dirent *e;
+	struct therm *t = NULL;
+	while (d && !t && (e = readdir(d)))
+		if (e->d_name[0] != '.')
+			t = therm_open(e->d_name, why, sizeof why);
+	int c, mhz;
+	if (t && therm_read(t, &c, &mhz) == 0)
+		snprintf(line, sizeof line, "NVML: GPU %s at %d C, SM %d MHz (read before each "
+			 "solution's timing)", e->d_name, c, mhz);
+	else
+		snprintf(line, sizeof line, "not read (%s): a candidate that heats the GPU for "
+			 "the reference, timed after it, goes unseen", t ? "NVML read failed" : why);
+	printf("heat      %s\n", line);
+	json_object_set_new(rec, "heat", json_string(line));
+	therm_close(t);
+	if (d)
+		closedir(d);
 }
 
 /* What the solution process's sandbox can use on this kernel (src/sandbox.h,
@@ -214,6 +243,7 @@ int cmd_doctor(int argc, char **argv)
 	if (no_mps && g > 0)
 		problems++;
 	problems += sandbox_line(rec);
+	heat_line(rec, g);
 	const char *nvls = getenv("NCCL_NVLS_ENABLE");
 	printf("multicast NCCL_NVLS_ENABLE=%s (pkb sets 0 for every rank)\n", nvls ? nvls : "unset");
 	printf("%s\n", problems ? "not ready: see above" : "ready");

@@ -123,9 +123,11 @@ static void sol_start(struct rank_env *E, struct solproc *sp, int s)
 static void sol_stop(struct rank_env *E, int s)
 {
 	phase(E, PH_FINI, "pkb_fini of the %s", E->job.sol[s].role);
+	int before = perf_heat_mark(E);
 	sol_command(E, json_pack("{s:s}", "op", "fini"), "ok");
 	solproc_reap(E->proc, 5000);
 	E->proc = NULL;
+	perf_heat_fini(E, s, before);
 	if (strcmp(E->job.sol[s].role, "candidate"))
 		return;
 	/* Under MPS a fatal fault reaches every client of the GPU: work the

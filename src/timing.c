@@ -20,6 +20,7 @@
 #include "rank_env.h"  /* defines: struct rank_env */
 #include "rank_link.h" /* defines: phase, rank_fail, sol_command, coll_allgather, CUDA_OR */
 #include "symm.h"      /* defines: make_dev_comm, symm_free */
+#include "therm.h"     /* defines: therm_open, therm_read, therm_wait, THERM_SLACK_C */
 #include "util.h"
 
 #include <cuda_runtime_api.h>
@@ -45,6 +46,13 @@ struct perf_run {
 	int snap_ok;         /* its snapshots matched the reference's */
 	int inputs_modified; /* a timed call of it wrote into an input group */
 	json_t *snap_outs;   /* the mismatches of the first that did not */
+	/* the GPU as NVML read it (therm.h; therm 0: not read): as its warmup
+	 * began and after its timed calls; the wait before its warmup for the
+	 * GPU to cool, and how far above the first solution's start it still
+	 * was after it (0: not above the slack) */
+	int therm, temp_c[2], sm_mhz[2], hot_c;
+	double cool_s;
+	int fini_rise_c;     /* degrees its pkb_fini and exit raised the GPU's */
 };
 
 struct perf_set {
@@ -78,6 +86,7 @@ struct perf_set {
 	void *snap[MAX_SNAP][PKB_MAX_TENSORS];       /* device, the judge's */
 	void *cand_snap[MAX_SNAP][PKB_MAX_TENSORS];  /* host: the candidate's */
 	int timed_block;                              /* of the solution being timed */
+	struct therm *therm;                          /* NULL: heat not read */
 };
 
 /* A block's calls are enqueued behind a gate kernel and released at once, so
@@ -475,6 +484,46 @@ static int perf_recheck(struct rank_env *E, struct perf_set *ps, struct perf_run
 	return ok;
 }
 
+static int therm_temp(void *t)
+{
+	int c, mhz;
+	return therm_read(t, &c, &mhz) < 0 ? -1 : c;
+}
+
+/* Heat (therm.h): a solution timed after another waits until the GPU is at
+ * most THERM_SLACK_C above the temperature the first one's warmup began at
+ * (a candidate that heats the GPU in its pkb_fini would hand the reference
+ * lower boost clocks), at most THERM_WAIT_S; then the reading as its warmup
+ * begins. Still above after the wait: hot_c, which flags the evaluation. */
+static void heat_before(struct rank_env *E, struct perf_set *ps, struct perf_run *pr)
+{
+	if (!ps->therm)
+		return;
+	const struct perf_run *first = pr->s == 0 && E->n_sol == 2 ? &ps->run[1] : NULL;
+	if (first && first->therm) {
+		int target = first->temp_c[0] + THERM_SLACK_C, now;
+		if (therm_temp(ps->therm) > target)
+			phase(E, PH_TIMING, "waiting for the GPU to cool to %d C before the %s's "
+			      "warmup", target, E->job.sol[pr->s].role);
+		pr->cool_s = therm_wait(therm_temp, ps->therm, target, THERM_WAIT_S, 0.1, &now);
+		if (now > target)
+			pr->hot_c = now - first->temp_c[0];
+	}
+	pr->therm = therm_read(ps->therm, &pr->temp_c[0], &pr->sm_mhz[0]) == 0;
+}
+
+int perf_heat_mark(struct rank_env *E)
+{
+	return E->perf && E->perf->therm ? therm_temp(E->perf->therm) : -1;
+}
+
+void perf_heat_fini(struct rank_env *E, int s, int before)
+{
+	int after = perf_heat_mark(E);
+	if (before >= 0 && after >= 0)
+		E->perf->run[s].fini_rise_c = after - before;
+}
+
 void perf_begin(struct rank_env *E)
 {
 	enum perf_mode mode = E->job.perf.mode;   /* wire.c took only a known one */
@@ -494,6 +543,9 @@ void perf_begin(struct rank_env *E)
 		rank_fail(E, OUT_RUNTIME_ERROR, "cannot allocate the alignment barrier: %s",
 			  E->symm_err);
 	snap_plan(E, ps);
+	char bus[64], why[300];
+	if (cudaDeviceGetPCIBusId(bus, sizeof bus, E->device) == cudaSuccess)
+		ps->therm = therm_open(bus, why, sizeof why);
 	int block = ps->plan.block;
 	ps->ev = xcalloc((size_t)(2 * block + 1), sizeof *ps->ev);
 	for (int k = 0; k <= 2 * block; k++)
@@ -514,6 +566,7 @@ void perf_solution(struct rank_env *E, int s)
 	sol_command(E, perf_handles(E, ps, s), "ok");
 	memset(pr, 0, sizeof *pr);
 	pr->s = s;
+	heat_before(E, ps, pr);
 	pr->ms = xcalloc((size_t)iters + (size_t)block, sizeof(double));
 	pr->start_ms = xcalloc((size_t)iters + (size_t)block, sizeof(double));
 	for (int done = 0, cnt; done < warmup; done += cnt) {
@@ -538,6 +591,8 @@ void perf_solution(struct rank_env *E, int s)
 	pr->inputs_modified = modified != 0;
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemset(ps->modified, 0, sizeof(uint32_t)));
 	perf_l2_check(E);
+	if (pr->therm && therm_read(ps->therm, &pr->temp_c[1], &pr->sm_mhz[1]) < 0)
+		pr->therm = 0;
 	/* the reference, timed last, carries the verdict of the snapshots */
 	pr->snap_outs = json_array();
 	pr->snap_ok = snap_check(E, ps, s, pr->snap_outs);
@@ -569,6 +624,13 @@ void perf_end(struct rank_env *E)
 		snprintf(wp.solution, sizeof wp.solution, "%s", E->job.sol[s].role);
 		snprintf(wp.mode, sizeof wp.mode, "%s", perf_mode_name(ps->plan.mode));
 		snprintf(wp.device, sizeof wp.device, "%s", ps->device);
+		if ((wp.therm = pr->therm)) {
+			memcpy(wp.temp_c, pr->temp_c, sizeof wp.temp_c);
+			memcpy(wp.sm_mhz, pr->sm_mhz, sizeof wp.sm_mhz);
+			wp.cool_s = pr->cool_s;
+			wp.hot_c = pr->hot_c;
+			wp.fini_rise_c = pr->fini_rise_c;
+		}
 		send_result(E, wire_perf_pack(&wp));
 		json_decref(outs);
 		free(pr->ms);
@@ -581,6 +643,7 @@ void perf_end(struct rank_env *E)
 	cudaEventDestroy(ps->base);
 	free(ps->ev);
 	perf_release(E, ps);
+	therm_close(ps->therm);
 	symm_free(E, &E->align_pads);
 	cudaFree(E->align_epochs);
 	cudaFree(E->align_err);

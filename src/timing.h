@@ -12,5 +12,10 @@
 void perf_begin(struct rank_env *E);
 void perf_solution(struct rank_env *E, int s);
 void perf_end(struct rank_env *E);
+/* around solution s's pkb_fini and exit (rank.c:sol_stop): the GPU's
+ * temperature before (perf_heat_mark: -1 when not read), and after, kept
+ * for its perf record */
+int perf_heat_mark(struct rank_env *E);
+void perf_heat_fini(struct rank_env *E, int s, int before);
 
 #endif

@@ -297,6 +297,14 @@ json_t *wire_perf_pack(const struct wire_perf *p)
 	json_object_set_new(rec, "inputs_modified", json_boolean(p->inputs_modified));
 	json_object_set_new(rec, "device", json_string(p->device));
 	json_object_set_new(rec, "gate_expired", json_integer(p->gate_expired));
+	if (p->therm)
+		json_object_set_new(rec, "therm", json_pack("{s:[i,i],s:[i,i],s:f,s:i}", "temp_c",
+							    p->temp_c[0], p->temp_c[1], "sm_mhz",
+							    p->sm_mhz[0], p->sm_mhz[1], "cool_s",
+							    p->cool_s, "hot_c", p->hot_c));
+	if (p->therm)
+		json_object_set_new(json_object_get(rec, "therm"), "fini_rise_c",
+				    json_integer(p->fini_rise_c));
 	return rec;
 }
 
@@ -314,6 +322,24 @@ static int get_int(json_t *in, const char *where, const char *key, int *dst, int
 	}
 	*dst = (int)json_integer_value(v);
 	return 0;
+}
+
+/* in[key]: an array of two integers */
+static void int_pair(json_t *in, const char *where, const char *key, int dst[2], int *bad,
+		     char *err, size_t n)
+{
+	json_t *v = want(in, where, key, JSON_ARRAY, 1, bad, err, n);
+	if (!v)
+		return;
+	json_t *a = json_array_get(v, 0), *b = json_array_get(v, 1);
+	if (json_array_size(v) != 2 || !json_is_integer(a) || !json_is_integer(b) ||
+	    !fits_int(json_integer_value(a)) || !fits_int(json_integer_value(b))) {
+		snprintf(err, n, "%s: '%s' is not two integers", where, key);
+		*bad = 1;
+		return;
+	}
+	dst[0] = (int)json_integer_value(a);
+	dst[1] = (int)json_integer_value(b);
 }
 
 /* an array of objects (compare records) */
@@ -433,6 +459,16 @@ int wire_perf_unpack(json_t *in, struct wire_perf *p, char *err, size_t n)
 	p->recheck_ok = json_is_true(want(in, w, "recheck_ok", JSON_TRUE, 1, &bad, err, n));
 	get_int(in, w, "gate_expired", &p->gate_expired, &bad, err, n);
 	p->recheck = objects(in, w, "recheck", &bad, err, n);
+	json_t *th = want(in, w, "therm", JSON_OBJECT, 0, &bad, err, n);
+	if (th) {
+		const char *wt = "perf record's therm";
+		p->therm = 1;
+		int_pair(th, wt, "temp_c", p->temp_c, &bad, err, n);
+		int_pair(th, wt, "sm_mhz", p->sm_mhz, &bad, err, n);
+		p->cool_s = json_number_value(want(th, wt, "cool_s", JSON_REAL, 1, &bad, err, n));
+		get_int(th, wt, "hot_c", &p->hot_c, &bad, err, n);
+		get_int(th, wt, "fini_rise_c", &p->fini_rise_c, &bad, err, n);
+	}
 	if (bad) {
 		wire_perf_free(p);
 		return -1;

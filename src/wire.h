@@ -104,6 +104,13 @@ struct wire_perf {
 	int inputs_modified, recheck_ok, gate_expired;
 	char device[256];
 	json_t *recheck;          /* array of compare records of failed re-checks */
+	/* the GPU's heat (therm.h; therm 0: not read, not on the wire): C and
+	 * SM MHz as its warmup began and after its timed calls, the wait for
+	 * the GPU to cool before its warmup, degrees still above the first
+	 * solution's start after that wait (0: within the slack) */
+	int therm, temp_c[2], sm_mhz[2], hot_c;
+	double cool_s;
+	int fini_rise_c;          /* degrees its pkb_fini and exit raised the GPU's */
 };
 
 json_t *wire_trial_pack(const struct wire_trial *t);

@@ -20,6 +20,7 @@ if [ "$(ls /proc/driver/nvidia/gpus 2>/dev/null | wc -l)" = 0 ]; then
 	expect_grep '"outcome": "env_error"' "$TMP/g.json"
 	expect_exit 9 "$PKB" doctor
 	expect_grep "not ready" "$TMP/out"
+	expect_grep "^heat      not read \(no GPU\): a candidate that heats the GPU" "$TMP/out"
 	expect_exit 9 "$PKB" hold --for 5
 	expect_grep "^error: no CUDA device to hold" "$TMP/err"
 fi

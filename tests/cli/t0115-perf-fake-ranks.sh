@@ -43,6 +43,18 @@ expect_grep '^slices 160$' "$TMP/tr.txt"
 expect_grep '^ranks \[0, 1, 2, 3\]$' "$TMP/tr.txt"
 expect_grep '^threads \[0, 1\]$' "$TMP/tr.txt"
 expect_grep '^dur 5.0 ts1 22.0$' "$TMP/tr.txt"
+# the GPUs' heat (therm.h): the hottest rank's temperature and the slowest
+# rank's SM clock; a GPU still hot from the candidate flags the evaluation
+expect_exit 0 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); h=r['reference_perf']['gpu_heat']; assert h == {'temp_c': [43, 45], 'sm_mhz': [1977, 1967], 'cool_s': 0.0, 'hot_c': 0, 'fini_rise_c': -1}, h; assert r['candidate_perf']['gpu_heat']['fini_rise_c'] == 5" "$TMP/ok.json"
+# a candidate whose pkb_fini heats the GPU (more than 5 C) is flagged
+PKB_FAKE_MODE=heatfini expect_exit 8 "$PKB" eval 1 "$P" --gpus 2 --m 32 --trials 1 --iters 20 -q
+expect_grep "^flagged: the candidate's pkb_fini and exit raised rank 0's GPU by 9 C \(more than 5 C\)" "$TMP/out"
+PKB_FAKE_MODE=hot expect_exit 8 "$PKB" eval 1 "$P" --gpus 2 --m 32 --trials 1 --iters 20 -q --json "$TMP/hot.json"
+expect_grep "^flagged: rank 1's GPU was still 6 C above its temperature at the candidate's warmup after 20 s" "$TMP/out"
+expect_exit 0 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); h=r['reference_perf']['gpu_heat']; assert h['hot_c'] == 6 and h['cool_s'] == 20.0 and r['outcome'] == 'flagged', h" "$TMP/hot.json"
+# a rank that could not read it: no heat in the record, no flag
+PKB_FAKE_MODE=nothermal expect_exit 0 "$PKB" eval 1 "$P" --gpus 2 --m 32 --trials 1 --iters 20 -q --json "$TMP/noth.json"
+expect_exit 0 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert 'gpu_heat' not in r['reference_perf'] and 'gpu_heat' not in r['candidate_perf']" "$TMP/noth.json"
 PKB_FAKE_MODE=escape expect_exit 8 "$PKB" eval 1 "$P" --gpus 2 --m 32 --trials 1 --iters 20 -q
 expect_grep '^flagged: work escaped the timed stream: the host clock saw 50.000 ms' "$TMP/out"
 PKB_FAKE_MODE=stale expect_exit 3 "$PKB" eval 1 "$P" --gpus 2 --m 32 --trials 1 --iters 20 -q

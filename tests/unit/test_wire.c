@@ -192,6 +192,32 @@ static void records(void)
 	dev[sizeof dev - 1] = 0;
 	CHECK(perf_refused(j, "device", json_string(dev), "device"));
 	CHECK(perf_refused(j, "kind", json_string("perfs"), "no known kind"));
+	/* the GPU's heat: not read, not sent; read, it round-trips; a malformed
+	 * part is refused by name */
+	CHECK(!json_object_get(j, "therm") && !p2.therm);
+	json_decref(j);
+	p.therm = 1;
+	p.temp_c[0] = 41, p.temp_c[1] = 44, p.sm_mhz[0] = 1980, p.sm_mhz[1] = 1965;
+	p.cool_s = 2.5, p.hot_c = 6, p.fini_rise_c = -2;
+	j = wire_perf_pack(&p);
+	CHECKF(wire_perf_unpack(j, &p2, err, sizeof err) == 0, "%s", err);
+	CHECK(p2.therm && p2.temp_c[0] == 41 && p2.temp_c[1] == 44 && p2.sm_mhz[0] == 1980 &&
+	      p2.sm_mhz[1] == 1965 && p2.cool_s == 2.5 && p2.hot_c == 6 && p2.fini_rise_c == -2);
+	wire_perf_free(&p2);
+	json_t *th = json_object_get(j, "therm");
+	CHECK(perf_refused(j, "therm", json_integer(1), "'therm'"));
+	json_t *bad = json_deep_copy(th);
+	json_object_set_new(bad, "temp_c", json_pack("[i]", 41));
+	CHECK(perf_refused(j, "therm", bad, "'temp_c' is not two integers"));
+	bad = json_deep_copy(th);
+	json_object_set_new(bad, "sm_mhz", json_pack("[i,s]", 1980, "x"));
+	CHECK(perf_refused(j, "therm", bad, "'sm_mhz' is not two integers"));
+	bad = json_deep_copy(th);
+	json_object_del(bad, "hot_c");
+	CHECK(perf_refused(j, "therm", bad, "'hot_c'"));
+	bad = json_deep_copy(th);
+	json_object_set_new(bad, "cool_s", json_string("2"));
+	CHECK(perf_refused(j, "therm", bad, "'cool_s'"));
 	json_decref(j);
 	json_decref(p.recheck);
 }
