@@ -70,7 +70,7 @@ static enum pkb_outcome run_perf(const struct job_opts *o, const char *role, jso
 		printf("time: median %.2f us, mean %.2f, min %.2f, p90 %.2f, std %.2f "
 		       "(n=%d, max over %d ranks, %s)\n", ps.st.median * 1e3,
 		       ps.st.mean * 1e3, ps.st.min * 1e3, ps.st.p90 * 1e3,
-		       ps.st.std * 1e3, ps.st.n, o->world, ps.mode);
+		       ps.st.std * 1e3, ps.st.n, o->world, perf_mode_name(ps.mode));
 		printf("%s\n", rl_line);
 	}
 	return out;

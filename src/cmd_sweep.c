@@ -564,6 +564,16 @@ static const char *fail_category(const struct result *r)
 	return r->outcome ? r->outcome : "internal_error";
 }
 
+/* A launch's verdict as its record says it: eval's, read by result.c (res
+ * and r), else what became of the launch (rc: its exit status, -2 when
+ * killed at its deadline), or no_code when the task has no candidate. The
+ * record's "outcome" is made from this, and the progress line says the
+ * same without reading the record back. */
+static const char *task_outcome(const struct task *t, json_t *res, const struct result *r, int rc)
+{
+	return res ? fail_category(r) : !t->path ? "no_code" : rc == -2 ? "timeout" : "internal_error";
+}
+
 /* A candidate's record. res: eval's --json at the announced shape (NULL:
  * none), r: res as read (outcome NULL when it did not read) */
 static json_t *make_record(struct sweep *s, struct task *t, json_t *res, const struct result *r,
@@ -609,8 +619,7 @@ static json_t *make_record(struct sweep *s, struct task *t, json_t *res, const s
 		"candidate", t->path, "exit_code", rc, "seconds", secs);
 	if (t->path)
 		json_object_set_new(rec, "log", json_steal_str(task_log(t, ".log")));
-	json_object_set_new(rec, "outcome", json_string(res ? fail_category(r) :
-		t->path ? (rc == -2 ? "timeout" : "internal_error") : "no_code"));
+	json_object_set_new(rec, "outcome", json_string(task_outcome(t, res, r, rc)));
 	if (res)
 		json_object_set(rec, "result", res);
 	return rec;
@@ -835,8 +844,7 @@ static json_t *hidden_record(struct sweep *s, struct task *t, struct pending *p)
 	const struct hidden *h = &s->hid[t->problem];
 	json_t *res = p->res[1];
 	json_t *j = json_pack("{s:I, s:I, s:s, s:i, s:f, s:o}", "m", (json_int_t)h->m, "n",
-		(json_int_t)h->n, "outcome", res ? fail_category(&p->r[1]) :
-		p->status[1] == -2 ? "timeout" : "internal_error", "exit_code", p->status[1],
+		(json_int_t)h->n, "outcome", task_outcome(t, res, &p->r[1], p->status[1]), "exit_code", p->status[1],
 		"seconds", p->secs[1], "log", json_steal_str(task_log(t, ".hidden.log")));
 	char *ranks = keep_rank_logs(s, t, p, 1);
 	if (ranks)
@@ -884,8 +892,8 @@ static void task_done(struct run_ctx *c, int ti)
 		c->rc = PKB_EXIT_INPUT;
 	/* a pass at the announced shape that fails at the hidden one is no
 	 * pass: counted as hidden_<outcome> */
-	const char *o = json_string_value(json_object_get(rec, "outcome"));
-	const char *ho = json_string_value(json_object_get(json_object_get(rec, "hidden"), "outcome"));
+	const char *o = task_outcome(t, p->res[0], &p->r[0], p->status[0]);
+	const char *ho = hidden ? task_outcome(t, p->res[1], &p->r[1], p->status[1]) : NULL;
 	char *shown = hidden && !strcmp(o, "pass") && strcmp(ho, "pass") ? xstrfmt("hidden_%s", ho)
 									 : xstrdup(o);
 	/* the hidden shape's verdict where it is another */
@@ -1042,8 +1050,10 @@ static int run_dry(struct sweep *s, int *todo, int ntodo, const char *res_path, 
 	for (int i = 0; i < ntodo && !rc; i++) {
 		struct task *t = &s->t[todo[i]];
 		json_t *rec;
+		const char *oc;   /* the record's outcome, as make_record wrote it */
 		if (!t->path) {
 			rec = make_record(s, t, NULL, NULL, 0, 0);
+			oc = task_outcome(t, NULL, NULL, 0);
 		} else {
 			struct job_solution sol = { .role = "candidate", .src = t->path,
 				.nccl = loader_backend_uses_nccl(backend) };
@@ -1088,12 +1098,12 @@ static int run_dry(struct sweep *s, int *todo, int ntodo, const char *res_path, 
 			if (result_read(res, &r, why, sizeof why) < 0)
 				BUG("the dry run's record does not read: %s", why);
 			rec = make_record(s, t, res, &r, outcome_exit_code(out), secs);
+			oc = outcome_name(out);   /* res's outcome, which r read */
 			result_free(&r);
 			json_decref(res);
 		}
 		if (append_record(fd, rec) < 0)
 			rc = PKB_EXIT_INPUT;
-		const char *oc = json_string_value(json_object_get(rec, "outcome"));
 		char *line = xstrfmt("%03d %s: %s", t->problem, t->sample, oc);
 		pg.instant++;
 		progress(&pg, oc, line);

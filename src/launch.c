@@ -40,14 +40,6 @@
 static const double default_deadline[PH_KIND_COUNT] = { PKB_PHASES(PKB_PHASE_BUDGET_) };
 #undef PKB_PHASE_BUDGET_
 
-int phase_kind_parse(const char *s)
-{
-	for (int k = 0; k < PH_KIND_COUNT; k++)
-		if (!strcmp(s, phase_kind_name((enum phase_kind)k)))
-			return k;
-	return -1;
-}
-
 void launch_opts_init(struct launch_opts *o, int world)
 {
 	memset(o, 0, sizeof *o);

@@ -10,12 +10,8 @@
 
 #include <sys/types.h>
 #include <jansson.h>
-#include "exitcode.h"   /* defines: enum pkb_outcome */
-#include "phases.h"     /* defines: enum phase_kind, phase_kind_name */
-
-/* Phase kinds a rank reports ("kind|detail"), each with its own deadline:
- * the table of phases.h. */
-int phase_kind_parse(const char *s);   /* -1 if unknown */
+#include "launch_result.h"   /* defines: struct launch_result, struct rank_report */
+#include "phases.h"     /* defines: enum phase_kind, phase_kind_name, phase_kind_parse */
 
 struct rdv_env;
 
@@ -48,27 +44,6 @@ struct launch_opts {
 	 * warmup. */
 	const struct rdv_env *nodes;
 	double rendezvous_s;       /* how long the agents wait for each other */
-};
-
-struct rank_report {
-	pid_t pid;
-	char phase[128];
-	double phase_s;            /* time spent in the phase when it ended */
-	double kind_s[PH_KIND_COUNT];  /* seconds spent in each kind of phase */
-	int exited, status;        /* waitpid status, once exited */
-	int done;                  /* sent MSG_DONE */
-	int failed;                /* sent MSG_FAIL, or crashed, or timed out */
-	char category[32];
-	char message[1024];
-};
-
-struct launch_result {
-	enum pkb_outcome outcome;  /* OUT_PASS when every rank finished cleanly */
-	int culprit;               /* the rank whose failure came first, or -1 */
-	char message[2048];        /* one line */
-	double wall_s;
-	int world;
-	struct rank_report *ranks;
 };
 
 void launch_opts_init(struct launch_opts *o, int world);

@@ -14,6 +14,8 @@
 #ifndef PKB_PHASES_H
 #define PKB_PHASES_H
 
+#include <string.h>
+
 /* X(ID, name, default budget s, help); docs/PROCESS.md has the same table
  * (and compile's, which is the parent's: --deadline compile=S) */
 #define PKB_PHASES(X) \
@@ -39,6 +41,15 @@ static inline const char *phase_kind_name(enum phase_kind k)
 	static const char *const names[PH_KIND_COUNT] = { PKB_PHASES(PKB_PHASE_NAME_) };
 #undef PKB_PHASE_NAME_
 	return (unsigned)k < PH_KIND_COUNT ? names[k] : "?";
+}
+
+/* the kind of a phase name, -1 if unknown: a rank's "kind|detail" */
+static inline int phase_kind_parse(const char *s)
+{
+	for (int k = 0; k < PH_KIND_COUNT; k++)
+		if (!strcmp(s, phase_kind_name((enum phase_kind)k)))
+			return k;
+	return -1;
 }
 
 /* The --deadline help, one string literal (job.c's option table

@@ -11,7 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "rendezvous.h"
-#include "launch.h"   /* defines: struct launch_result, phase_kind_parse */
+#include "launch_result.h"   /* defines: struct launch_result, struct rank_report */
 #include "util.h"     /* defines: xmalloc, now_ns, warning */
 
 #include <errno.h>

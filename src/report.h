@@ -8,7 +8,8 @@
 
 #include <jansson.h>
 #include "exitcode.h"   /* defines: enum pkb_outcome */
-#include "launch.h"     /* defines: struct launch_result */
+#include "launch_result.h"   /* defines: struct launch_result */
+#include "perfplan.h"   /* defines: enum perf_mode, perf_mode_name */
 #include "stats.h"      /* defines: struct stats */
 
 /* the first failing (trial, rank) of `trials`, as one line; 0 if all pass */
@@ -23,7 +24,7 @@ struct perf_summary {
 	int escaped;          /* host clock far above the stream's span */
 	double host_ms, span_ms;
 	int groups, block;
-	char mode[16];        /* warm | cold | graph (as long as the wire's) */
+	enum perf_mode mode;  /* the records' timing mode (perfplan.h's table) */
 	int inputs_modified;  /* a timed call wrote into its inputs */
 	int gate_expired;     /* timed blocks whose launch gate expired (most on a rank) */
 	char device[64];      /* the GPU's name, as CUDA gives it */
