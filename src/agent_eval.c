@@ -7,6 +7,7 @@
 #include "agent_eval.h"
 #include "job.h"       /* defines: job_opts_argv */
 #include "problem.h"
+#include "dtype.h"      /* defines: dtype_name */
 #include "prompt.h"    /* defines: struct prompt_opts */
 #include "rundir.h"    /* defines: rundir_write_json */
 #include "util.h"
@@ -200,7 +201,7 @@ static char **fill_argv(const struct agent_eval *e, const struct agent_eval_job 
 	snprintf(st, sizeof st, "%d", j->step);
 	char *name = xstrfmt("%03d_%s", j->p->id, j->p->name);
 	char *run = abs_path(j->run);
-	const char *vals[] = { id, name, acu, ares, gpus, m, nn, j->po->dtype, trials,
+	const char *vals[] = { id, name, acu, ares, gpus, m, nn, dtype_name(j->po->dtype), trials,
 			       j->po->backend, st, run, j->po->hw };
 	_Static_assert(ARRAY_SIZE(vals) == ARRAY_SIZE(slots), "a value for every slot");
 	char **argv = xcalloc((size_t)e->n_words + 1, sizeof *argv);

@@ -22,6 +22,7 @@
 #include "llm.h"
 #include "llm_http.h"     /* defines: struct llm_cli, llm_cli_opt, llm_cli_key */
 #include "problem.h"
+#include "dtype.h"      /* defines: dtype_name */
 #include "prompt.h"       /* defines: prompt_build, prompt_hw_resolve */
 #include "rundir.h"
 #include "spec.h"
@@ -300,7 +301,7 @@ static json_t *run_args(const struct cli *c, const struct agent_conv *cv, int np
 		"mode", "agent", "model", a->model, "provider", a->prov->name, "problems_spec",
 		c->spec, "problems", ids, "k", 1, "max_tokens", a->max_tokens, "block", c->l.block,
 		"backend", a->po.backend, "world", a->po.world, "m", (json_int_t)a->po.m, "n",
-		(json_int_t)a->po.n, "dtype", a->po.dtype, "hw", a->po.hw, "template", tpl,
+		(json_int_t)a->po.n, "dtype", dtype_name(a->po.dtype), "hw", a->po.hw, "template", tpl,
 		"template_sha256", cv[0].pr.template_sha256, "prompt_sha256", hashes, "trials",
 		a->trials, "iters", c->iters, "warmup", c->warmup);
 	/* a timing mode is the run's as the counts are; said only when given,

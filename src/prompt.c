@@ -306,16 +306,11 @@ int prompt_build(const struct prompt_opts *o, struct prompt *out, char *err, siz
 		return -1;
 	}
 	const struct pkb_problem *p = o->p;
-	int dt = dtype_parse(o->dtype);
-	if (dt < 0) {
-		snprintf(err, n, "unknown dtype '%s'", o->dtype);
-		return -1;
-	}
-	struct pkb_dims d = { .world = o->world, .m = o->m, .n = o->n, .dtype = (pkb_dtype)dt };
+	struct pkb_dims d = { .world = o->world, .m = o->m, .n = o->n, .dtype = o->dtype };
 	struct pkb_io io;
 	if (problem_describe(p, &d, &io) < 0) {
 		snprintf(err, n, "problem %03d_%s at W=%d M=%lld N=%lld %s: %s", p->id, p->name,
-			 o->world, o->m, o->n, o->dtype, io.err);
+			 o->world, o->m, o->n, dtype_name(o->dtype), io.err);
 		return -1;
 	}
 	struct hw_spec h;
@@ -363,7 +358,7 @@ int prompt_build(const struct prompt_opts *o, struct prompt *out, char *err, siz
 	strbuf_addf(&title, "%03d_%s", p->id, p->name);
 	char instance[160];
 	snprintf(instance, sizeof instance, "W=%d M=%lld N=%lld dtype=%s", o->world, o->m, o->n,
-		 o->dtype);
+		 dtype_name(o->dtype));
 	if (out->example) {
 		const char *rel = out->example + strlen(pkb_root()) + 1;
 		strbuf_addf(&exname, "%s", rel);
@@ -455,7 +450,13 @@ int prompt_opt(struct prompt_opts *o, int c, const char *arg)
 {
 	switch (c) {
 	case PROMPT_OPT_BACKEND: o->backend = arg; return 1;
-	case 'd': o->dtype = arg; return 1;
+	case 'd': {
+		int t = dtype_parse(arg);
+		if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32)
+			return error("--dtype takes bf16, fp16 or fp32, not '%s'", arg);
+		o->dtype = (pkb_dtype)t;
+		return 1;
+	}
 	case PROMPT_OPT_HW: o->hw = arg; o->hw_source = "--hw"; return 1;
 	case PROMPT_OPT_TEMPLATE: o->template_path = arg; return 1;
 	case 'g':

@@ -18,7 +18,7 @@ struct prompt_opts {
 	const char *backend;        /* cuda | nccl-device */
 	int world;
 	long long m, n;
-	const char *dtype;
+	pkb_dtype dtype;            /* -d, parsed once (prompt_opt) */
 	const char *hw;             /* hw/NAME.json; NULL: prompt_hw_resolve's */
 	const char *hw_source;      /* how hw was chosen: --hw, run.json, detected, default */
 	char hw_buf[32];
@@ -33,7 +33,7 @@ enum { PROMPT_OPT_BACKEND = 1100, PROMPT_OPT_M, PROMPT_OPT_N, PROMPT_OPT_HW, PRO
 extern const struct opt prompt_opts_table[];
 int prompt_opt(struct prompt_opts *o, int c, const char *arg);
 #define PROMPT_OPTS_DEFAULTS { .backend = "cuda", .world = 4, .m = 1024, .n = 1024, \
-			       .dtype = "bf16" }
+			       .dtype = PKB_BF16 }
 
 /* The machine a prompt describes when none can be told (docs/GENERATE.md). */
 #define PROMPT_HW_DEFAULT "h100_8"

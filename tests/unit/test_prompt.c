@@ -39,7 +39,7 @@ int main(void)
 	CHECK(fill("{{a}}", NULL, &s, &u, err) < 0);
 
 	struct prompt_opts o = { .p = problem_find("3"), .backend = "cuda", .world = 4, .m = 64,
-				 .n = 32, .dtype = "fp16", .hw = "h200_8" };
+				 .n = 32, .dtype = PKB_FP16, .hw = "h200_8" };
 	struct prompt pr, pr2;
 	CHECK(prompt_build(&o, &pr, err, sizeof err) == 0);
 	CHECK(pr.user && strstr(pr.user, "003_broadcast") && strstr(pr.user, "fp16 (64, 32)"));
@@ -57,9 +57,10 @@ int main(void)
 	o.backend = "nvshmem";
 	CHECK(prompt_build(&o, &pr, err, sizeof err) < 0 && strstr(err, "nvshmem"));
 	o.backend = "cuda";
-	o.dtype = "fp64x";
-	CHECK(prompt_build(&o, &pr, err, sizeof err) < 0 && strstr(err, "fp64x"));
-	o.dtype = "bf16";
+	/* -d is parsed once, where it is read: an unknown name never reaches a build */
+	CHECK(prompt_opt(&o, 'd', "fp64x") < 0 && o.dtype == PKB_FP16);
+	CHECK(prompt_opt(&o, 'd', "int32") < 0 && o.dtype == PKB_FP16);
+	CHECK(prompt_opt(&o, 'd', "bf16") == 1 && o.dtype == PKB_BF16);
 	o.world = 3;   /* 003 takes any W >= 2; an odd one is fine */
 	o.hw = "nosuch";
 	CHECK(prompt_build(&o, &pr, err, sizeof err) < 0);
