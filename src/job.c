@@ -116,7 +116,9 @@ static const char *abs_path(const char *path)
 	return getcwd(cwd, sizeof cwd) ? xstrfmt("%s/%s", cwd, path) : path;
 }
 
-int job_opt(struct job_opts *o, int c, const char *arg)
+/* job_opt's instance: what runs, on how many GPUs, at which shape, dtype
+ * and seed; 1, 0 when not one of them, -1 bad (after error()) */
+static int instance_opt(struct job_opts *o, int c, const char *arg)
 {
 	long long v;
 	switch (c) {
@@ -151,13 +153,8 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 				     arg);
 		*(c == OPT_M ? &o->m : &o->n) = v;
 		return 1;
-	case 'd': {
-		int t = dtype_parse(arg);
-		if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32)
-			return error("--dtype takes bf16, fp16 or fp32, not '%s'", arg);
-		o->dtype = (pkb_dtype)t;
-		return 1;
-	}
+	case 'd':
+		return opt_dtype(arg, &o->dtype) < 0 ? -1 : 1;
 	case OPT_SEED:
 		if (parse_int_in(arg, 0, (1ll << 62), &v) < 0)
 			return error("--seed takes a non-negative integer, not '%s'", arg);
@@ -174,7 +171,39 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 			return error("--ref-cache takes a folder");
 		o->ref_cache = abs_path(arg);
 		return 1;
-	case 'j': o->json_path = arg; return 1;
+	}
+	return 0;
+}
+
+/* --deadline KIND=SECONDS: 1, or -1 bad (after error()) */
+static int deadline_opt(struct job_opts *o, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	double s = 0;
+	if (!eq || parse_num_in(eq + 1, 1e-3, 1e7, &s) < 0)
+		return error("--deadline takes KIND=SECONDS (0.001 to 1e7), not '%s'", arg);
+	char kind[32];
+	snprintf(kind, sizeof kind, "%.*s", (int)(eq - arg), arg);
+	if (!strcmp(kind, "compile")) {
+		o->compile_s = s;
+		return 1;
+	}
+	if (!strcmp(kind, "rendezvous")) {
+		o->rendezvous_s = s;
+		return 1;
+	}
+	int k = phase_kind_parse(kind);
+	if (k < 0)
+		return error("unknown phase '%s' in --deadline", kind);
+	o->deadline_s[k] = s;
+	return 1;
+}
+
+/* job_opt's timing: --measure-perf and what it takes; 1, 0, -1 as above */
+static int timing_opt(struct job_opts *o, int c, const char *arg)
+{
+	long long v;
+	switch (c) {
 	case OPT_MEASURE_PERF: o->measure_perf = 1; return 1;
 	case OPT_WARMUP:
 	case OPT_ITERS:
@@ -183,36 +212,6 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 				     arg);
 		*(c == OPT_WARMUP ? &o->warmup : &o->iters) = (int)v;
 		o->measure_perf = 1;
-		return 1;
-	case OPT_DEADLINE: {
-		const char *eq = strchr(arg, '=');
-		double s = 0;
-		if (!eq || parse_num_in(eq + 1, 1e-3, 1e7, &s) < 0)
-			return error("--deadline takes KIND=SECONDS (0.001 to 1e7), not '%s'", arg);
-		char kind[32];
-		snprintf(kind, sizeof kind, "%.*s", (int)(eq - arg), arg);
-		if (!strcmp(kind, "compile")) {
-			o->compile_s = s;
-			return 1;
-		}
-		if (!strcmp(kind, "rendezvous")) {
-			o->rendezvous_s = s;
-			return 1;
-		}
-		int k = phase_kind_parse(kind);
-		if (k < 0)
-			return error("unknown phase '%s' in --deadline", kind);
-		o->deadline_s[k] = s;
-		return 1;
-	}
-	case OPT_LOG_DIR: o->log_dir = arg; return 1;
-	case OPT_KEEP_LOGS: o->keep_logs = 1; return 1;
-	case OPT_ARCH: o->arch = arg; return 1;
-	case OPT_NO_SANDBOX: o->no_sandbox = 1; return 1;
-	case OPT_DEVICE_TIMEOUT:
-		if (parse_int_in(arg, 1, 3600000, &v) < 0)
-			return error("--device-timeout takes milliseconds, not '%s'", arg);
-		o->device_timeout_ms = (int)v;
 		return 1;
 	case OPT_TIMING: {
 		int m = perf_mode_parse(arg);
@@ -234,6 +233,30 @@ int job_opt(struct job_opts *o, int c, const char *arg)
 		o->hw = arg;
 		return 1;
 	}
+	}
+	return 0;
+}
+
+int job_opt(struct job_opts *o, int c, const char *arg)
+{
+	long long v;
+	int r = instance_opt(o, c, arg);
+	if (r)
+		return r;
+	if ((r = timing_opt(o, c, arg)))
+		return r;
+	switch (c) {
+	case 'j': o->json_path = arg; return 1;
+	case OPT_DEADLINE: return deadline_opt(o, arg);
+	case OPT_LOG_DIR: o->log_dir = arg; return 1;
+	case OPT_KEEP_LOGS: o->keep_logs = 1; return 1;
+	case OPT_ARCH: o->arch = arg; return 1;
+	case OPT_NO_SANDBOX: o->no_sandbox = 1; return 1;
+	case OPT_DEVICE_TIMEOUT:
+		if (parse_int_in(arg, 1, 3600000, &v) < 0)
+			return error("--device-timeout takes milliseconds, not '%s'", arg);
+		o->device_timeout_ms = (int)v;
+		return 1;
 	case OPT_LAUNCHER:
 		if (strcmp(arg, "slurm") && strcmp(arg, "mpi") && strcmp(arg, "torch") &&
 		    strcmp(arg, "env"))

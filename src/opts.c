@@ -2,6 +2,7 @@
  * opts.c -- see opts.h.
  */
 #include "opts.h"
+#include "dtype.h"   /* defines: dtype_parse */
 #include "util.h"
 
 #include <string.h>
@@ -84,6 +85,15 @@ int opt_int(const char *name, const char *s, long long lo, long long hi, long lo
 	if (parse_int_in(s, lo, hi, out) == 0)
 		return 0;
 	return error("--%s takes an integer from %lld to %lld, not '%s'", name, lo, hi, s);
+}
+
+int opt_dtype(const char *s, pkb_dtype *out)
+{
+	int t = dtype_parse(s);
+	if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32)
+		return error("--dtype takes bf16, fp16 or fp32, not '%s'", s);
+	*out = (pkb_dtype)t;
+	return 0;
 }
 
 int opt_num(const char *name, const char *s, double lo, double hi, double *out)

@@ -20,6 +20,7 @@
 #define PKB_OPTS_H
 
 #include <getopt.h>
+#include "pkb.h"      /* defines: pkb_dtype */
 #include <stdio.h>
 
 struct opt {
@@ -57,5 +58,8 @@ void opts_usage(FILE *f, const char *head, const struct opt *const *tables, cons
  * same with "a number"). 0, or -1 with the error printed. */
 int opt_int(const char *name, const char *s, long long lo, long long hi, long long *out);
 int opt_num(const char *name, const char *s, double lo, double hi, double *out);
+/* -d/--dtype: one of the floating types a problem takes (bf16, fp16,
+ * fp32) into *out; -1 after error() */
+int opt_dtype(const char *s, pkb_dtype *out);
 
 #endif

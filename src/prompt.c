@@ -450,13 +450,7 @@ int prompt_opt(struct prompt_opts *o, int c, const char *arg)
 {
 	switch (c) {
 	case PROMPT_OPT_BACKEND: o->backend = arg; return 1;
-	case 'd': {
-		int t = dtype_parse(arg);
-		if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32)
-			return error("--dtype takes bf16, fp16 or fp32, not '%s'", arg);
-		o->dtype = (pkb_dtype)t;
-		return 1;
-	}
+	case 'd': return opt_dtype(arg, &o->dtype) < 0 ? -1 : 1;
 	case PROMPT_OPT_HW: o->hw = arg; o->hw_source = "--hw"; return 1;
 	case PROMPT_OPT_TEMPLATE: o->template_path = arg; return 1;
 	case 'g':
