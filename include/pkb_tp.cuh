@@ -2,7 +2,8 @@
  * pkb_tp.cuh -- tensor-parallel GEMMs whose operands arrive by the copy
  * engines while cuBLAS computes (async-TP / Flux "decomposition" on streams,
  * docs/TP_GEMM.md): the streams, events, barriers and cuBLAS state that 011
- * and 012 ok_ce_pipeline.cu, 014 and 016 ok_operand_gather.cu share, and the
+ * and 012 ok_ce_pipeline.cu, 013, 014 and 016 ok_operand_gather.cu (015
+ * ok_push_once.cu: the cuBLAS set-up) share, and the
  * all-gather of A^T + chunked GEMM that is 011's and 012's whole algorithm
  * (the two problems have the same inputs and output).
  *
