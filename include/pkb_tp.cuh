@@ -2,7 +2,8 @@
  * pkb_tp.cuh -- tensor-parallel GEMMs whose operands arrive by the copy
  * engines while cuBLAS computes (async-TP / Flux "decomposition" on streams,
  * docs/TP_GEMM.md): the streams, events, barriers and cuBLAS state that 011
- * and 012 ok_ce_pipeline.cu, 014 and 016 ok_operand_gather.cu share, and the
+ * and 012 ok_ce_pipeline.cu, 013, 014 and 016 ok_operand_gather.cu (015
+ * ok_push_once.cu: the cuBLAS set-up) share, and the
  * all-gather of A^T + chunked GEMM that is 011's and 012's whole algorithm
  * (the two problems have the same inputs and output).
  *
@@ -14,7 +15,8 @@
  *     GPU's W-1 NVLink links carry one peer each; an event per (j, chunk);
  *   - pkb_tp_meet(ctx, st, slot): every rank's one-block barrier kernel
  *     meets every other's on stream st (PKB_TP_START before the pulls,
- *     PKB_TP_END after them: signal slots 0 and 1 are this header's);
+ *     PKB_TP_END after them: signal slots 0 and 1 are this header's, and
+ *     2 .. 65 pkb_tp_pull's; a candidate's own start at PKB_TP_SLOT_FREE);
  *   - pkb_tp_fork, pkb_tp_landed, pkb_tp_wait / pkb_tp_wait_chunk,
  *     pkb_tp_join: the call's stream graph, below;
  *   - pkb_tp_blas_on (the handle on the main stream) and pkb_tp_gemm
@@ -79,6 +81,8 @@
 #define PKB_TP_SLOT0 2               /* slots of the multi-block kernels' barriers: */
 #define PKB_TP_BLOCKS 64             /* PKB_TP_SLOT0 + blockIdx.x, this many at most */
 #define PKB_TP_THREADS 512
+#define PKB_TP_SLOT_FREE (PKB_TP_SLOT0 + PKB_TP_BLOCKS) /* the first signal slot the
+					  header leaves to a candidate's own barriers */
 #define PKB_TP_MEET_BEFORE 1         /* pkb_tp_pulls.meet */
 #define PKB_TP_MEET_AFTER 2
 
