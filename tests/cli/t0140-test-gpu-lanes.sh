@@ -77,6 +77,24 @@ def runs(f, key):
 print(runs(sys.argv[1], lambda r: not r.get("not_run")) == runs(sys.argv[2], lambda r: r.get("kept_from")))
 ' "$TMP/t0.jsonl" "$TMP/t.jsonl")
 [ "$same" = True ] && ok || not_ok "the kept lines are not the earlier run's"
+# -r twice (runs of two machines): a case both record is kept as the last
+# file records it, every other case as the file that has it, none twice
+python3 -c '
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])][-1]
+r.pop("kept_from", None)
+r["seconds"] = 12345
+print(json.dumps(r, separators=(",", ":")))' "$TMP/t.jsonl" > "$TMP/later.jsonl"
+expect_exit 1 tools/test-gpu -p 005 -w 2 -j 1 -r "$TMP/t.jsonl" -r "$TMP/later.jsonl" -o "$TMP/o3.jsonl"
+expect_exit 0 python3 -c '
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+k = [(x["world"], x["shape"], x["solution"]) for x in r]
+assert len(k) == len(set(k)) == int(sys.argv[4]), (len(k), len(set(k)))
+later = [x for x in r if x["seconds"] == 12345]
+assert len(later) == 1 and later[0]["kept_from"] == sys.argv[2], later
+assert sum(x.get("kept_from") == sys.argv[3] for x in r) == len(r) - 1, r
+' "$TMP/o3.jsonl" "$TMP/later.jsonl" "$TMP/t.jsonl" "$want"
 # every record carries the problem's files' hash as pkb list gives it
 # (issue 37), and -r keeps only records made with the files as they are now
 sha=$("$PKB" list --json - | python3 -c 'import json,sys; print([p for p in json.load(sys.stdin) if p["id"] == 5][0]["files_sha256"])')
