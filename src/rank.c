@@ -243,15 +243,13 @@ static int ref_id(struct rank_env *E, int trial, struct refcache_id *id)
 	if (!have) {
 		/* pkb itself draws the inputs (problem.c) and sizes the outputs:
 		 * its own bytes, not its version string, name them */
-		struct cudaDeviceProp prop;
 		int rt = 0, drv = 0;
 		if (sha256_file_hex(E->job.sol[0].so, base.object_sha) < 0 ||
 		    sha256_file_hex(pkb_self_exe(), base.pkb_sha) < 0 ||
-		    cudaGetDeviceProperties(&prop, E->device) != cudaSuccess ||
 		    cudaRuntimeGetVersion(&rt) != cudaSuccess ||
 		    cudaDriverGetVersion(&drv) != cudaSuccess)
 			return -1;
-		snprintf(base.gpu, sizeof base.gpu, "%.95s", prop.name);
+		snprintf(base.gpu, sizeof base.gpu, "%s", E->gpu);   /* setup's */
 		snprintf(base.versions, sizeof base.versions, "pkb %s, CUDA %d/%d, NCCL %d",
 			 PKB_VERSION, rt, drv, nccl_version());
 		snprintf(base.dtype, sizeof base.dtype, "%s", dtype_name(E->job.dtype));
