@@ -141,19 +141,19 @@ static enum pkb_outcome eval_perf(const struct job_opts *o, json_t *perf, json_t
 	}
 	/* a GPU the candidate left hot (therm.h): the reference would run at
 	 * lower boost clocks than the candidate did, so no speedup is trusted */
-	if (out == OUT_PASS && cand.fini_rise_c > THERM_FINI_RISE_C) {
+	if (out == OUT_PASS && cand.heat.fini_rise_c > THERM_FINI_RISE_C) {
 		out = OUT_FLAGGED;
 		snprintf(msg, n, "the candidate's pkb_fini and exit raised rank %d's GPU by %d C "
 			 "(more than %d C): work run after its last timed call heats the GPU the "
-			 "reference is timed on next", cand.rise_rank, cand.fini_rise_c,
+			 "reference is timed on next", cand.rise_rank, cand.heat.fini_rise_c,
 			 THERM_FINI_RISE_C);
 	}
-	if (out == OUT_PASS && ref.hot_c > 0) {
+	if (out == OUT_PASS && ref.heat.hot_c > 0) {
 		out = OUT_FLAGGED;
 		snprintf(msg, n, "rank %d's GPU was still %d C above its temperature at the "
 			 "candidate's warmup after %.0f s: the reference cannot be timed as the "
 			 "candidate was (the candidate's work heated the GPU, in pkb_fini or after "
-			 "its calls)", ref.hot_rank, ref.hot_c, ref.cool_s);
+			 "its calls)", ref.hot_rank, ref.heat.hot_c, ref.heat.cool_s);
 	}
 	if (out == OUT_PASS)
 		print_perf(o, &ref, &cand, speedup, by_median, by_mean, rl_line);

@@ -96,29 +96,30 @@ int report_trials(json_t *trials, int world, char *msg, size_t n, int *trials_pa
 /* rank r's heat into the summary, ranks in order: the readings only while
  * every rank so far has them; a rank still hot counts whatever the others
  * read */
-static void heat_of_rank(struct perf_summary *ps, const struct wire_perf *w, int r)
+static void heat_of_rank(struct perf_summary *ps, const struct wire_heat *w, int r)
 {
+	struct wire_heat *h = &ps->heat;
 	if (r == 0) {
-		ps->therm = 1;
-		ps->sm_mhz[0] = ps->sm_mhz[1] = INT_MAX;
+		h->read = 1;
+		h->sm_mhz[0] = h->sm_mhz[1] = INT_MAX;
 		ps->hot_rank = ps->rise_rank = -1;
-		ps->fini_rise_c = INT_MIN;
+		h->fini_rise_c = INT_MIN;
 	}
-	if (!w->therm) {
-		ps->therm = 0;
+	if (!w->read) {
+		h->read = 0;
 		return;
 	}
 	for (int k = 0; k < 2; k++) {
-		ps->temp_c[k] = w->temp_c[k] > ps->temp_c[k] ? w->temp_c[k] : ps->temp_c[k];
-		ps->sm_mhz[k] = w->sm_mhz[k] < ps->sm_mhz[k] ? w->sm_mhz[k] : ps->sm_mhz[k];
+		h->temp_c[k] = w->temp_c[k] > h->temp_c[k] ? w->temp_c[k] : h->temp_c[k];
+		h->sm_mhz[k] = w->sm_mhz[k] < h->sm_mhz[k] ? w->sm_mhz[k] : h->sm_mhz[k];
 	}
-	ps->cool_s = w->cool_s > ps->cool_s ? w->cool_s : ps->cool_s;
-	if (w->hot_c > ps->hot_c) {
-		ps->hot_c = w->hot_c;
+	h->cool_s = w->cool_s > h->cool_s ? w->cool_s : h->cool_s;
+	if (w->hot_c > h->hot_c) {
+		h->hot_c = w->hot_c;
 		ps->hot_rank = r;
 	}
-	if (w->fini_rise_c > ps->fini_rise_c) {
-		ps->fini_rise_c = w->fini_rise_c;
+	if (w->fini_rise_c > h->fini_rise_c) {
+		h->fini_rise_c = w->fini_rise_c;
 		ps->rise_rank = r;
 	}
 }
@@ -205,7 +206,7 @@ void report_perf(json_t *perf, const char *role, int world, int iters, struct pe
 			ps->host_ms = host;
 			ps->span_ms = span;
 		}
-		heat_of_rank(ps, w, r);
+		heat_of_rank(ps, &w->heat, r);
 		int blocks = (iters + ps->block - 1) / (ps->block > 0 ? ps->block : 10);
 		if (host > 1.5 * span + 0.25 * blocks)
 			ps->escaped = 1;
@@ -272,12 +273,8 @@ json_t *report_perf_json(const struct perf_summary *ps)
 	for (int r = 0; r < ps->ranks; r++)
 		json_array_append_new(rm, json_real(ps->rank_median_ms[r]));
 	json_object_set_new(o, "rank_median_ms", rm);
-	if (ps->therm)
-		json_object_set_new(o, "gpu_heat", json_pack("{s:[i,i],s:[i,i],s:f,s:i,s:i}",
-							     "temp_c", ps->temp_c[0], ps->temp_c[1],
-							     "sm_mhz", ps->sm_mhz[0], ps->sm_mhz[1],
-							     "cool_s", ps->cool_s, "hot_c", ps->hot_c,
-							     "fini_rise_c", ps->fini_rise_c));
+	if (ps->heat.read)
+		json_object_set_new(o, "gpu_heat", wire_heat_pack(&ps->heat));
 	return o;
 }
 

@@ -11,6 +11,7 @@
 #include "launch_result.h"   /* defines: struct launch_result */
 #include "perfplan.h"   /* defines: enum perf_mode, perf_mode_name */
 #include "stats.h"      /* defines: struct stats */
+#include "wire.h"       /* defines: struct wire_heat */
 
 /* the first failing (trial, rank) of `trials`, as one line; 0 if all pass */
 int report_trials(json_t *trials, int world, char *msg, size_t n, int *trials_passed);
@@ -30,13 +31,13 @@ struct perf_summary {
 	char device[64];      /* the GPU's name, as CUDA gives it */
 	int ranks;            /* world: entries of rank_median_ms */
 	double rank_median_ms[64];   /* each rank's own median (--gpus is at most 63) */
-	/* the GPUs' heat (therm.h), when every rank read it: the hottest rank's
-	 * C and the slowest rank's SM MHz as the warmup began and after the
-	 * timed calls, the longest wait to cool, and the most degrees a rank was
-	 * still above the first solution's start after it (hot_rank's) */
-	int therm, temp_c[2], sm_mhz[2], hot_c, hot_rank;
-	double cool_s;
-	int fini_rise_c, rise_rank;   /* the most its pkb_fini raised a GPU's, on which */
+	/* the GPUs' heat over the ranks (wire.h; read only when every rank read
+	 * it): the hottest rank's C and the slowest rank's SM MHz at both
+	 * readings, the longest wait to cool, the most degrees a rank was still
+	 * above the first solution's start (on hot_rank) and the most its
+	 * pkb_fini raised a GPU's (on rise_rank) */
+	struct wire_heat heat;
+	int hot_rank, rise_rank;
 };
 /* summarise the perf records of one solution (role) over W ranks */
 void report_perf(json_t *perf, const char *role, int world, int iters, struct perf_summary *ps);

@@ -46,13 +46,7 @@ struct perf_run {
 	int snap_ok;         /* its snapshots matched the reference's */
 	int inputs_modified; /* a timed call of it wrote into an input group */
 	json_t *snap_outs;   /* the mismatches of the first that did not */
-	/* the GPU as NVML read it (therm.h; therm 0: not read): as its warmup
-	 * began and after its timed calls; the wait before its warmup for the
-	 * GPU to cool, and how far above the first solution's start it still
-	 * was after it (0: not above the slack) */
-	int therm, temp_c[2], sm_mhz[2], hot_c;
-	double cool_s;
-	int fini_rise_c;     /* degrees its pkb_fini and exit raised the GPU's */
+	struct wire_heat heat; /* the GPU as NVML read it (wire.h) */
 };
 
 struct perf_set {
@@ -499,17 +493,18 @@ static void heat_before(struct rank_env *E, struct perf_set *ps, struct perf_run
 {
 	if (!ps->therm)
 		return;
-	const struct perf_run *first = pr->s == 0 && E->n_sol == 2 ? &ps->run[1] : NULL;
-	if (first && first->therm) {
+	const struct wire_heat *first = pr->s == 0 && E->n_sol == 2 ? &ps->run[1].heat : NULL;
+	struct wire_heat *h = &pr->heat;
+	if (first && first->read) {
 		int target = first->temp_c[0] + THERM_SLACK_C, now;
 		if (therm_temp(ps->therm) > target)
 			phase(E, PH_TIMING, "waiting for the GPU to cool to %d C before the %s's "
 			      "warmup", target, E->job.sol[pr->s].role);
-		pr->cool_s = therm_wait(therm_temp, ps->therm, target, THERM_WAIT_S, 0.1, &now);
+		h->cool_s = therm_wait(therm_temp, ps->therm, target, THERM_WAIT_S, 0.1, &now);
 		if (now > target)
-			pr->hot_c = now - first->temp_c[0];
+			h->hot_c = now - first->temp_c[0];
 	}
-	pr->therm = therm_read(ps->therm, &pr->temp_c[0], &pr->sm_mhz[0]) == 0;
+	h->read = therm_read(ps->therm, &h->temp_c[0], &h->sm_mhz[0]) == 0;
 }
 
 int perf_heat_mark(struct rank_env *E)
@@ -521,7 +516,7 @@ void perf_heat_fini(struct rank_env *E, int s, int before)
 {
 	int after = perf_heat_mark(E);
 	if (before >= 0 && after >= 0)
-		E->perf->run[s].fini_rise_c = after - before;
+		E->perf->run[s].heat.fini_rise_c = after - before;
 }
 
 void perf_begin(struct rank_env *E)
@@ -591,8 +586,8 @@ void perf_solution(struct rank_env *E, int s)
 	pr->inputs_modified = modified != 0;
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemset(ps->modified, 0, sizeof(uint32_t)));
 	perf_l2_check(E);
-	if (pr->therm && therm_read(ps->therm, &pr->temp_c[1], &pr->sm_mhz[1]) < 0)
-		pr->therm = 0;
+	if (pr->heat.read && therm_read(ps->therm, &pr->heat.temp_c[1], &pr->heat.sm_mhz[1]) < 0)
+		pr->heat.read = 0;
 	/* the reference, timed last, carries the verdict of the snapshots */
 	pr->snap_outs = json_array();
 	pr->snap_ok = snap_check(E, ps, s, pr->snap_outs);
@@ -619,18 +614,11 @@ void perf_end(struct rank_env *E)
 			.start_ms = pr->start_ms, .host_ms = pr->host_ms,
 			.span_ms = pr->span_ms, .groups = ps->plan.groups, .block = ps->plan.block,
 			.inputs_modified = pr->inputs_modified, .recheck_ok = ok,
-			.gate_expired = pr->gate_expired, .recheck = outs,
+			.gate_expired = pr->gate_expired, .recheck = outs, .heat = pr->heat,
 		};
 		snprintf(wp.solution, sizeof wp.solution, "%s", E->job.sol[s].role);
 		snprintf(wp.mode, sizeof wp.mode, "%s", perf_mode_name(ps->plan.mode));
 		snprintf(wp.device, sizeof wp.device, "%s", ps->device);
-		if ((wp.therm = pr->therm)) {
-			memcpy(wp.temp_c, pr->temp_c, sizeof wp.temp_c);
-			memcpy(wp.sm_mhz, pr->sm_mhz, sizeof wp.sm_mhz);
-			wp.cool_s = pr->cool_s;
-			wp.hot_c = pr->hot_c;
-			wp.fini_rise_c = pr->fini_rise_c;
-		}
 		send_result(E, wire_perf_pack(&wp));
 		json_decref(outs);
 		free(pr->ms);

@@ -297,15 +297,16 @@ json_t *wire_perf_pack(const struct wire_perf *p)
 	json_object_set_new(rec, "inputs_modified", json_boolean(p->inputs_modified));
 	json_object_set_new(rec, "device", json_string(p->device));
 	json_object_set_new(rec, "gate_expired", json_integer(p->gate_expired));
-	if (p->therm)
-		json_object_set_new(rec, "therm", json_pack("{s:[i,i],s:[i,i],s:f,s:i}", "temp_c",
-							    p->temp_c[0], p->temp_c[1], "sm_mhz",
-							    p->sm_mhz[0], p->sm_mhz[1], "cool_s",
-							    p->cool_s, "hot_c", p->hot_c));
-	if (p->therm)
-		json_object_set_new(json_object_get(rec, "therm"), "fini_rise_c",
-				    json_integer(p->fini_rise_c));
+	if (p->heat.read)
+		json_object_set_new(rec, "therm", wire_heat_pack(&p->heat));
 	return rec;
+}
+
+json_t *wire_heat_pack(const struct wire_heat *h)
+{
+	return json_pack("{s:[i,i],s:[i,i],s:f,s:i,s:i}", "temp_c", h->temp_c[0], h->temp_c[1],
+			 "sm_mhz", h->sm_mhz[0], h->sm_mhz[1], "cool_s", h->cool_s, "hot_c",
+			 h->hot_c, "fini_rise_c", h->fini_rise_c);
 }
 
 /* a whole int field */
@@ -462,12 +463,13 @@ int wire_perf_unpack(json_t *in, struct wire_perf *p, char *err, size_t n)
 	json_t *th = want(in, w, "therm", JSON_OBJECT, 0, &bad, err, n);
 	if (th) {
 		const char *wt = "perf record's therm";
-		p->therm = 1;
-		int_pair(th, wt, "temp_c", p->temp_c, &bad, err, n);
-		int_pair(th, wt, "sm_mhz", p->sm_mhz, &bad, err, n);
-		p->cool_s = json_number_value(want(th, wt, "cool_s", JSON_REAL, 1, &bad, err, n));
-		get_int(th, wt, "hot_c", &p->hot_c, &bad, err, n);
-		get_int(th, wt, "fini_rise_c", &p->fini_rise_c, &bad, err, n);
+		struct wire_heat *ht = &p->heat;
+		ht->read = 1;
+		int_pair(th, wt, "temp_c", ht->temp_c, &bad, err, n);
+		int_pair(th, wt, "sm_mhz", ht->sm_mhz, &bad, err, n);
+		ht->cool_s = json_number_value(want(th, wt, "cool_s", JSON_REAL, 1, &bad, err, n));
+		get_int(th, wt, "hot_c", &ht->hot_c, &bad, err, n);
+		get_int(th, wt, "fini_rise_c", &ht->fini_rise_c, &bad, err, n);
 	}
 	if (bad) {
 		wire_perf_free(p);

@@ -91,6 +91,15 @@ struct wire_run {
 	char gpu[96];             /* as wire_trial's */
 	json_t *outputs;          /* array of {name, mean_abs, amax, nonfinite} */
 };
+/* A GPU's heat around one solution's timing (therm.h; read 0: not read,
+ * not on the wire): C and SM MHz as its warmup began and after its timed
+ * calls, the wait for the GPU to cool before its warmup, the degrees it was
+ * still above the first solution's start after that wait (0: within the
+ * slack), and the degrees its pkb_fini and exit raised the GPU's. */
+struct wire_heat {
+	int read, temp_c[2], sm_mhz[2], hot_c, fini_rise_c;
+	double cool_s;
+};
 /* "perf": one solution's timed calls on one rank (docs/TIMING.md) */
 struct wire_perf {
 	char solution[16];        /* role */
@@ -104,18 +113,14 @@ struct wire_perf {
 	int inputs_modified, recheck_ok, gate_expired;
 	char device[256];
 	json_t *recheck;          /* array of compare records of failed re-checks */
-	/* the GPU's heat (therm.h; therm 0: not read, not on the wire): C and
-	 * SM MHz as its warmup began and after its timed calls, the wait for
-	 * the GPU to cool before its warmup, degrees still above the first
-	 * solution's start after that wait (0: within the slack) */
-	int therm, temp_c[2], sm_mhz[2], hot_c;
-	double cool_s;
-	int fini_rise_c;          /* degrees its pkb_fini and exit raised the GPU's */
+	struct wire_heat heat;
 };
 
 json_t *wire_trial_pack(const struct wire_trial *t);
 json_t *wire_run_pack(const struct wire_run *r);
 json_t *wire_perf_pack(const struct wire_perf *p);
+/* its object: the perf record's "therm", and eval's "gpu_heat" of a summary */
+json_t *wire_heat_pack(const struct wire_heat *h);
 /* 0, or -1 naming what is wrong. outputs/recheck are borrowed from `in`;
  * wire_perf_unpack allocates the arrays: wire_perf_free */
 int wire_trial_unpack(json_t *in, struct wire_trial *t, char *err, size_t n);

@@ -350,14 +350,14 @@ int main(void)
 			/* the GPU's heat as the judge reads it (therm.h); with mode
 			 * hot, rank 1's GPU is still 6 C above the candidate's start
 			 * when the reference's warmup begins, after the 20 s wait */
-			wp.therm = strcmp(mode, "nothermal") != 0;
-			wp.temp_c[0] = 40 + rank, wp.temp_c[1] = 42 + rank;
-			wp.sm_mhz[0] = 1980 - rank, wp.sm_mhz[1] = 1970 - rank;
+			wp.heat.read = strcmp(mode, "nothermal") != 0;
+			wp.heat.temp_c[0] = 40 + rank, wp.heat.temp_c[1] = 42 + rank;
+			wp.heat.sm_mhz[0] = 1980 - rank, wp.heat.sm_mhz[1] = 1970 - rank;
 			if (!cand && !strcmp(mode, "hot") && rank == 1)
-				wp.temp_c[0] = 47, wp.cool_s = 20.0, wp.hot_c = 6;
+				wp.heat.temp_c[0] = 47, wp.heat.cool_s = 20.0, wp.heat.hot_c = 6;
 			/* with heatfini, the candidate's pkb_fini raised rank 0's GPU
 			 * by 9 C; every other fini by 5 C (the most allowed) or less */
-			wp.fini_rise_c = cand && !strcmp(mode, "heatfini") && rank == 0 ? 9
+			wp.heat.fini_rise_c = cand && !strcmp(mode, "heatfini") && rank == 0 ? 9
 					 : cand ? 5 : -1;
 			if (stale)
 				json_array_append_new(wp.recheck, json_pack(

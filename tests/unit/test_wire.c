@@ -194,15 +194,15 @@ static void records(void)
 	CHECK(perf_refused(j, "kind", json_string("perfs"), "no known kind"));
 	/* the GPU's heat: not read, not sent; read, it round-trips; a malformed
 	 * part is refused by name */
-	CHECK(!json_object_get(j, "therm") && !p2.therm);
+	CHECK(!json_object_get(j, "therm") && !p2.heat.read);
 	json_decref(j);
-	p.therm = 1;
-	p.temp_c[0] = 41, p.temp_c[1] = 44, p.sm_mhz[0] = 1980, p.sm_mhz[1] = 1965;
-	p.cool_s = 2.5, p.hot_c = 6, p.fini_rise_c = -2;
+	p.heat = (struct wire_heat){ .read = 1, .temp_c = { 41, 44 }, .sm_mhz = { 1980, 1965 },
+				     .cool_s = 2.5, .hot_c = 6, .fini_rise_c = -2 };
 	j = wire_perf_pack(&p);
 	CHECKF(wire_perf_unpack(j, &p2, err, sizeof err) == 0, "%s", err);
-	CHECK(p2.therm && p2.temp_c[0] == 41 && p2.temp_c[1] == 44 && p2.sm_mhz[0] == 1980 &&
-	      p2.sm_mhz[1] == 1965 && p2.cool_s == 2.5 && p2.hot_c == 6 && p2.fini_rise_c == -2);
+	const struct wire_heat *h2 = &p2.heat;
+	CHECK(h2->read && h2->temp_c[0] == 41 && h2->temp_c[1] == 44 && h2->sm_mhz[0] == 1980 &&
+	      h2->sm_mhz[1] == 1965 && h2->cool_s == 2.5 && h2->hot_c == 6 && h2->fini_rise_c == -2);
 	wire_perf_free(&p2);
 	json_t *th = json_object_get(j, "therm");
 	CHECK(perf_refused(j, "therm", json_integer(1), "'therm'"));
