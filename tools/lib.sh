@@ -26,6 +26,14 @@ backend_of() {
 	fi
 }
 
+# takes_world FILE W: FILE runs at W: its header names no pkb-worlds, or
+# names W among them (a bad_ file whose shortcut is wrong only at some W)
+takes_world() {
+	local fw
+	fw=$(header "$1" pkb-worlds)
+	[ -z "$fw" ] || printf ' %s ' "$fw" | grep -q " $2 "
+}
+
 # in_filter FILTER ID [NAME]: FILTER (-p's comma-separated problem ids, with
 # or without leading zeros, or folder names) is empty or names this problem
 in_filter() {
