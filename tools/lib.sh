@@ -34,6 +34,12 @@ takes_world() {
 	[ -z "$fw" ] || printf ' %s ' "$fw" | grep -q " $2 "
 }
 
+# emit FILE TEXT: TEXT as a line of FILE, under a lock (FILE.lock): cases
+# running in lanes append as they finish
+emit() {
+	{ flock 9; printf '%s\n' "$2" >> "$1"; } 9>> "$1.lock"
+}
+
 # in_filter FILTER ID [NAME]: FILTER (-p's comma-separated problem ids, with
 # or without leading zeros, or folder names) is empty or names this problem
 in_filter() {
