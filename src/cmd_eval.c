@@ -102,8 +102,8 @@ static void print_perf(const struct job_opts *o, const struct perf_summary *ref,
 		       rows[k]->st.std * 1e3, rows[k]->skew_ms * 1e3);
 	printf("speedup %.3fx (the smaller of reference / candidate by medians, "
 	       "%.3fx, and by means, %.3fx; n=%d, max over %d ranks, %s, %d input "
-	       "groups)\n", speedup, by_median, by_mean, cand->st.n, o->world, perf_mode_name(cand->mode),
-	       cand->groups);
+	       "groups)\n", speedup, by_median, by_mean, cand->st.n, o->world,
+	       perf_mode_name(cand->mode), cand->groups);
 	printf("%s\n", rl_line);
 }
 
@@ -131,9 +131,9 @@ static enum pkb_outcome eval_perf(const struct job_opts *o, json_t *perf, json_t
 	json_object_set_new(rec, "speedup", json_real(speedup));
 	json_object_set_new(rec, "speedup_median", json_real(by_median));
 	json_object_set_new(rec, "speedup_mean", json_real(by_mean));
-	json_object_set_new(rec, "timing", json_pack("{s:s,s:i,s:i,s:s}", "mode", perf_mode_name(cand.mode),
-						     "iters", o->iters, "block", cand.block,
-						     "device", cand.device));
+	json_object_set_new(rec, "timing", json_pack("{s:s,s:i,s:i,s:s}", "mode",
+						     perf_mode_name(cand.mode), "iters", o->iters,
+						     "block", cand.block, "device", cand.device));
 	/* the reference is trusted: only its records must be there */
 	if (!ref.ok) {
 		out = OUT_INTERNAL;

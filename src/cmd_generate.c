@@ -416,7 +416,8 @@ static json_t *run_args(const struct gen *g)
 			      "problems_spec", g->spec, "problems", ids, "k", g->k, "max_tokens",
 			      g->max_tokens, "block", g->block_arg, "backend", po->backend, "world",
 			      po->world,
-			      "m", (json_int_t)po->m, "n", (json_int_t)po->n, "dtype", dtype_name(po->dtype),
+			      "m", (json_int_t)po->m, "n", (json_int_t)po->n, "dtype",
+			      dtype_name(po->dtype),
 			      "hw", po->hw, "template", tpl,
 			      "template_sha256", g->prompts[0].template_sha256, "prompt_sha256",
 			      prompts);

@@ -844,7 +844,8 @@ static json_t *hidden_record(struct sweep *s, struct task *t, struct pending *p)
 	const struct hidden *h = &s->hid[t->problem];
 	json_t *res = p->res[1];
 	json_t *j = json_pack("{s:I, s:I, s:s, s:i, s:f, s:o}", "m", (json_int_t)h->m, "n",
-		(json_int_t)h->n, "outcome", task_outcome(t, res, &p->r[1], p->status[1]), "exit_code", p->status[1],
+		(json_int_t)h->n, "outcome", task_outcome(t, res, &p->r[1], p->status[1]),
+		"exit_code", p->status[1],
 		"seconds", p->secs[1], "log", json_steal_str(task_log(t, ".hidden.log")));
 	char *ranks = keep_rank_logs(s, t, p, 1);
 	if (ranks)
