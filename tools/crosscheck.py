@@ -19,8 +19,9 @@ against pkb's param of that name, and the notes say when they differ.
 
 Where a problem's README names a deliberate deviation from the original's
 arguments or results, ADAPTERS below bridges it (in place results, lists
-for tensors, data-dependent lengths padded as pkb pads them), from that
-README and never inferred from shapes: anything else that does not line up
+for tensors, a module's weights as inputs, row counts that differ per
+rank, data-dependent lengths padded as pkb pads them), from that README
+and never inferred from shapes: anything else that does not line up
 is said, not guessed. DIR2/rank_R_report.json holds
 {"status": "ok" | "layout" | "error", "detail": ..., "notes": [...]}:
 "layout" when the original's inputs or outputs do not pair with pkb's (a
@@ -135,11 +136,24 @@ def write_st(path, tensors, meta):
 #             and `count` is not one of its arguments
 #   sizes     positions in the original's result tuple of a torch.Size,
 #             which pkb returns as one int64 tensor
-#   padded    {output: fill}: the original returns a 1-D result of
-#             data-dependent length; pkb's is as long as it can be, the
-#             rest filled. The original's is padded the same way: a length
-#             that differs still shows as a mismatch, and one longer than
-#             pkb's is a layout
+#   summed    {argument: lengths}: the original's tensor is as long as
+#             the sum of pkb's input `lengths` (an argument of its own too);
+#             it gets pkb's first that many values (pkb's is as long as it
+#             can be, the rest filler)
+#   rows      {argument: rule}: the original's tensor has the same rows on
+#             every rank, pkb's rank r has rule(M, W, r) of them (the
+#             README's formula); the rest of the shape is the original's
+#   modules   arguments the original takes as torch.nn.Module: each of its
+#             parameters (named_parameters: weight, bias) is loaded with
+#             pkb's input `<argument>.<parameter>`, of the same shape
+#   padded    {output: fill}: the original returns a result of
+#             data-dependent length (rows, its first dimension); pkb's is
+#             as long as it can be, the rest filled. The original's is
+#             padded the same way: a length that differs still shows as a
+#             mismatch, and one longer than pkb's is a layout
+#   counts    {output: of}: pkb's 0-dim output `output`, which the original
+#             lacks, is the original's row count of its output `of` (before
+#             padding)
 ADAPTERS = {
     21: {"in_place": ["grad_tensors"],
          "why": "the original clips grad_tensors in place and returns total_norm; "
@@ -147,12 +161,38 @@ ADAPTERS = {
     22: {"in_place": ["non_ep_grad_tensors", "ep_grad_tensors"],
          "why": "the original scales and clips both gradient lists in place and returns "
                 "total_norm; pkb returns the gradients after it"},
+    27: {"as_list": ["input_split_sizes", "output_split_sizes"],
+         "why": "the split sizes are Python lists there, int64 tensors here (random "
+                "consistent splits where the original's are even)"},
     28: {"as_list": ["input_splits", "output_splits"], "sizes": [3],
          "why": "the split sizes are Python lists there, int64 tensors here; the "
                 "torch.Size result is pkb's org_hidden_states_shape, one int64 tensor"},
+    29: {"as_list": ["input_splits", "output_splits"],
+         "why": "the split sizes are Python lists there, int64 tensors here (the "
+                "routing's own where the original's are synthetic)"},
+    31: {"modules": ["gate_proj", "up_proj", "down_proj"],
+         "why": "the original's expert MLP is three nn.Linear modules; pkb passes their "
+                "weights and biases as inputs, loaded into them by name"},
+    32: {"modules": ["gate_proj", "up_proj", "down_proj"],
+         "why": "the original's expert MLP is three nn.Linear modules; pkb passes their "
+                "weights and biases as inputs, loaded into them by name"},
+    35: {"rows": {"x": lambda m, w, r: max(1, m * (w + 1 + 2 * r) // (2 * w))},
+         "why": "the original gives every rank (M, N); pkb's rank r has "
+                "max(1, floor(M (W + 1 + 2r) / 2W)) rows, so that the sizes differ"},
+    49: {"modules": ["gate_proj", "up_proj", "down_proj"],
+         "why": "the original's expert MLP is three nn.Linear modules; pkb passes their "
+                "weights and biases as inputs, loaded into them by name"},
+    61: {"padded": {"camera_ids": -1, "gaussian_ids": -1, "radii": 0, "means2d": 0,
+                    "depths": 0, "conics": 0, "opacities": 0, "colors": 0},
+         "counts": {"count": "camera_ids"},
+         "why": "the original returns the K visible pairs; pkb's outputs have W n rows, "
+                "padded with -1 (ids) and 0 after K, and `count` = K"},
     64: {"padded": {"node": -1, "row": -1, "col": -1, "edge": -1},
          "why": "the original's node, row, col and edge have data-dependent lengths; "
                 "pkb pads them with -1 to the largest possible"},
+    70: {"summed": {"values": "lengths"}, "padded": {"values": 0},
+         "why": "the original's values are sum(lengths) long; pkb's input is as long as "
+                "the longest rows and its output padded with zeros"},
     85: {"sliced": {"local_shard": "local_n"}, "padded": {"sorted_slice": float("inf")},
          "why": "the original's shard is as long as the rank's count, pkb's a fixed "
                 "length with the count as a 0-dim input; the original's slice is padded "
@@ -204,15 +244,19 @@ def adapter_note(pid, adapter, readme):
     return f"crosscheck adapter ({readme or f'problem {pid:03d}'}): {adapter['why']}"
 
 
-def substitute(args, names, ours, is_tensor, shape_of, take, params=None, adapter=None):
+def substitute(args, names, ours, is_tensor, shape_of, take, params=None, adapter=None,
+               dims=None, module_params=None):
     """Replace the tensors of the original's argument tuple `args` (nested
     in lists, tuples and dicts too) by pkb's inputs `ours` ([(name, dtype,
     shape, bytes)]) in order; a Python int or float at the top level takes
     pkb's 0-dim input of its name (names: the original's parameter names,
     in order) and is otherwise kept, checked against pkb's `params`; the
-    adapter's as_list and sliced arguments as ADAPTERS says. take(entry,
-    leaf) makes pkb's input entry into what replaces leaf. Returns (new
-    args, notes); raises Layout when a shape, a name or the count differs."""
+    adapter's as_list, sliced, summed, rows and modules arguments as
+    ADAPTERS says. take(entry, leaf) makes pkb's input entry into what
+    replaces leaf (a module's parameter: loads it). dims: {"m", "world",
+    "rank"} of the run (for rows); module_params(v): [(name, parameter)] of
+    a module argument, None for anything else. Returns (new args, notes);
+    raises Layout when a shape, a name or the count differs."""
     adapter = adapter or {}
     params = params or {}
     ours = list(ours)
@@ -225,17 +269,25 @@ def substitute(args, names, ours, is_tensor, shape_of, take, params=None, adapte
             raise Layout(f"{why}: pkb has no input '{name}'")
         return index[name]
 
-    for arg, count in adapter.get("sliced", {}).items():
-        j, k = named(arg, f"argument '{arg}'"), named(count, f"argument '{arg}'")
+    def first(j, n, what):   # pkb's input j cut to its first n rows
         name, dt, shape, data = ours[j]
-        (n,) = decode_ints(ours[k][1], ours[k][3])
         if len(shape) < 1 or not 0 <= n <= shape[0]:
-            raise Layout(f"input '{name}' {shape}: cannot take the first {count} = {n}")
+            raise Layout(f"input '{name}' {shape}: cannot take the first {what} = {n}")
         row = ST_DTYPES[dt][1]
         for d in shape[1:]:
             row *= d
         ours[j] = (name, dt, [n] + shape[1:], data[:n * row])
+
+    for arg, count in adapter.get("sliced", {}).items():
+        j, k = named(arg, f"argument '{arg}'"), named(count, f"argument '{arg}'")
+        (n,) = decode_ints(ours[k][1], ours[k][3])
+        first(j, n, count)
         done.add(k)
+    for arg, lengths in adapter.get("summed", {}).items():
+        j, k = named(arg, f"argument '{arg}'"), named(lengths, f"argument '{arg}'")
+        n, rows = sum(decode_ints(ours[k][1], ours[k][3])), ours[j][2][:1]
+        first(j, n, f"sum({lengths})")
+        notes.append(f"input '{arg}': the first sum({lengths}) = {n} of pkb's {rows[0]}")
 
     def next_pos():
         i = 0
@@ -249,6 +301,9 @@ def substitute(args, names, ours, is_tensor, shape_of, take, params=None, adapte
     for a, n in zip(args, names):
         if n in index and isinstance(a, (int, float)) and not isinstance(a, bool):
             claimed.add(index[n])
+    # and a module's parameters are loaded by name, not by position
+    mods = adapter.get("modules", [])
+    claimed |= {i for i, o in enumerate(ours) for m in mods if o[0].startswith(m + ".")}
 
     def scalar(v, path):
         key, p = pkb_param(params, path) if path else (None, None)
@@ -270,8 +325,19 @@ def substitute(args, names, ours, is_tensor, shape_of, take, params=None, adapte
             if i >= len(ours):
                 raise Layout(f"the original has more tensor arguments than pkb's {len(ours)} inputs")
             name, _, shape, _ = ours[i]
-            if list(shape_of(v)) != list(shape):
-                raise Layout(f"input {i} '{name}': the original's shape is {list(shape_of(v))}, pkb's {list(shape)}")
+            want, rule = list(shape_of(v)), adapter.get("rows", {}).get(path)
+            if rule and want:
+                if not dims:
+                    raise Layout(f"argument '{path}': its rows depend on M, W and the rank, "
+                                 f"which the saved metadata lacks")
+                want[0] = rule(dims["m"], dims["world"], dims["rank"])
+                if want != list(shape):
+                    raise Layout(f"input {i} '{name}': pkb's shape is {list(shape)}, the rows rule "
+                                 f"gives {want} on rank {dims['rank']}")
+                notes.append(f"input '{name}': {want[0]} rows on rank {dims['rank']}, the "
+                             f"original's {shape_of(v)[0]} on every rank")
+            if want != list(shape):
+                raise Layout(f"input {i} '{name}': the original's shape is {want}, pkb's {list(shape)}")
             done.add(i)
             return take(ours[i], v)
         if v is None or isinstance(v, (str, bytes)):
@@ -288,7 +354,19 @@ def substitute(args, names, ours, is_tensor, shape_of, take, params=None, adapte
     new = []
     for k, a in enumerate(args):
         n = names[k] if k < len(names) else None
-        if n in adapter.get("as_list", []):
+        if n in mods:
+            ps = module_params(a) if module_params else None
+            if not ps:
+                raise Layout(f"argument '{n}': the original's is not a module with parameters")
+            for pn, leaf in ps:
+                i = named(f"{n}.{pn}", f"argument '{n}'")
+                if list(shape_of(leaf)) != list(ours[i][2]):
+                    raise Layout(f"input '{n}.{pn}': the original's parameter has shape "
+                                 f"{list(shape_of(leaf))}, pkb's {list(ours[i][2])}")
+                done.add(i)
+                take(ours[i], leaf)
+            new.append(a)
+        elif n in adapter.get("as_list", []):
             i = named(n, f"argument '{n}'")
             vals = decode_ints(ours[i][1], ours[i][3])
             if not isinstance(a, (list, tuple)) or len(vals) != len(a):
@@ -311,6 +389,13 @@ def substitute(args, names, ours, is_tensor, shape_of, take, params=None, adapte
 
 class Ints(list):
     """a torch.Size of the original's result, which pkb returns as a tensor"""
+
+
+class Count:
+    """pkb's count of the rows of the original's output `of` (counts)"""
+
+    def __init__(self, of):
+        self.of = of
 
 
 def flatten(y, is_tensor):
@@ -340,22 +425,41 @@ def gather(y, args, names, ours_out, is_tensor, to_bytes, adapter=None):
         if n not in names:
             raise Layout(f"the original has no argument '{n}'")
         got += flatten(args[names.index(n)], is_tensor)
+    # pkb's counts, where pkb has them, among the original's results
+    out_names, counts = [o[0] for o in ours_out], adapter.get("counts", {})
+    for o in [x for c in counts.items() for x in c]:
+        if o not in out_names:
+            raise Layout(f"pkb's problem has no output '{o}'")
+    for c in sorted(counts, key=out_names.index):
+        got.insert(out_names.index(c), Count(counts[c]))
     if len(got) != len(ours_out):
-        raise Layout(f"the original returns {len(got)} tensors, pkb's problem {len(ours_out)}")
-    written = []
+        besides = f" besides {', '.join(counts)}" if counts else ""
+        raise Layout(f"the original returns {len(got) - len(counts)} tensors, pkb's problem "
+                     f"{len(ours_out) - len(counts)}{besides}")
+    written, rows = [], {}
     for (name, dt, shape, _), g in zip(ours_out, got):
-        if isinstance(g, Ints):
+        if isinstance(g, Count):
+            if g.of not in rows:
+                raise Layout(f"output '{name}' counts the rows of '{g.of}', which comes after it")
+            gshape, b = [], encode(dt, [rows[g.of]])
+        elif isinstance(g, Ints):
             gshape, b = [len(g)], encode(dt, g)
         else:
             gshape, b, more = to_bytes(g, dt)
             notes += more
         gshape = list(gshape)
+        rows[name] = gshape[0] if gshape else None
         fill = adapter.get("padded", {}).get(name)
-        if fill is not None and len(gshape) == 1 and len(shape) == 1 and gshape[0] <= shape[0]:
+        if (fill is not None and len(gshape) == len(shape) >= 1 and gshape[1:] == list(shape[1:])
+                and gshape[0] <= shape[0]):
+            row = 1
+            for s in shape[1:]:
+                row *= s
             if gshape[0] < shape[0]:
-                notes.append(f"output '{name}': the original's {gshape[0]} elements padded with "
-                             f"{fill!r} to pkb's {shape[0]}")
-            b += encode(dt, [fill]) * (shape[0] - gshape[0])
+                notes.append(f"output '{name}': the original's {gshape[0]} "
+                             f"{'elements' if len(shape) == 1 else 'rows'} padded with {fill!r} "
+                             f"to pkb's {shape[0]}")
+            b += encode(dt, [fill]) * ((shape[0] - gshape[0]) * row)
             gshape = list(shape)
         n = 1
         for s in shape:
@@ -441,6 +545,10 @@ def rank_main(rank, world, opts):
                 if leaf.dtype != t.dtype:
                     report["notes"].append(f"input '{name}' cast from {t.dtype} to the original's {leaf.dtype}")
                     t = t.to(leaf.dtype)
+                if isinstance(leaf, torch.nn.Parameter):   # a module's (modules): loaded
+                    with torch.no_grad():
+                        leaf.copy_(t)
+                    return leaf
                 return t.contiguous() if leaf.is_contiguous() else t
             return type(leaf)(t.item())
 
@@ -453,8 +561,11 @@ def rank_main(rank, world, opts):
                 g = g.to(want)
             return list(g.shape), g.detach().contiguous().cpu().view(-1).view(torch.uint8).numpy().tobytes(), notes
 
+        dims = {"m": int(meta["m"]), "world": world, "rank": rank}
         args, notes = substitute(args, names, ours, lambda v: isinstance(v, torch.Tensor),
-                                 lambda v: v.shape, take, read_params(meta), adapter)
+                                 lambda v: v.shape, take, read_params(meta), adapter, dims,
+                                 lambda v: list(v.named_parameters())
+                                 if isinstance(v, torch.nn.Module) else None)
         report["notes"] += notes
         y = solution(*args)
         torch.cuda.synchronize()

@@ -100,7 +100,12 @@ EOF
 # gradients are its inputs after the call; 028's splits are lists there and
 # its torch.Size one tensor here; 064's and 085's data-dependent lengths are
 # padded as pkb pads them, but a longer result or another count is a layout,
-# never cut or padded away; 085's shard is pkb's first local_n values
+# never cut or padded away; 085's shard is pkb's first local_n values.
+# Issue 37's: 027's and 029's splits as 028's; 031's, 032's and 049's
+# nn.Linear modules loaded from pkb's inputs by name; 035's rows per rank by
+# its README's rule; 061's results padded by rows with count = K; 070's
+# values the first sum(lengths). Each is checked against the layout it
+# reported without the adapter
 ROOT=$ROOT expect_exit 0 python3 - <<'EOF'
 import struct
 from crosscheck import ADAPTERS, substitute, gather, encode, Layout
@@ -165,7 +170,131 @@ refused(lambda: substitute((T([4]), None), ["local_shard", "group"], ours, is_t,
 w, _ = gather(T([3], bf(1, 2, 3)), new, ["local_shard", "group"], [("sorted_slice", "BF16", [4], b"")],
               is_t, to_bytes, a85)
 assert w[0][3] == bf(1, 2, 3, float("inf")) and w[0][3][-2:] == b"\x80\x7f", w
-assert sorted(ADAPTERS) == [21, 22, 28, 64, 85] and all(a["why"] for a in ADAPTERS.values())
+# 027, 029: the split lists from pkb's int64 tensors, as 028's (issue 37:
+# without, the lists' numbers were kept and pkb's splits left over, or the
+# next tensor paired with them)
+shape = lambda v: v.shape
+names = ["local_tensor", "input_split_sizes", "output_split_sizes", "group"]
+ours = [("local_tensor", "BF16", [4, 2], b""), ("input_split_sizes", "I64", [2], i64(1, 3)),
+        ("output_split_sizes", "I64", [2], i64(2, 2))]
+args = (T([4, 2]), [2, 2], [2, 2], None)
+new, notes = substitute(args, names, ours, is_t, shape, take, {}, ADAPTERS[27])
+assert new[1] == [1, 3] and new[2] == [2, 2] and notes == [], (new, notes)
+refused(lambda: substitute(args, names, ours, is_t, shape, take),
+        "pkb has inputs the original's arguments lack: input_split_sizes, output_split_sizes")
+names = ["expert_outputs", "routing_weights", "selected_experts", "num_experts", "input_splits",
+         "output_splits", "num_global_tokens_per_local_expert", "routing_map",
+         "local_input_permutation_mapping", "org_hidden_states_shape", "group"]
+ours = [("expert_outputs", "BF16", [8, 2], b""), ("routing_weights", "BF16", [4, 2], b""),
+        ("selected_experts", "I64", [4, 2], b""), ("input_splits", "I64", [2], i64(5, 3)),
+        ("output_splits", "I64", [2], i64(6, 2)),
+        ("num_global_tokens_per_local_expert", "I64", [2, 4], b""),
+        ("routing_map", "BOOL", [8, 4], b""), ("local_input_permutation_mapping", "I64", [8], b"")]
+args = (T([8, 2]), T([4, 2]), T([4, 2]), 8, [4, 4], [4, 4], T([2, 4]), T([8, 4]), T([8]), (4, 2), None)
+p29 = {"num_experts": 8, "org_hidden_states_shape[0]": 4, "org_hidden_states_shape[1]": 2}
+new, notes = substitute(args, names, ours, is_t, shape, take, p29, ADAPTERS[29])
+assert new[4] == [5, 3] and new[5] == [6, 2] and new[6].shape == (2, 4) and new[9] == (4, 2), new
+assert new[8].shape == (8,) and not any("differs" in n for n in notes), notes
+refused(lambda: substitute(args, names, ours, is_t, shape, take, p29),
+        "input 3 'input_splits': the original's shape is [2, 4], pkb's [2]")
+# 031, 032, 049: each parameter of the original's nn.Linear gets pkb's input
+# <argument>.<parameter>; 032's LoRA factors after them still pair by position
+class Mod:
+    def __init__(self, **p): self.p = p
+params_of = lambda v: list(v.p.items()) if isinstance(v, Mod) else None
+loaded = {}
+def take_m(o, leaf):
+    loaded[o[0]] = leaf
+    return T(o[2], o[3])
+lin = lambda i, o: Mod(weight=T([o, i]), bias=T([o]))
+names = ["hidden_states", "gate_weight", "gate_bias", "gate_proj", "up_proj", "down_proj",
+         "lora_gate_A", "num_experts", "top_k", "group"]
+args = (T([4, 16]), T([8, 16]), T([8]), lin(16, 8), lin(16, 8), lin(8, 16), T([2, 16]), 8, 2, None)
+ours = [("hidden_states", "BF16", [4, 16], b""), ("gate_weight", "BF16", [8, 16], b""),
+        ("gate_bias", "BF16", [8], b""), ("gate_proj.weight", "BF16", [8, 16], b""),
+        ("gate_proj.bias", "BF16", [8], b""), ("up_proj.weight", "BF16", [8, 16], b""),
+        ("up_proj.bias", "BF16", [8], b""), ("down_proj.weight", "BF16", [16, 8], b""),
+        ("down_proj.bias", "BF16", [16], b""), ("lora_gate_A", "BF16", [2, 16], b"")]
+p31 = {"num_experts": 8, "top_k": 2}
+new, notes = substitute(args, names, ours, is_t, shape, take_m, p31, ADAPTERS[32], None, params_of)
+assert new[3] is args[3] and new[5] is args[5] and new[6].shape == (2, 16), new
+for m, k in ((3, "gate_proj"), (4, "up_proj"), (5, "down_proj")):
+    for pn in ("weight", "bias"):
+        assert loaded[f"{k}.{pn}"] is args[m].p[pn], (k, pn)
+assert ADAPTERS[31]["modules"] == ADAPTERS[49]["modules"] == ADAPTERS[32]["modules"]
+refused(lambda: substitute(args, names, ours, is_t, shape, take, p31),
+        "input 3 'gate_proj.weight': the original's shape is [2, 16], pkb's [8, 16]")
+refused(lambda: substitute(args[:6] + args[7:], names[:6] + names[7:], ours[:9], is_t, shape, take,
+                           p31), "pkb has inputs the original's arguments lack: gate_proj.weight, "
+        "gate_proj.bias, up_proj.weight, up_proj.bias, down_proj.weight, down_proj.bias")
+big = ours[:3] + [("gate_proj.weight", "BF16", [128, 16], b"")] + ours[4:]
+refused(lambda: substitute(args, names, big, is_t, shape, take, p31, ADAPTERS[32], None, params_of),
+        "input 'gate_proj.weight': the original's parameter has shape [8, 16], pkb's [128, 16]")
+refused(lambda: substitute(args, names, ours[:6] + ours[7:], is_t, shape, take, p31, ADAPTERS[32],
+                           None, params_of), "argument 'up_proj': pkb has no input 'up_proj.bias'")
+# 035: the README's rows per rank (its numbers at M = 1024), the rest the
+# original's; another count on this rank is a layout
+rows = ADAPTERS[35]["rows"]["x"]
+assert [rows(1024, w, r) for w in (2, 4) for r in range(w)] == [768, 1280, 640, 896, 1152, 1408]
+names, x = ["x", "gather_dim", "group"], [("x", "BF16", [1280, 8], b"")]
+d35 = {"m": 1024, "world": 2, "rank": 1}
+new, notes = substitute((T([1024, 8]), 0, None), names, x, is_t, shape, take, {"gather_dim": 0},
+                        ADAPTERS[35], d35)
+assert new[0].shape == (1280, 8), new
+assert "input 'x': 1280 rows on rank 1, the original's 1024 on every rank" in notes, notes
+refused(lambda: substitute((T([1024, 8]), 0, None), names, x, is_t, shape, take, {}, ADAPTERS[35],
+                           dict(d35, rank=0)),
+        "input 0 'x': pkb's shape is [1280, 8], the rows rule gives [768, 8] on rank 0")
+refused(lambda: substitute((T([1024, 8]), 0, None), names, x, is_t, shape, take, {}),
+        "input 0 'x': the original's shape is [1024, 8], pkb's [1280, 8]")
+refused(lambda: substitute((T([1024, 8]), 0, None), names, x, is_t, shape, take, {}, ADAPTERS[35]),
+        "which the saved metadata lacks")
+# 061: K rows padded to pkb's capacity (2-D ones by rows), count = K
+i32 = lambda *v: struct.pack(f"<{len(v)}i", *v)
+a61 = ADAPTERS[61]
+ours_out = [("camera_ids", "I64", [4], b""), ("gaussian_ids", "I64", [4], b""),
+            ("radii", "I32", [4, 2], b""), ("means2d", "BF16", [4, 2], b""),
+            ("depths", "BF16", [4], b""), ("conics", "BF16", [4, 3], b""),
+            ("opacities", "BF16", [4], b""), ("colors", "BF16", [4, 3], b""),
+            ("count", "I64", [], b"")]
+y = (T([3], i64(0, 0, 0)), T([3], i64(5, 7, 9)), T([3, 2], i32(2, 3, 4, 5, 6, 7)),
+     T([3, 2], bf(*range(6))), T([3], bf(1, 2, 3)), T([3, 3], bf(*range(9))),
+     T([3], bf(.5, .5, .5)), T([3, 3], bf(*range(9))))
+w, notes = gather(y, (), [], ours_out, is_t, to_bytes, a61)
+assert w[0][3] == i64(0, 0, 0, -1) and w[1][3] == i64(5, 7, 9, -1), w
+assert w[2][3] == i32(2, 3, 4, 5, 6, 7, 0, 0) and w[5][3] == bf(*range(9), 0, 0, 0), w
+assert w[8] == ("count", "I64", [], i64(3)), w[8]
+assert "output 'radii': the original's 3 rows padded with 0 to pkb's 4" in notes, notes
+refused(lambda: gather(y, (), [], ours_out, is_t, to_bytes),
+        "the original returns 8 tensors, pkb's problem 9")
+y5 = (T([5], i64(0, 0, 0, 0, 0)),) + y[1:]
+refused(lambda: gather(y5, (), [], ours_out, is_t, to_bytes, a61),
+        "output 'camera_ids': the original's shape is [5], pkb's [4]")
+y2 = y[:2] + (T([3, 1], i32(2, 3, 4)),) + y[3:]
+refused(lambda: gather(y2, (), [], ours_out, is_t, to_bytes, a61),
+        "output 'radii': the original's shape is [3, 1], pkb's [4, 2]")
+refused(lambda: gather(y + (T([3]),), (), [], ours_out, is_t, to_bytes, a61),
+        "the original returns 9 tensors, pkb's problem 8 besides count")
+# 070: the original's values are sum(lengths) of pkb's; its result's padded
+a70 = ADAPTERS[70]
+names = ["lengths", "values", "key_splits", "batch_size", "pg"]
+ours = [("lengths", "I64", [3], i64(2, 0, 1)), ("values", "I64", [6], i64(7, 8, 9, 0, 0, 0))]
+args = (T([3]), T([3]), [1, 1], 1, None)
+new, notes = substitute(args, names, ours, is_t, shape, take, {"batch_size": 1}, a70)
+assert new[0].data == i64(2, 0, 1) and new[1].shape == (3,) and new[1].data == i64(7, 8, 9), new
+assert "input 'values': the first sum(lengths) = 3 of pkb's 6" in notes, notes
+refused(lambda: substitute(args, names, ours, is_t, shape, take, {"batch_size": 1}),
+        "input 1 'values': the original's shape is [3], pkb's [6]")
+refused(lambda: substitute(args, names, [ours[0], ("values", "I64", [2], b"")], is_t, shape, take,
+                           {}, a70), "input 'values' [2]: cannot take the first sum(lengths) = 3")
+ours_out = [("lengths", "I64", [3], b""), ("values", "I64", [6], b""), ("stride", "I64", [], b""),
+            ("stride_per_rank", "I64", [1], b"")]
+y = {"lengths": T([3], i64(2, 0, 1)), "values": T([3], i64(7, 8, 9)), "stride": T([], i64(1)),
+     "stride_per_rank": T([1], i64(1))}
+w, _ = gather(y, new, names, ours_out, is_t, to_bytes, a70)
+assert w[1][3] == i64(7, 8, 9, 0, 0, 0) and w[2][3] == i64(1), w
+assert sorted(ADAPTERS) == [21, 22, 27, 28, 29, 31, 32, 35, 49, 61, 64, 70, 85]
+assert all(a["why"] for a in ADAPTERS.values())
 # each is its problem's README's deviation, and that README says so
 import glob, os
 for pid in ADAPTERS:
@@ -236,6 +365,14 @@ for r in range(2):
     save(40, r, [("x", "BF16", [2], bf16([0, 0])), ("step", "I64", [], struct.pack("<q", 3))],
          [("out", "F32", [3], struct.pack("<3f", 1e-3, 0.9, 3))],
          params='{"lr": 0.001, "beta1": 0.8}')
+    # 031: the stand-in returns its module's weight and bias, zeros unless loaded
+    wb = bf16([0.5 * i - r for i in range(6)]), bf16([2.0 + r, -1.0])
+    save(31, r, [("hidden_states", "BF16", [2, 3], x), ("gate_proj.weight", "BF16", [2, 3], wb[0]),
+                 ("gate_proj.bias", "BF16", [2], wb[1])], [("out", "BF16", [8], wb[0] + wb[1])])
+    # 035: rank r's rows by the README's rule (768, 1280 at M = 1024, W = 2)
+    x35 = bf16([(i % 7) - r for i in range((768, 1280)[r] * 2)])
+    save(35, r, [("x", "BF16", [(768, 1280)[r], 2], x35)], [("out", "BF16", [(768, 1280)[r], 2], x35)],
+         params='{"gather_dim": 0}')
     vals, n = ([3, 1, 2, 8, 7, 5, 6, 4], 8) if r == 0 else ([9, -2, 4, 0, 1, 99, 99, 99], 5)
     save(85, r, [("local_shard", "BF16", [8], bf16(vals)), ("local_n", "I64", [], struct.pack("<q", n))],
          [("sorted_slice", "BF16", [8], bf16(sorted(vals[:n]) + [float("inf")] * (8 - n)))])
@@ -266,6 +403,17 @@ assert any("'sorted_slice'" in n and "padded" in n for n in n85), n85
 assert all("perf_error" not in x and "original_ms" not in x for x in r.values()), r
 EOF
 expect_grep "^\| 001_allreduce \| 2 \| bf16 \| agree \|" "$TMP/y.md"
+# the adapters' torch side: 031's module loaded with pkb's weights (a zero
+# result otherwise), 035's rows taken on each rank from the saved M, W, rank
+PYTHONPATH=$XC expect_exit 0 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 31,35 -w 2 -o "$TMP/m.jsonl"
+expect_grep "^agree +031_fused_moe_fwd W=2 bf16" "$TMP/out"
+expect_grep "^agree +035_ulysses_all_gather_variable_primitive W=2 bf16" "$TMP/out"
+expect_exit 0 python3 - "$TMP/m.jsonl" <<'EOF'
+import json, sys
+r = {x["problem"][:3]: x for x in map(json.loads, open(sys.argv[1]))}
+assert any(n.startswith("crosscheck adapter (problems/031_") for n in r["031"]["notes"]), r["031"]
+assert "input 'x': 768 rows on rank 0, the original's 1024 on every rank" in r["035"]["notes"], r["035"]
+EOF
 # in lanes: on four GPUs two cases at W = 2 run at once, each on a set of
 # its own (the record's gpus); every case is recorded once, as on one set
 PKB_TEST_GPUS=4 PYTHONPATH=$XC expect_exit 1 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 1,2,3,4,40,85 -w 2 -o "$TMP/l.jsonl"

@@ -7,4 +7,8 @@ def create_input_tensor(rank, world_size, problem_id, base_shape, dtype, trial=0
     if problem_id == 85:   # 085: the shard is as long as the rank's count
         n = 8 if rank == 0 else 5
         return (torch.tensor([0.0] * n, dtype), None)
+    if problem_id == 31:   # 031: the expert MLP is a module, pkb's weights are inputs
+        return (torch.tensor([0.0] * 6, dtype).reshape(2, 3), torch.nn.Linear(3, 2, dtype), None)
+    if problem_id == 35:   # 035: (M, N) on every rank, pkb's rows differ per rank
+        return (torch.tensor([0.0] * (1024 * 2), dtype).reshape(1024, 2), 0, None)
     return (torch.tensor([0.0] * 6, dtype).reshape(2, 3),)

@@ -1,0 +1,2 @@
+def solution(x, gather_dim, group=None):
+    return x
