@@ -250,16 +250,26 @@ static void suite_record(json_t *r, json_t *newest)
 	 * hide an earlier outcome */
 	if (p && sol && json_is_integer(w) && (!shape || !strcmp(shape, "default")) &&
 	    !json_is_true(json_object_get(r, "not_run"))) {
-		/* made with other files than the problem's now: the case has no
-		 * valid outcome, and older records (of older files still) do not
-		 * come back. Records from before the hash was written are taken
-		 * as they are. */
+		/* a record made with the problem's files as they are now is the
+		 * case's outcome, the newest such one (file order) winning; one
+		 * made with other files says nothing about these, whatever its
+		 * file's name: two runs of one date sort by their machines'
+		 * names, not their times (2026-11-28: h200x4's stale records
+		 * hid h200x2's fresh ones). Until a current record is seen, a
+		 * stale one does make older records without the hash (from
+		 * before it was written, taken as they are) stop counting. */
 		const char *made = json_string_value(json_object_get(r, "problem_sha256"));
 		const char *now = made ? current_sha(json_object_get(newest, ""), p) : NULL;
 		int stale = made && (!now || strcmp(made, now));
 		char *key = xstrfmt("%s %lld %s", p, (long long)json_integer_value(w),
 				    base_name(sol));
-		json_object_set_new(newest, key, json_boolean(!stale && record_passed(r)));
+		json_t *current = json_object_get(newest, "\x01");   /* keys set by a current record */
+		if (made && !stale) {
+			json_object_set_new(newest, key, json_boolean(record_passed(r)));
+			json_object_set_new(current, key, json_true());
+		} else if (!json_object_get(current, key)) {
+			json_object_set_new(newest, key, json_boolean(!stale && record_passed(r)));
+		}
 		free(key);
 	}
 }
@@ -275,6 +285,7 @@ json_t *validated_load(void)
 {
 	json_t *newest = json_object();   /* "problem W solution" -> true/false */
 	json_object_set_new(newest, "", json_object());   /* the problems' content hashes */
+	json_object_set_new(newest, "\x01", json_object());
 	each_record("suite", suite_record, newest);
 	return newest;
 }

@@ -126,4 +126,12 @@ R=$R2 all_pass 2026-01-15_suite.jsonl 031_fused_moe_fwd 4
 [ "$(v31)" = 2,4 ] && ok || not_ok "031 with an old record at W = 4: '$(v31)'"
 R=$R2 all_pass 2026-02-02_suite.jsonl 031_fused_moe_fwd 4 ',"problem_sha256":"00"'
 [ "$(v31)" = 2 ] && ok || not_ok "a newer record of other files let the old one count: '$(v31)'"
+# a record of the files as they are now counts even when a file that sorts
+# after it (one date, machines' names h200x2 < h200x4) holds a stale one;
+# a newer current record still wins (the newest run of the same files)
+R=$R2 all_pass 2026-03-01_h200x2_suite.jsonl 031_fused_moe_fwd 8 ",\"problem_sha256\":\"$S0\""
+R=$R2 all_pass 2026-03-01_h200x4_suite.jsonl 031_fused_moe_fwd 8 ',"problem_sha256":"00"'
+[ "$(v31)" = 2,8 ] && ok || not_ok "a stale record in a later-named file hid a current one: '$(v31)'"
+R=$R2 rec 2026-03-02_suite.jsonl 031_fused_moe_fwd 8 reference pass timeout ",\"problem_sha256\":\"$S0\""
+[ "$(v31)" = 2 ] && ok || not_ok "a newer current failure did not win: '$(v31)'"
 done_testing
