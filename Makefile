@@ -120,6 +120,8 @@ UNIT_DEPS += src/refcache.c
 UNIT_DEPS += src/result.c
 # the judge's reading of its GPU's heat (test_therm)
 UNIT_DEPS += src/therm.c
+# the host draws of the inputs, on threads (test_hostdraw)
+UNIT_DEPS += src/hostdraw.c
 
 # Each module and problem is compiled once per flavour and every test links
 # the objects (compiling them into each of ~25 tests, twice, took most of
@@ -242,6 +244,6 @@ clean:
 DEP_FILES := $(patsubst %.o,%.d,$(BUILD)/main.o $(HOST_OBJ) $(CU_OBJ) $(PROB_OBJ) \
 	       $(BUILD)/problems_table.o $(SAN_OBJ) $(FUZZ_OBJ)) \
 	     $(addsuffix .d,$(UNIT_TESTS) $(patsubst $(BUILD)/tests/%,$(BUILD)/san/%,$(UNIT_TESTS)) \
-	       $(FUZZ_TARGETS) $(BUILD)/tests/dump_problems)
+	       $(FUZZ_TARGETS) $(BUILD)/tests/dump_problems $(BUILD)/tests/hostgen_cost)
 -include $(wildcard $(DEP_FILES))
 $(DEP_FILES): ;

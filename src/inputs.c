@@ -3,10 +3,11 @@
  * its input groups with it, and it calls nothing above it.
  */
 #include "inputs.h"
+#include "hostdraw.h"  /* defines: hostdraw_key, hostdraw_dims, hostdraw_many */
 #include "kernels.h"   /* defines: kern_fill */
 #include "problem.h"   /* defines: problem_find, problem_describe, tensor_desc_bytes */
 #include "rank_link.h" /* defines: rank_fail, CUDA_OR */
-#include "util.h"      /* defines: sha256, xmalloc */
+#include "util.h"      /* defines: xmalloc */
 
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
@@ -29,39 +30,48 @@ void describe_job(struct rank_env *E)
 		rank_fail(E, OUT_INTERNAL, "%s", E->io.err);
 }
 
-/* The key of one tensor's draw: SHA-256 of (seed, problem, trial, rank or
- * "all", tensor), its first 8 bytes. One-way, so that a solution that
- * recovers the key of a tensor it sees (host-drawn inputs are splitmix64
- * streams of it, and splitmix64 can be run backwards) learns neither the
- * seed nor a peer's key: a chain of mix64 steps was a bijection at every
- * step, and its constants are public (issue 44: inputs regenerated instead
- * of communicated). */
-static uint64_t input_key(struct rank_env *E, int trial, int tensor, int same)
+/* what this rank's draws depend on */
+static struct hostdraw drawer(struct rank_env *E)
 {
-	int64_t words[5] = { (int64_t)E->seed, E->p->id, trial, same ? -1 : E->rank, tensor };
-	unsigned char md[32];
-	sha256(words, sizeof words, md);
-	uint64_t k = 0;
-	for (int i = 0; i < 8; i++)
-		k = k << 8 | md[i];
-	return k;
+	return (struct hostdraw){ E->p, &E->io, E->dims, E->seed, E->rank };
 }
 
 void gen_inputs(struct rank_env *E, int trial, void *const *bufs)
 {
-	gen_inputs_async(E, trial, bufs, NULL);
+	gen_inputs_async(E, trial, bufs, NULL, GEN_ALL);
 }
 
-void gen_inputs_async(struct rank_env *E, int trial, void *const *bufs, void **staging)
+static void stage_host_inputs(struct rank_env *E, void **staging)
 {
-	struct pkb_dims d = E->dims;
-	d.trial = trial;
-	d.common_seed = input_key(E, trial, -1, 1);
+	for (int i = 0; i < E->io.n_in; i++)
+		if (E->io.in[i].dist.kind == PKB_DIST_HOST && !staging[i])
+			CUDA_OR(E, OUT_RUNTIME_ERROR,
+				cudaMallocHost(&staging[i], tensor_desc_bytes(&E->io.in[i]) + 16));
+}
+
+void draw_host_many(struct rank_env *E, int n, const int *trials, void **const *staging)
+{
+	for (int k = 0; k < n; k++)
+		stage_host_inputs(E, staging[k]);
+	struct hostdraw h = drawer(E);
+	int failed = hostdraw_many(&h, n, trials, (void *const *const *)staging,
+				   hostdraw_threads(E->job.host_size));
+	if (failed >= 0)
+		rank_fail(E, OUT_INTERNAL, "gen_host of input '%s' failed", E->io.in[failed].name);
+}
+
+void gen_inputs_async(struct rank_env *E, int trial, void *const *bufs, void **staging,
+		      enum gen_what what)
+{
+	struct hostdraw hd = drawer(E);
+	struct pkb_dims d = hostdraw_dims(&hd, trial);
 	for (int i = 0; i < E->io.n_in; i++) {
 		const struct pkb_tensor_desc *t = &E->io.in[i];
 		size_t bytes = tensor_desc_bytes(t);
-		uint64_t key = input_key(E, trial, i, t->same_on_all_ranks);
+		uint64_t key = hostdraw_key(&hd, trial, i, t->same_on_all_ranks);
 		if (t->dist.kind == PKB_DIST_HOST) {
+			if (what == GEN_DEVICE_ONLY)
+				continue;
 			/* staging: pinned, the caller's, reused only once the stream
 			 * has passed this copy; else a buffer of its own, waited for */
 			void *h = staging ? staging[i] : xmalloc(bytes);
@@ -69,7 +79,7 @@ void gen_inputs_async(struct rank_env *E, int trial, void *const *bufs, void **s
 				CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMallocHost(&h, bytes + 16));
 				staging[i] = h;
 			}
-			if (E->p->gen_host(&d, i, key, h, bytes) != 0)
+			if (what != GEN_STAGED && E->p->gen_host(&d, i, key, h, bytes) != 0)
 				rank_fail(E, OUT_INTERNAL, "gen_host of input '%s' failed", t->name);
 			CUDA_OR(E, OUT_RUNTIME_ERROR,
 				cudaMemcpyAsync(bufs[i], h, bytes, cudaMemcpyHostToDevice, E->stream));
