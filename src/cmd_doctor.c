@@ -123,6 +123,24 @@ static int sandbox_line(json_t *rec)
 	return abi < 1;
 }
 
+/* The optional candidate backends (docs/BACKENDS.md): whether this machine
+ * can build and run each, a line apiece and "backends" in rec. Not faults:
+ * cuda and nccl-device need nothing more. */
+static void backends_lines(json_t *rec)
+{
+	json_t *b = json_object();
+	char why[400];
+	char *tk = build_tk_root(why, sizeof why);
+	if (tk)
+		printf("backend   parallelkittens: ThunderKittens at %s\n", tk);
+	else
+		printf("backend   parallelkittens: not here: %s\n", why);
+	json_object_set_new(b, "parallelkittens", tk ? json_pack("{s:b,s:s}", "ready", 1, "root", tk)
+				: json_pack("{s:b,s:s}", "ready", 0, "why", why));
+	free(tk);
+	json_object_set_new(rec, "backends", b);
+}
+
 static const char head[] =
 "usage: pkb doctor [--json FILE]\n"
 "\n"
@@ -244,6 +262,7 @@ int cmd_doctor(int argc, char **argv)
 		problems++;
 	problems += sandbox_line(rec);
 	heat_line(rec, g);
+	backends_lines(rec);
 	const char *nvls = getenv("NCCL_NVLS_ENABLE");
 	printf("multicast NCCL_NVLS_ENABLE=%s (pkb sets 0 for every rank)\n", nvls ? nvls : "unset");
 	printf("%s\n", problems ? "not ready: see above" : "ready");

@@ -26,6 +26,18 @@ backend_of() {
 	fi
 }
 
+# backend_missing B: why candidates of backend B cannot be built or run
+# here (one line), or nothing when they can: parallelkittens needs
+# ThunderKittens at $THUNDERKITTENS_ROOT (pkb never downloads it;
+# docs/BACKENDS.md). The tools skip such files, saying so.
+backend_missing() {
+	case $1 in
+	parallelkittens)
+		[ -r "${THUNDERKITTENS_ROOT:-/nonexistent}/include/kittens.cuh" ] ||
+			echo "THUNDERKITTENS_ROOT is unset or has no include/kittens.cuh" ;;
+	esac
+}
+
 # takes_world FILE W: FILE runs at W: its header names no pkb-worlds, or
 # names W among them (a bad_ file whose shortcut is wrong only at some W)
 takes_world() {
