@@ -120,6 +120,8 @@ UNIT_DEPS += src/refcache.c
 UNIT_DEPS += src/result.c
 # the judge's reading of its GPU's heat (test_therm)
 UNIT_DEPS += src/therm.c
+# Python inside a solution process, the triton backend (test_pybridge)
+UNIT_DEPS += src/pybridge.c
 
 # Each module and problem is compiled once per flavour and every test links
 # the objects (compiling them into each of ~25 tests, twice, took most of

@@ -48,6 +48,33 @@ char *build_tk_root(char *why, size_t n)
 	return real;
 }
 
+char *build_python_path(char *why, size_t n)
+{
+	const char *want = getenv("PKB_PYTHON");
+	want = want && *want ? want : "python3";
+	if (strchr(want, '/')) {
+		if (access(want, X_OK) == 0)
+			return want[0] == '/' ? xstrdup(want) : realpath(want, NULL);
+	} else {
+		const char *path = getenv("PATH");
+		char *dirs = xstrdup(path ? path : "/usr/bin:/bin");
+		for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d;
+		     d = strtok_r(NULL, ":", &save)) {
+			char *cand = xstrfmt("%s/%s", d, want);
+			if (d[0] == '/' && access(cand, X_OK) == 0) {
+				free(dirs);
+				return cand;
+			}
+			free(cand);
+		}
+		free(dirs);
+	}
+	snprintf(why, n, "no Python for the triton backend: '%s' is not an executable%s (set "
+		 "PKB_PYTHON to the python3 that has torch and Triton; docs/BACKENDS.md)", want,
+		 strchr(want, '/') ? "" : " on PATH");
+	return NULL;
+}
+
 /* ThunderKittens' flags beyond pkb's own, as its kernels/common.mk gives
  * them (-std=c++20 replaces pkb's -std=c++17; -DKITTENS_<GPU> comes from
  * the arch, -I and -lcuda from the root: tk_arch_define, struct build) */
@@ -662,8 +689,74 @@ static int compile(const struct build *b, const struct build_opts *o, struct bui
 	return 0;
 }
 
+/* ---- a Python candidate (the triton backend) --------------------------------- */
+
+/* What "compiles" a Python file: the interpreter parses it (ast.parse runs
+ * none of it), confined as nvcc is. The file is kept in the cache as it is,
+ * under its key, for the solution process to import (python/pkb_triton.py). */
+static const char py_check[] =
+	"import ast, sys; ast.parse(open(sys.argv[1], 'rb').read(), sys.argv[1])";
+
+static int build_python(const char *src, const struct build_opts *o, struct build_result *r)
+{
+	uint64_t t0 = now_ns();
+	size_t len = 0;
+	char *text = read_file(src, &len);
+	if (!text) {
+		r->log = xstrfmt("cannot read '%s': %s", src, strerror(errno));
+		return 0;
+	}
+	r->flags = xstrfmt("%s -I -S -c \"%s\" SRC.py (a syntax check; python/pkb_triton.py "
+			   "imports the file in the solution process)", o->python, py_check);
+	struct strbuf md = STRBUF_INIT;
+	strbuf_add(&md, text, len);
+	char *shim = xstrfmt("%s/python/pkb_triton.py", pkb_root());
+	hash_update_file(&md, shim);
+	free(shim);
+	strbuf_addstr(&md, r->flags);
+	sha256_hex(md.s, md.len, r->key);
+	strbuf_free(&md);
+	const char *dir = build_cache_dir();
+	int rc = 0;
+	if (mkdir_p(dir) < 0) {
+		free(text);
+		return error("cannot create cache '%s': %s", dir, strerror(errno));
+	}
+	r->so_path = xstrfmt("%s/%s.py", dir, r->key);
+	struct stat st;
+	if (stat(r->so_path, &st) == 0) {
+		r->ok = r->cached = 1;
+	} else {
+		char *log = xstrfmt("%s/%s.%d.log", dir, r->key, (int)getpid());
+		char *argv[] = { (char *)o->python, "-I", "-S", "-c", (char *)py_check, (char *)src,
+				 NULL };
+		const char *none[] = { NULL };
+		int prc = compile_confined(argv, log, src, dir, none, o->timeout_s);
+		char *out = read_file(log, NULL);
+		unlink(log);
+		free(log);
+		if (prc == 0 && write_file_atomic(r->so_path, text, len) == 0) {
+			r->ok = 1;
+		} else {
+			r->timed_out = prc == -2;
+			r->log = prc == -2 ? xstrfmt("the syntax check passed its %.0f s deadline",
+						     o->timeout_s)
+			       : out && *out ? build_log_head(out)
+			       : xstrfmt("%s failed (status %d)", o->python, prc);
+		}
+		free(out);
+	}
+	r->seconds = (double)(now_ns() - t0) / 1e9;
+	free(text);
+	return rc;
+}
+
 int build_solution(const char *src, const struct build_opts *o, struct build_result *r)
 {
+	if (o->python) {
+		memset(r, 0, sizeof *r);
+		return build_python(src, o, r);
+	}
 	memset(r, 0, sizeof *r);
 	struct build b = { .src = src, .t0 = now_ns() };
 	int rc = read_source(&b, r);

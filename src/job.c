@@ -49,7 +49,8 @@ const struct opt job_opts_eval[] = {
 	{ 'b', "backend", "B", "what the candidate may use: cuda (default: no NCCL),\n"
 			       "nccl-device (NCCL's windows and device API, no host\n"
 			       "collectives), parallelkittens (cuda with the headers\n"
-			       "of ThunderKittens at $THUNDERKITTENS_ROOT), or\n"
+			       "of ThunderKittens at $THUNDERKITTENS_ROOT), triton\n"
+			       "(a .py file in the original's format), or\n"
 			       "reference (anything: for A/A checks)" },
 	{ 't', "trials", "K", "trials (default 5), each with fresh inputs" },
 	{ OPT_ATOL, "atol", "A", "override the problem's absolute tolerance\n"
@@ -523,16 +524,24 @@ enum pkb_outcome job_build(const struct job_opts *o, struct job_solution *s,
 	 * it is not, this machine cannot build the candidate (env_error) */
 	if (loader_backend_uses_tk(backend) && !(tk = build_tk_root(msg, n)))
 		return OUT_ENV_ERROR;
+	/* the same for the triton backend's Python */
+	char *py = NULL;
+	if (loader_backend_uses_python(backend) && !(py = build_python_path(msg, n)))
+		return OUT_ENV_ERROR;
 	bo.tk_root = tk;
+	bo.python = py;
 	job_progress(o, "compiling the %s '%s'", s->role, s->src);
 	int rc = build_solution(s->src, &bo, s->build);
 	free(tk);
+	free(py);
 	if (rc < 0 || !s->build->ok) {
 		snprintf(msg, n, "%s", s->build->log ? s->build->log : "compilation failed");
 		return OUT_COMPILE_ERROR;
 	}
 	if (s->build->cached)
 		job_progress(o, "%s: compile cache hit (%.8s)", s->role, s->build->key);
+	if (loader_backend_uses_python(backend))   /* no object to scan: its sandbox is the rule */
+		return OUT_PASS;
 	char why[512];
 	int r = loader_scan(s->build->so_path, backend, why, sizeof why);
 	if (r != 0) {

@@ -30,6 +30,7 @@ struct backend {
 	const char *rule;
 	int nccl;                        /* its solutions get ctx->nccl_comm */
 	int tk;                          /* compiled against ThunderKittens */
+	int python;                      /* a .py file: no object, no symbols to scan */
 };
 /* NCCL, NVSHMEM, and every way to reach a library or a driver entry point
  * without naming it at link time: the dynamic loader's lookups (glibc's
@@ -77,6 +78,13 @@ static const struct backend backends[] = {
 		  "of the context's limits), compiled against ThunderKittens' headers "
 		  "($THUNDERKITTENS_ROOT); ranks talk through the harness's symmetric memory, "
 		  "which TK's pgl<..., W, false> wraps (no multicast)" },
+	/* a Python file, hosted by pkb's own code (src/pybridge.c,
+	 * python/pkb_triton.py): nothing to scan, the sandbox is the rule */
+	{ .name = "triton", .allow_sym = none, .forbid_sym = none, .forbid_lib = none, .python = 1,
+	  .rule = "a Python file in the original's solution format: Triton kernels and torch "
+		  "on this rank's GPU, peers through symmetric memory (symm_mem.empty and "
+		  "rendezvous, served by pkb); no torch.distributed collective (no NCCL), no "
+		  "subprocess, files or network (the solution process's sandbox)" },
 	{ .name = "reference", .allow_sym = none, .forbid_sym = none, .forbid_lib = none,
 	  .rule = "anything", .nccl = 1 },
 };
@@ -115,9 +123,15 @@ int loader_backend_uses_tk(const char *backend)
 	return b && b->tk;
 }
 
+int loader_backend_uses_python(const char *backend)
+{
+	const struct backend *b = backend_of(backend);
+	return b && b->python;
+}
+
 const char *loader_backend_names(void)
 {
-	return "cuda, nccl-device, parallelkittens";
+	return "cuda, nccl-device, parallelkittens, triton";
 }
 
 static int matches(const char *const *globs, const char *name)

@@ -124,15 +124,21 @@ PKB_TEST_GPUS=2 PKB_HOLD_CMD=$TMP/holder expect_exit 1 timeout 120 tools/test-gp
 [ -s "$TMP/holder.pid" ] && ok || not_ok "the holder was not started"
 sleep 0.2
 kill -0 "$(cat "$TMP/holder.pid" 2>/dev/null || echo 999999999)" 2>/dev/null && not_ok "the holder outlived test-gpu" || ok
-# a backend this machine lacks (parallelkittens without THUNDERKITTENS_ROOT):
-# its files are skipped, each said and counted, none run or recorded
+# a backend this machine lacks (parallelkittens without THUNDERKITTENS_ROOT,
+# triton without a python3 that imports torch and triton): its files are
+# skipped, each said and counted, none run or recorded
 S=problems/012_allgather_gemm/solutions
 n_tk=$(grep -l 'pkb-backend: parallelkittens' $S/*.cu | wc -l)
-[ "$n_tk" -ge 2 ] && ok || not_ok "012 has $n_tk parallelkittens files"
+n_py=$(grep -l 'pkb-backend: triton' $S/*.py | wc -l)
+[ "$n_tk" -ge 2 ] && [ "$n_py" -ge 2 ] && ok || not_ok "012 has $n_tk parallelkittens, $n_py triton files"
 unset THUNDERKITTENS_ROOT
+export PKB_PYTHON=$TMP/no-python
 PKB_TEST_GPUS=2 expect_exit 1 tools/test-gpu -p 012 -w 2 -o "$TMP/tk.jsonl"
 [ "$(grep -c '^skip 012_allgather_gemm W=2 default .*: parallelkittens: THUNDERKITTENS_ROOT is unset' "$TMP/out")" = "$n_tk" ] &&
 	ok || not_ok "expected $n_tk skip lines: $(grep '^skip' "$TMP/out")"
-expect_grep "^[0-9]+ passed, [0-9]+ failed, $n_tk skipped\$" "$TMP/out"
-grep -q 'tk_' "$TMP/tk.jsonl" && not_ok "a skipped file was recorded" || ok
+[ "$(grep -c '^skip 012_allgather_gemm W=2 default .*\.py: triton: .*no-python cannot import torch and triton' "$TMP/out")" = "$n_py" ] &&
+	ok || not_ok "expected $n_py triton skip lines: $(grep '^skip' "$TMP/out")"
+expect_grep "^[0-9]+ passed, [0-9]+ failed, $((n_tk + n_py)) skipped\$" "$TMP/out"
+grep -q 'tk_\|triton' "$TMP/tk.jsonl" && not_ok "a skipped file was recorded" || ok
+unset PKB_PYTHON
 done_testing

@@ -95,6 +95,10 @@ int main(void)
 	      loader_backend_uses_tk("parallelkittens") && !loader_backend_uses_tk("cuda") &&
 	      strstr(loader_backend_rule("parallelkittens"), "ThunderKittens") &&
 	      strstr(loader_backend_names(), "parallelkittens"));
+	/* triton: a Python file, nothing to scan, no NCCL */
+	CHECK(loader_backend_valid("triton") && loader_backend_uses_python("triton") &&
+	      !loader_backend_uses_nccl("triton") && !loader_backend_uses_tk("triton") &&
+	      !loader_backend_uses_python("cuda") && strstr(loader_backend_rule("triton"), "Python"));
 
 	/* nccl-device: windows and device communicators yes, collectives and
 	 * communicators of its own no; libnccl may be linked */

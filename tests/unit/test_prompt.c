@@ -78,6 +78,8 @@ int main(void)
 	CHECK(strstr(pr.user, "def solution(") && strstr(pr.user, "symm_mem.rendezvous") &&
 	      strstr(pr.user, "```python") && !strstr(pr.user, "PKB_ABI_VERSION") &&
 	      !strstr(pr.user, "{{"));
+	CHECK(pr.example && strstr(pr.example, "001_allreduce/solutions/ok_triton_") &&
+	      strstr(pr.user, "def _sum_ranks"));
 	CHECK(prompt_backend_valid("triton") && !strcmp(prompt_backend_ext("triton"), "py") &&
 	      !strcmp(prompt_backend_ext("parallelkittens"), "cu") && !prompt_backend_valid("mpi"));
 	prompt_free(&pr);
