@@ -122,6 +122,8 @@ UNIT_DEPS += src/result.c
 UNIT_DEPS += src/therm.c
 # the host draws of the inputs, on threads (test_hostdraw)
 UNIT_DEPS += src/hostdraw.c
+# Python inside a solution process, the triton backend (test_pybridge)
+UNIT_DEPS += src/pybridge.c
 
 # Each module and problem is compiled once per flavour and every test links
 # the objects (compiling them into each of ~25 tests, twice, took most of

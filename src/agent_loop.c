@@ -108,13 +108,14 @@ static json_t *answer_record(const struct agent *a, const struct agent_conv *c,
  * (else the last with code), then the reply record that marks it */
 static int write_answer(const struct agent *a, struct agent_conv *c, const char *stop)
 {
-	char *cand = xstrfmt("%s/candidates/%03d/sample_0.cu", a->run_dir, c->p->id);
+	char *cand = xstrfmt("%s/candidates/%03d/sample_0.%s", a->run_dir, c->p->id,
+			     prompt_backend_ext(a->po.backend));
 	char *rep = xstrfmt("%s/replies/%03d/sample_0.json", a->run_dir, c->p->id);
 	int rc = 0;
 	if (!c->answer_step && !stop)
 		goto out;
 	if (c->answer_step) {
-		char *src = step_path(c, c->answer_step, "cu");
+		char *src = step_path(c, c->answer_step, prompt_backend_ext(a->po.backend));
 		size_t len;
 		char *txt = read_file(src, &len);
 		free(src);
@@ -371,9 +372,11 @@ static int step_evaluate(const struct agent *a, const struct agent_conv *c, stru
 {
 	int truncated = json_is_true(json_object_get(s->rec, "truncated"));
 	int blocks = 0;
-	s->code = truncated ? NULL : llm_extract(json_str(s->rec, "text", ""), a->block, &blocks);
+	const char *ext = prompt_backend_ext(a->po.backend);   /* .cu, or .py (triton) */
+	s->code = truncated ? NULL : llm_extract(json_str(s->rec, "text", ""), ext, a->block,
+						 &blocks);
 	s->verdict = truncated ? "truncated" : s->code ? NULL : "no_code";
-	s->cu = step_path(c, s->n, "cu");
+	s->cu = step_path(c, s->n, ext);
 	if (!s->code)
 		return 0;
 	if (rundir_write(s->cu, s->code, strlen(s->code)) < 0) {

@@ -25,8 +25,72 @@ void build_opts_init(struct build_opts *o)
 	o->arch = arch && *arch ? arch : "sm_90a";
 	o->reference = 0;
 	o->timeout_s = 300;
+	o->tk_root = NULL;
 }
 
+char *build_tk_root(char *why, size_t n)
+{
+	const char *env = getenv("THUNDERKITTENS_ROOT");
+	if (!env || !*env) {
+		snprintf(why, n, "THUNDERKITTENS_ROOT is not set: the parallelkittens backend "
+			 "compiles against ThunderKittens' headers, which pkb does not download "
+			 "(set it to a checkout of HazyResearch/ThunderKittens; docs/BACKENDS.md)");
+		return NULL;
+	}
+	char *head = xstrfmt("%s/include/kittens.cuh", env);
+	int ok = access(head, R_OK) == 0;
+	free(head);
+	char *real = ok ? realpath(env, NULL) : NULL;
+	if (!real)
+		snprintf(why, n, "THUNDERKITTENS_ROOT='%s' has no readable include/kittens.cuh: "
+			 "point it at a checkout of HazyResearch/ThunderKittens (docs/BACKENDS.md)",
+			 env);
+	return real;
+}
+
+char *build_python_path(char *why, size_t n)
+{
+	const char *want = getenv("PKB_PYTHON");
+	want = want && *want ? want : "python3";
+	if (strchr(want, '/')) {
+		if (access(want, X_OK) == 0)
+			return want[0] == '/' ? xstrdup(want) : realpath(want, NULL);
+	} else {
+		const char *path = getenv("PATH");
+		char *dirs = xstrdup(path ? path : "/usr/bin:/bin");
+		for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d;
+		     d = strtok_r(NULL, ":", &save)) {
+			char *cand = xstrfmt("%s/%s", d, want);
+			if (d[0] == '/' && access(cand, X_OK) == 0) {
+				free(dirs);
+				return cand;
+			}
+			free(cand);
+		}
+		free(dirs);
+	}
+	snprintf(why, n, "no Python for the triton backend: '%s' is not an executable%s (set "
+		 "PKB_PYTHON to the python3 that has torch and Triton; docs/BACKENDS.md)", want,
+		 strchr(want, '/') ? "" : " on PATH");
+	return NULL;
+}
+
+/* ThunderKittens' flags beyond pkb's own, as its kernels/common.mk gives
+ * them (-std=c++20 replaces pkb's -std=c++17; -DKITTENS_<GPU> comes from
+ * the arch, -I and -lcuda from the root: tk_arch_define, struct build) */
+static const char *const tk_flags[] = {
+	"--use_fast_math", "--expt-extended-lambda", "--expt-relaxed-constexpr", "-DNDEBUG",
+	"-Xcompiler=-Wno-psabi", "-Xcompiler=-fno-strict-aliasing", NULL,
+};
+
+/* the -DKITTENS_<GPU> TK's headers select code by: from the arch's major
+ * (sm_80 Ampere, sm_90a Hopper, sm_100a/sm_103a Blackwell); "" for others */
+static const char *tk_arch_define(const char *arch)
+{
+	int sm = atoi(arch + (strncmp(arch, "sm_", 3) ? 0 : 3));
+	return sm >= 100 ? "-DKITTENS_BLACKWELL" : sm >= 90 ? "-DKITTENS_HOPPER"
+	     : sm >= 80 ? "-DKITTENS_AMPERE" : "";
+}
 const char *build_cache_dir(void)
 {
 	static char *dir;
@@ -410,7 +474,8 @@ struct build {
 	int mutant;               /* text is a mutant's: compiled from a copy in the cache */
 	char *inc;                /* pkb's include/ */
 	char *lib;                /* problems/lib for a reference; NULL for a candidate */
-	const char *path[3];      /* inc, lib: the include path, NULL-terminated */
+	char *tk_inc, *tk_proto;  /* ThunderKittens' include/ and prototype/; NULL unless TK */
+	const char *path[5];      /* those that are set: the include path, NULL-terminated */
 	char *gencode;
 	unsigned libs;            /* the opt_libs it includes, itself or through a header */
 	uint64_t t0;              /* ns: when the build started */
@@ -455,9 +520,17 @@ static void build_key(struct build *b, const struct build_opts *o, struct build_
 	/* code that sibling problems' references share (problems/lib): on the
 	 * include path of references only, candidates stay standalone */
 	b->lib = o->reference ? xstrfmt("%s/problems/lib", pkb_root()) : NULL;
-	b->path[0] = b->inc;
-	b->path[1] = b->lib;
-	b->path[2] = NULL;
+	b->tk_inc = o->tk_root ? xstrfmt("%s/include", o->tk_root) : NULL;
+	b->tk_proto = o->tk_root ? xstrfmt("%s/prototype", o->tk_root) : NULL;
+	int np = 0;
+	b->path[np++] = b->inc;
+	if (b->lib)
+		b->path[np++] = b->lib;
+	if (b->tk_inc) {
+		b->path[np++] = b->tk_inc;
+		b->path[np++] = b->tk_proto;
+	}
+	b->path[np] = NULL;
 	b->gencode = xstrfmt("-gencode=arch=compute_%s,code=%s", o->arch + 3, o->arch);
 	struct strbuf md = STRBUF_INIT;
 	strbuf_add(&md, b->text, b->len);
@@ -467,7 +540,8 @@ static void build_key(struct build *b, const struct build_opts *o, struct build_
 	free(h1);
 	free(h2);
 	/* cuDNN and cuFFT are linked only for a source that includes their
-	 * header, itself or through a local header */
+	 * header, itself or through a local header; TK's headers, included
+	 * with quotes, go into the key the same way */
 	b->libs = libs_of(b->text);
 	hash_includes(&md, b->text, b->src, b->path, 0, &b->libs);
 	char extra[64] = "";
@@ -475,10 +549,20 @@ static void build_key(struct build *b, const struct build_opts *o, struct build_
 		if (b->libs >> i & 1)
 			snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " %s",
 				 opt_libs[i].flag);
-	r->flags = xstrfmt("nvcc -std=c++17 -O3 -lineinfo -Xcompiler -fPIC -shared --cudart shared "
-			   "%s -I%s%s%s -o OUT.so SRC.cu -lcublas -lcublasLt -lcurand%s%s",
-			   b->gencode, b->inc, b->lib ? " -I" : "", b->lib ? b->lib : "", extra,
-			   o->reference ? " -lnccl" : "");
+	struct strbuf tk = STRBUF_INIT;
+	if (b->tk_inc) {
+		for (int i = 0; tk_flags[i]; i++)
+			strbuf_addf(&tk, " %s", tk_flags[i]);
+		strbuf_addf(&tk, " %s", tk_arch_define(o->arch));
+	}
+	r->flags = xstrfmt("nvcc -std=%s -O3 -lineinfo%s -Xcompiler -fPIC -shared --cudart shared "
+			   "%s -I%s%s%s%s%s%s%s -o OUT.so SRC.cu -lcublas -lcublasLt -lcurand%s%s%s",
+			   b->tk_inc ? "c++20" : "c++17", tk.s ? tk.s : "", b->gencode, b->inc,
+			   b->lib ? " -I" : "", b->lib ? b->lib : "", b->tk_inc ? " -I" : "",
+			   b->tk_inc ? b->tk_inc : "", b->tk_inc ? " -I" : "",
+			   b->tk_inc ? b->tk_proto : "", extra, o->reference ? " -lnccl" : "",
+			   b->tk_inc ? " -lcuda" : "");
+	strbuf_free(&tk);
 	strbuf_addstr(&md, r->flags);
 	strbuf_addstr(&md, build_nvcc_version());
 	sha256_hex(md.s, md.len, r->key);
@@ -490,18 +574,25 @@ struct nvcc_files {
 	const char *cu;           /* the source nvcc reads */
 	const char *out;          /* the .so it writes */
 	const char *iflag, *libflag, *srcdir;   /* -I's; libflag, srcdir: NULL when none */
+	const char *tkflag[2];                  /* TK's include/ and prototype/; NULL when none */
 };
 
-/* nvcc's command line into argv (24 slots, pointing at b's and f's
+/* nvcc's command line into argv (40 slots, pointing at b's and f's
  * strings): the flags r->flags names, with f's real paths */
 static void nvcc_argv(const struct build *b, const struct build_opts *o,
 		      const struct nvcc_files *f, char **argv)
 {
 	int a = 0;
 	argv[a++] = (char *)nvcc_path();
-	argv[a++] = "-std=c++17";
+	argv[a++] = b->tk_inc ? "-std=c++20" : "-std=c++17";
 	argv[a++] = "-O3";
 	argv[a++] = "-lineinfo";
+	if (b->tk_inc) {
+		for (int i = 0; tk_flags[i]; i++)
+			argv[a++] = (char *)tk_flags[i];
+		if (*tk_arch_define(o->arch))
+			argv[a++] = (char *)tk_arch_define(o->arch);
+	}
 	argv[a++] = "-Xcompiler";
 	argv[a++] = "-fPIC";
 	argv[a++] = "-shared";
@@ -511,6 +602,10 @@ static void nvcc_argv(const struct build *b, const struct build_opts *o,
 	argv[a++] = (char *)f->iflag;
 	if (f->libflag)
 		argv[a++] = (char *)f->libflag;
+	if (f->tkflag[0]) {
+		argv[a++] = (char *)f->tkflag[0];
+		argv[a++] = (char *)f->tkflag[1];
+	}
 	if (f->srcdir)
 		argv[a++] = (char *)f->srcdir;
 	argv[a++] = "-o";
@@ -524,6 +619,8 @@ static void nvcc_argv(const struct build *b, const struct build_opts *o,
 			argv[a++] = (char *)opt_libs[i].flag;
 	if (o->reference)
 		argv[a++] = "-lnccl";
+	if (b->tk_inc)   /* TK's host side calls the driver (cuTensorMapEncodeTiled ...) */
+		argv[a++] = "-lcuda";
 	argv[a] = NULL;
 }
 
@@ -560,9 +657,11 @@ static int compile(const struct build *b, const struct build_opts *o, struct bui
 	char *log = xstrfmt("%s/%s.%d.log", dir, r->key, (int)getpid());
 	char *iflag = xstrfmt("-I%s", b->inc);
 	char *libflag = b->lib ? xstrfmt("-I%s", b->lib) : NULL;
+	char *tk0 = b->tk_inc ? xstrfmt("-I%s", b->tk_inc) : NULL;
+	char *tk1 = b->tk_inc ? xstrfmt("-I%s", b->tk_proto) : NULL;
 	struct nvcc_files f = { .cu = cu ? cu : b->src, .out = tmp, .iflag = iflag,
-				.libflag = libflag, .srcdir = srcdir };
-	char *argv[24];
+				.libflag = libflag, .srcdir = srcdir, .tkflag = { tk0, tk1 } };
+	char *argv[40];
 	nvcc_argv(b, o, &f, argv);
 	int rc = compile_confined(argv, log, b->src, dir, b->path, o->timeout_s);
 	if (rc == 0 && rename(tmp, r->so_path) == 0) {
@@ -584,12 +683,80 @@ static int compile(const struct build *b, const struct build_opts *o, struct bui
 	free(tmp);
 	free(iflag);
 	free(libflag);
+	free(tk0);
+	free(tk1);
 	r->seconds = since_s(b->t0);
 	return 0;
 }
 
+/* ---- a Python candidate (the triton backend) --------------------------------- */
+
+/* What "compiles" a Python file: the interpreter parses it (ast.parse runs
+ * none of it), confined as nvcc is. The file is kept in the cache as it is,
+ * under its key, for the solution process to import (python/pkb_triton.py). */
+static const char py_check[] =
+	"import ast, sys; ast.parse(open(sys.argv[1], 'rb').read(), sys.argv[1])";
+
+static int build_python(const char *src, const struct build_opts *o, struct build_result *r)
+{
+	uint64_t t0 = now_ns();
+	size_t len = 0;
+	char *text = read_file(src, &len);
+	if (!text) {
+		r->log = xstrfmt("cannot read '%s': %s", src, strerror(errno));
+		return 0;
+	}
+	r->flags = xstrfmt("%s -I -S -c \"%s\" SRC.py (a syntax check; python/pkb_triton.py "
+			   "imports the file in the solution process)", o->python, py_check);
+	struct strbuf md = STRBUF_INIT;
+	strbuf_add(&md, text, len);
+	char *shim = xstrfmt("%s/python/pkb_triton.py", pkb_root());
+	hash_update_file(&md, shim);
+	free(shim);
+	strbuf_addstr(&md, r->flags);
+	sha256_hex(md.s, md.len, r->key);
+	strbuf_free(&md);
+	const char *dir = build_cache_dir();
+	int rc = 0;
+	if (mkdir_p(dir) < 0) {
+		free(text);
+		return error("cannot create cache '%s': %s", dir, strerror(errno));
+	}
+	r->so_path = xstrfmt("%s/%s.py", dir, r->key);
+	struct stat st;
+	if (stat(r->so_path, &st) == 0) {
+		r->ok = r->cached = 1;
+	} else {
+		char *log = xstrfmt("%s/%s.%d.log", dir, r->key, (int)getpid());
+		char *argv[] = { (char *)o->python, "-I", "-S", "-c", (char *)py_check, (char *)src,
+				 NULL };
+		const char *none[] = { NULL };
+		int prc = compile_confined(argv, log, src, dir, none, o->timeout_s);
+		char *out = read_file(log, NULL);
+		unlink(log);
+		free(log);
+		if (prc == 0 && write_file_atomic(r->so_path, text, len) == 0) {
+			r->ok = 1;
+		} else {
+			r->timed_out = prc == -2;
+			r->log = prc == -2 ? xstrfmt("the syntax check passed its %.0f s deadline",
+						     o->timeout_s)
+			       : out && *out ? build_log_head(out)
+			       : xstrfmt("%s failed (status %d)", o->python, prc);
+		}
+		free(out);
+	}
+	r->seconds = (double)(now_ns() - t0) / 1e9;
+	free(text);
+	return rc;
+}
+
 int build_solution(const char *src, const struct build_opts *o, struct build_result *r)
 {
+	if (o->python) {
+		memset(r, 0, sizeof *r);
+		return build_python(src, o, r);
+	}
 	memset(r, 0, sizeof *r);
 	struct build b = { .src = src, .t0 = now_ns() };
 	int rc = read_source(&b, r);
@@ -617,6 +784,8 @@ int build_solution(const char *src, const struct build_opts *o, struct build_res
 	free(b.text);
 	free(b.inc);
 	free(b.lib);
+	free(b.tk_inc);
+	free(b.tk_proto);
 	free(b.gencode);
 	return rc;
 }

@@ -232,9 +232,11 @@ static int check_args(struct cli *c)
 	a->prov = tg.prov;
 	a->base_url = c->base = tg.base_url;
 	a->block = tg.block;
-	if (strcmp(a->po.backend, "cuda") && strcmp(a->po.backend, "nccl-device")) {
+	/* a backend has a prompt (prompts/<backend>.txt) and, for the local
+	 * eval, a loader rule: eval's --backend checks the latter */
+	if (!prompt_backend_valid(a->po.backend)) {
 		error("unknown backend '%s'", a->po.backend);
-		hint("a candidate's backend is cuda or nccl-device");
+		hint("a candidate's backend is one of %s (docs/BACKENDS.md)", PROMPT_BACKENDS);
 		return -1;
 	}
 	if (a->ev.tmpl && agent_eval_template(&a->ev) < 0)

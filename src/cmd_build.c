@@ -26,11 +26,14 @@ static const char head[] =
 static const char tail[] =
 "\n"
 "exit status: 0 every file accepted, else that of the first refused file:\n"
-"4 compile_error, 5 load_refused (docs/EXIT_CODES.md)\n";
+"4 compile_error, 5 load_refused, 9 env_error (parallelkittens without\n"
+"$THUNDERKITTENS_ROOT) (docs/EXIT_CODES.md)\n";
 
 static const struct opt build_opts[] = {
 	{ 'b', "backend", "B", "cuda (default), nccl-device (NCCL's device API, no host\n"
-			       "collectives), or reference (anything; for references)" },
+			       "collectives), parallelkittens (cuda with the headers of\n"
+			       "ThunderKittens at $THUNDERKITTENS_ROOT), or reference\n"
+			       "(anything; for references)" },
 	{ OPT_ARCH, "arch", "SM", "nvcc target (default sm_90a, or $PKB_ARCH)" },
 	{ 'q', "quiet", NULL, "print failures only" },
 	OPTS_END,
@@ -58,6 +61,7 @@ int cmd_build(int argc, char **argv)
 	}
 	if (!loader_backend_valid(backend)) {
 		error("unknown backend '%s'", backend);
+		hint("candidates use %s; references use reference", loader_backend_names());
 		return PKB_EXIT_USAGE;
 	}
 	int rc = 0;
@@ -79,6 +83,8 @@ int cmd_build(int argc, char **argv)
 			printf("compile_error: %s\n%s", argv[i], msg);
 		else if (out == OUT_LOAD_REFUSED)
 			printf("load_refused: %s: %s\n", argv[i], msg);
+		else if (out == OUT_ENV_ERROR)
+			printf("env_error: %s: %s\n", argv[i], msg);
 		else if (!quiet)
 			printf("ok %s (%s %.12s)\n", argv[i], sol.build->cached ? "cached" : "compiled",
 			       sol.build->key);

@@ -4,6 +4,7 @@
  * what is missing and how to fix it. The GPU questions go to a child
  * (`pkb __probe`) so that the parent never touches CUDA.
  */
+#define _GNU_SOURCE   /* mkstemp */
 #include "build.h"
 #include "cmds.h"
 #include "exitcode.h"
@@ -11,6 +12,7 @@
 #include "mps.h"       /* defines: mps_probe */
 #include "ncclso.h"    /* defines: nccl_version */
 #include "opts.h"
+#include "pybridge.h"  /* defines: pybridge_probe */
 #include "sandbox.h"   /* defines: sandbox_landlock_abi */
 #include "therm.h"     /* defines: therm_open, therm_read */
 #include "util.h"
@@ -121,6 +123,67 @@ static int sandbox_line(json_t *rec)
 	if (geteuid() == 0)
 		printf("  running as root: the rlimits bound runaways only (root may raise them)\n");
 	return abi < 1;
+}
+
+/* The triton backend: a Python whose shared libpython pkb can embed, and
+ * that imports torch and Triton (asked in a child, with a deadline) */
+static json_t *triton_line(char *why, size_t n)
+{
+	char *python = build_python_path(why, n);
+	struct pybridge_probe pr = { 0 };
+	char tmp[] = "/tmp/pkb-doctor-py.XXXXXX";
+	char *out = NULL;
+	int ready = 0;
+	if (python && pybridge_probe(python, &pr, why, n) == 0) {
+		int fd = mkstemp(tmp);
+		if (fd >= 0)
+			close(fd);
+		char *argv[] = { python, "-c", "import torch, triton; print('torch %s, triton %s, "
+				 "%d GPU(s)' % (torch.__version__, triton.__version__, "
+				 "torch.cuda.device_count()))", NULL };
+		if (fd >= 0 && run_redirected(argv, "/dev/null", tmp, "/dev/null", 120) == 0 &&
+		    (out = read_file(tmp, NULL)) != NULL) {
+			out[strcspn(out, "\n")] = 0;
+			ready = 1;
+		} else {
+			snprintf(why, n, "%s (Python %s) cannot import torch and triton", python,
+				 pr.version);
+		}
+		if (fd >= 0)
+			unlink(tmp);
+	}
+	json_t *j;
+	if (ready) {
+		printf("backend   triton: %s, Python %s (%s), %s\n", python, pr.version, pr.lib, out);
+		j = json_pack("{s:b,s:s,s:s,s:s}", "ready", 1, "python", python, "libpython", pr.lib,
+			      "versions", out);
+	} else {
+		printf("backend   triton: not here: %s\n", why);
+		j = json_pack("{s:b,s:s}", "ready", 0, "why", why);
+	}
+	free(out);
+	free(python);
+	pybridge_probe_free(&pr);
+	return j;
+}
+
+/* The optional candidate backends (docs/BACKENDS.md): whether this machine
+ * can build and run each, a line apiece and "backends" in rec. Not faults:
+ * cuda and nccl-device need nothing more. */
+static void backends_lines(json_t *rec)
+{
+	json_t *b = json_object();
+	char why[400];
+	char *tk = build_tk_root(why, sizeof why);
+	if (tk)
+		printf("backend   parallelkittens: ThunderKittens at %s\n", tk);
+	else
+		printf("backend   parallelkittens: not here: %s\n", why);
+	json_object_set_new(b, "parallelkittens", tk ? json_pack("{s:b,s:s}", "ready", 1, "root", tk)
+				: json_pack("{s:b,s:s}", "ready", 0, "why", why));
+	free(tk);
+	json_object_set_new(b, "triton", triton_line(why, sizeof why));
+	json_object_set_new(rec, "backends", b);
 }
 
 static const char head[] =
@@ -244,6 +307,7 @@ int cmd_doctor(int argc, char **argv)
 		problems++;
 	problems += sandbox_line(rec);
 	heat_line(rec, g);
+	backends_lines(rec);
 	const char *nvls = getenv("NCCL_NVLS_ENABLE");
 	printf("multicast NCCL_NVLS_ENABLE=%s (pkb sets 0 for every rank)\n", nvls ? nvls : "unset");
 	printf("%s\n", problems ? "not ready: see above" : "ready");

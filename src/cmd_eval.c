@@ -45,7 +45,8 @@ static enum pkb_outcome build_both(const struct job_opts *o, struct job_solution
 		return OUT_INTERNAL;
 	}
 	out = job_build(o, &sols[1], o->backend, msg, sizeof msg);
-	json_object_set_new(rec, "compile_flags", json_string(sols[1].build->flags));
+	if (sols[1].build->flags)   /* none where the build could not start (env_error) */
+		json_object_set_new(rec, "compile_flags", json_string(sols[1].build->flags));
 	json_object_set_new(rec, "nvcc", json_string(build_nvcc_version()));
 	if (out == OUT_PASS)
 		return out;

@@ -160,14 +160,14 @@ static void finish_ok(struct gen *g, struct sample *s, long status, double laten
 		outcome = O_BAD_REPLY;
 	} else if (r.truncated) {
 		outcome = O_TRUNCATED;
-		code = llm_extract(r.text, g->block, &blocks);
+		code = llm_extract(r.text, prompt_backend_ext(g->po.backend), g->block, &blocks);
 		free(code);
 		code = NULL;
 	} else {
-		code = llm_extract(r.text, g->block, &blocks);
+		code = llm_extract(r.text, prompt_backend_ext(g->po.backend), g->block, &blocks);
 		outcome = code ? O_OK : O_NO_CODE;
 	}
-	char *cu = sample_path(g, "candidates", s->prob, s->k, "cu");
+	char *cu = sample_path(g, "candidates", s->prob, s->k, prompt_backend_ext(g->po.backend));
 	char *rep = sample_path(g, "replies", s->prob, s->k, "json");
 	char date[32];
 	rundir_utc_now(date, sizeof date);

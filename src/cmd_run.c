@@ -28,7 +28,8 @@ static const char head[] =
 enum { OPT_SAVE = OPT_JOB_END };
 static const struct opt run_opts[] = {
 	{ 's', "solution", "S", "reference (default) or a candidate FILE.cu" },
-	{ 'b', "backend", "B", "the candidate's backend: cuda (default), nccl-device" },
+	{ 'b', "backend", "B", "the candidate's backend: cuda (default), nccl-device,\n"
+				       "parallelkittens" },
 	{ 'k', "trial", "K", "which trial's inputs (default 0)" },
 	{ OPT_SAVE, "save", "DIR", "write rank_R_inputs/outputs.safetensors into DIR" },
 	OPTS_END,

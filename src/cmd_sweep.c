@@ -9,7 +9,7 @@
  *
  * Layouts read: DIR/candidates/NNN/FILE.cu (pkb generate; a DIR/replies/NNN/
  * sample_K.json without its .cu is recorded as no_code), else DIR/NNN/FILE.cu
- * and DIR/NNN_FILE.cu.
+ * and DIR/NNN_FILE.cu; .py for each .cu (the triton backend's candidates).
  *
  * Every candidate is evaluated twice (issue 44, item 10): at the announced
  * shape, the prompt's, as asked (timed with --measure-perf), and, for
@@ -326,7 +326,16 @@ static int has_suffix(const char *s, const char *suf)
 	return a >= b && !strcmp(s + a - b, suf);
 }
 
-/* DIR/NNN/ *.cu (and, with replies, DIR/../replies/NNN/ *.json lacking one) */
+/* a candidate's file: .cu, or .py (the triton backend's); the stem's
+ * length, 0 when neither */
+static size_t cand_stem(const char *name)
+{
+	size_t n = strlen(name);
+	return has_suffix(name, ".cu") ? n - 3 : has_suffix(name, ".py") ? n - 3 : 0;
+}
+
+/* DIR/NNN/ *.cu and *.py (and, with replies, DIR/../replies/NNN/ *.json
+ * lacking one) */
 static void scan_problem_dir(struct sweep *s, const char *dir, int problem, const char *replies)
 {
 	DIR *d = opendir(dir);
@@ -334,10 +343,11 @@ static void scan_problem_dir(struct sweep *s, const char *dir, int problem, cons
 		return;
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		if (!has_suffix(e->d_name, ".cu"))
+		size_t k = cand_stem(e->d_name);
+		if (!k)
 			continue;
 		char *stem = xstrdup(e->d_name);
-		stem[strlen(stem) - 3] = 0;
+		stem[k] = 0;
 		char *path = xstrfmt("%s/%s", dir, e->d_name);
 		add_task(s, problem, stem, path);
 		free(stem);
@@ -351,10 +361,11 @@ static void scan_problem_dir(struct sweep *s, const char *dir, int problem, cons
 			continue;
 		char *stem = xstrdup(e->d_name);
 		stem[strlen(stem) - 5] = 0;
-		char *cu = xstrfmt("%s/%s.cu", dir, stem);
-		if (access(cu, F_OK) != 0)
+		char *cu = xstrfmt("%s/%s.cu", dir, stem), *py = xstrfmt("%s/%s.py", dir, stem);
+		if (access(cu, F_OK) != 0 && access(py, F_OK) != 0)
 			add_task(s, problem, stem, NULL);
 		free(cu);
+		free(py);
 		free(stem);
 	}
 	closedir(d);
@@ -387,9 +398,9 @@ static void scan(struct sweep *s, const char *root)
 				char *rep = gen ? xstrfmt("%s/replies/%s", root, e->d_name) : NULL;
 				scan_problem_dir(s, p, (int)id, rep);
 				free(rep);
-			} else if (*end == '_' && has_suffix(e->d_name, ".cu")) {
+			} else if (*end == '_' && cand_stem(e->d_name)) {
 				char *stem = xstrdup(e->d_name);
-				stem[strlen(stem) - 3] = 0;
+				stem[cand_stem(e->d_name)] = 0;
 				add_task(s, (int)id, stem, p);
 				free(stem);
 			}
@@ -1446,8 +1457,8 @@ static const struct opt sweep_opts[] = {
 	{ 'd', "dtype", "T", "passed to eval (default: run.json's, else bf16)" },
 	{ OPT_M, "m", "M", "passed to eval (default: run.json's, else 1024)" },
 	{ OPT_N, "n", "N", "passed to eval (default: run.json's, else 1024)" },
-	{ 'b', "backend", "B", "passed to eval: cuda, nccl-device ... (default:\n"
-			       "run.json's, else cuda)" },
+	{ 'b', "backend", "B", "passed to eval: cuda, nccl-device, parallelkittens,\n"
+			       "triton (default: run.json's, else cuda)" },
 	{ O_HIDDEN, "hidden-shape", "MxN", "also evaluate every candidate, untimed, at this\n"
 					  "shape the prompt never showed; a sample passes\n"
 					  "only at both (default: drawn per problem from\n"

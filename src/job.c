@@ -48,7 +48,10 @@ void job_opts_init(struct job_opts *o)
 const struct opt job_opts_eval[] = {
 	{ 'b', "backend", "B", "what the candidate may use: cuda (default: no NCCL),\n"
 			       "nccl-device (NCCL's windows and device API, no host\n"
-			       "collectives), or reference (anything: for A/A checks)" },
+			       "collectives), parallelkittens (cuda with the headers\n"
+			       "of ThunderKittens at $THUNDERKITTENS_ROOT), triton\n"
+			       "(a .py file in the original's format), or\n"
+			       "reference (anything: for A/A checks)" },
 	{ 't', "trials", "K", "trials (default 5), each with fresh inputs" },
 	{ OPT_ATOL, "atol", "A", "override the problem's absolute tolerance\n"
 				 "(docs/TOLERANCE.md)" },
@@ -125,8 +128,8 @@ static int instance_opt(struct job_opts *o, int c, const char *arg)
 	case 'b':
 		if (!loader_backend_valid(arg)) {
 			error("unknown backend '%s'", arg);
-			hint("candidates use --backend cuda; --backend reference (NCCL allowed) is for "
-			     "A/A checks of a reference against itself");
+			hint("candidates use --backend %s; --backend reference (NCCL allowed) is "
+			     "for A/A checks of a reference against itself", loader_backend_names());
 			return -1;
 		}
 		o->backend = arg;
@@ -516,13 +519,29 @@ enum pkb_outcome job_build(const struct job_opts *o, struct job_solution *s,
 	bo.reference = s->nccl;
 	bo.timeout_s = o->compile_s;
 	s->build = xcalloc(1, sizeof *s->build);
+	char *tk = NULL;
+	/* ThunderKittens is the user's, found through the environment: where
+	 * it is not, this machine cannot build the candidate (env_error) */
+	if (loader_backend_uses_tk(backend) && !(tk = build_tk_root(msg, n)))
+		return OUT_ENV_ERROR;
+	/* the same for the triton backend's Python */
+	char *py = NULL;
+	if (loader_backend_uses_python(backend) && !(py = build_python_path(msg, n)))
+		return OUT_ENV_ERROR;
+	bo.tk_root = tk;
+	bo.python = py;
 	job_progress(o, "compiling the %s '%s'", s->role, s->src);
-	if (build_solution(s->src, &bo, s->build) < 0 || !s->build->ok) {
+	int rc = build_solution(s->src, &bo, s->build);
+	free(tk);
+	free(py);
+	if (rc < 0 || !s->build->ok) {
 		snprintf(msg, n, "%s", s->build->log ? s->build->log : "compilation failed");
 		return OUT_COMPILE_ERROR;
 	}
 	if (s->build->cached)
 		job_progress(o, "%s: compile cache hit (%.8s)", s->role, s->build->key);
+	if (loader_backend_uses_python(backend))   /* no object to scan: its sandbox is the rule */
+		return OUT_PASS;
 	char why[512];
 	int r = loader_scan(s->build->so_path, backend, why, sizeof why);
 	if (r != 0) {

@@ -310,10 +310,13 @@ void llm_reply_free(struct llm_reply *r)
 
 /* ---- extraction ------------------------------------------------------------- */
 
-static int code_lang(const char *s, size_t n)
+static int code_lang(const char *s, size_t n, const char *ext)
 {
-	static const char *const langs[] = { "cuda", "cu", "cpp", "c++", "cxx", "cc", "c", "h" };
-	for (size_t i = 0; i < ARRAY_SIZE(langs); i++)
+	static const char *const c_langs[] = { "cuda", "cu", "cpp", "c++", "cxx", "cc", "c", "h",
+					       NULL };
+	static const char *const py_langs[] = { "python", "py", "python3", NULL };
+	const char *const *langs = !strcmp(ext, "py") ? py_langs : c_langs;
+	for (size_t i = 0; langs[i]; i++)
 		if (strlen(langs[i]) == n && !strncasecmp(s, langs[i], n))
 			return 1;
 	return 0;
@@ -327,7 +330,7 @@ struct block {
 /* The fenced blocks of text (CommonMark: a fence is three or more backticks
  * at the start of a line, up to three spaces in; it closes on a line of at
  * least as many backticks). An unclosed block runs to the end. */
-static int find_blocks(const char *text, struct block *b, int max)
+static int find_blocks(const char *text, const char *ext, struct block *b, int max)
 {
 	int n = 0;
 	const char *l = text;
@@ -347,7 +350,7 @@ static int find_blocks(const char *text, struct block *b, int max)
 		while (*info == ' ')
 			info++;
 		size_t ilen = strcspn(info, " \t\r\n{");
-		struct block cur = { .s = next, .e = NULL, .tagged = code_lang(info, ilen) };
+		struct block cur = { .s = next, .e = NULL, .tagged = code_lang(info, ilen, ext) };
 		int untagged = ilen == 0;
 		for (l = next; *l; ) {
 			const char *nx = strchr(l, '\n');
@@ -371,10 +374,10 @@ static int find_blocks(const char *text, struct block *b, int max)
 	return n;
 }
 
-char *llm_extract(const char *text, int which, int *n_blocks)
+char *llm_extract(const char *text, const char *ext, int which, int *n_blocks)
 {
 	struct block all[256], pick[256];
-	int n_all = find_blocks(text, all, 256), n = 0;
+	int n_all = find_blocks(text, ext, all, 256), n = 0;
 	for (int i = 0; i < n_all; i++)
 		if (all[i].tagged)
 			pick[n++] = all[i];

@@ -97,9 +97,10 @@ int llm_parse(enum llm_api api, const char *body, size_t len, struct llm_reply *
 void llm_reply_free(struct llm_reply *r);
 
 /* The candidate in a reply's text: the fenced blocks tagged cuda, cu, cpp,
- * c++, cxx, cc, c or h (or untagged, when no block is tagged); `which` is
- * 0 for the last, -1 for the first, N >= 1 for the Nth. The block's text
- * (malloc'd) or NULL; *n_blocks gets how many there were. */
-char *llm_extract(const char *text, int which, int *n_blocks);
+ * c++, cxx, cc, c or h where `ext` is "cu", python or py where it is "py"
+ * (a triton candidate's file), or untagged, when no block is tagged;
+ * `which` is 0 for the last, -1 for the first, N >= 1 for the Nth. The
+ * block's text (malloc'd) or NULL; *n_blocks gets how many there were. */
+char *llm_extract(const char *text, const char *ext, int which, int *n_blocks);
 
 #endif

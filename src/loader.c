@@ -2,7 +2,9 @@
  * loader.c -- see loader.h. The `cuda` backend refuses NCCL (its symbols or
  * its library) and the dynamic loader's lookup functions, which are the
  * plain way to reach a forbidden library without naming it at link time;
- * `nccl-device` allows NCCL's symmetric-memory and device-API setup only.
+ * `nccl-device` allows NCCL's symmetric-memory and device-API setup only;
+ * `parallelkittens` is `cuda` compiled against ThunderKittens' headers
+ * (build.c adds them and their flags), under the same rule.
  */
 #include "loader.h"
 
@@ -26,6 +28,9 @@ struct backend {
 	const char *const *forbid_sym;
 	const char *const *forbid_lib;
 	const char *rule;
+	int nccl;                        /* its solutions get ctx->nccl_comm */
+	int tk;                          /* compiled against ThunderKittens */
+	int python;                      /* a .py file: no object, no symbols to scan */
 };
 /* NCCL, NVSHMEM, and every way to reach a library or a driver entry point
  * without naming it at link time: the dynamic loader's lookups (glibc's
@@ -51,17 +56,37 @@ static const char *const forbid_lib_cuda[] = { "libnccl*", "libnvshmem*", NULL }
 static const char *const forbid_lib_nccl_device[] = { "libnvshmem*", NULL };
 static const char *const none[] = { NULL };
 static const struct backend backends[] = {
-	{ "cuda", none, forbid_loader, forbid_lib_cuda,
-	  "no NCCL or NVSHMEM symbol or library at all, and no dynamic lookup (dlopen, dlsym, "
-	  "cuGetProcAddress ...), no change of the context's limits (cudaDeviceSetLimit: "
-	  "an L2 set-aside for persisting accesses); ranks talk through the harness's "
-	  "symmetric memory (pkb_symm_alloc, peer pointers, the barriers of pkb_device.cuh)" },
-	{ "nccl-device", allow_nccl_device, forbid_loader, forbid_lib_nccl_device,
-	  "NCCL's symmetric windows and device API only (ncclMemAlloc, "
-	  "ncclCommWindowRegister, ncclDevCommCreate and device-side calls); no host "
-	  "collective or point-to-point call (ncclAllReduce, ncclSend ...), no NVSHMEM, "
-	  "no dynamic lookup, no change of the context's limits" },
-	{ "reference", none, none, none, "anything" },
+	{ .name = "cuda", .allow_sym = none, .forbid_sym = forbid_loader,
+	  .forbid_lib = forbid_lib_cuda,
+	  .rule = "no NCCL or NVSHMEM symbol or library at all, and no dynamic lookup (dlopen, "
+		  "dlsym, cuGetProcAddress ...), no change of the context's limits "
+		  "(cudaDeviceSetLimit: an L2 set-aside for persisting accesses); ranks talk "
+		  "through the harness's symmetric memory (pkb_symm_alloc, peer pointers, the "
+		  "barriers of pkb_device.cuh)" },
+	{ .name = "nccl-device", .allow_sym = allow_nccl_device, .forbid_sym = forbid_loader,
+	  .forbid_lib = forbid_lib_nccl_device, .nccl = 1,
+	  .rule = "NCCL's symmetric windows and device API only (ncclMemAlloc, "
+		  "ncclCommWindowRegister, ncclDevCommCreate and device-side calls); no host "
+		  "collective or point-to-point call (ncclAllReduce, ncclSend ...), no NVSHMEM, "
+		  "no dynamic lookup, no change of the context's limits" },
+	/* ThunderKittens is headers only: what they compile to is checked as
+	 * any cuda candidate's code (its host side calls the driver API, which
+	 * cuda candidates may too) */
+	{ .name = "parallelkittens", .allow_sym = none, .forbid_sym = forbid_loader,
+	  .forbid_lib = forbid_lib_cuda, .tk = 1,
+	  .rule = "the cuda backend's rule (no NCCL or NVSHMEM, no dynamic lookup, no change "
+		  "of the context's limits), compiled against ThunderKittens' headers "
+		  "($THUNDERKITTENS_ROOT); ranks talk through the harness's symmetric memory, "
+		  "which TK's pgl<..., W, false> wraps (no multicast)" },
+	/* a Python file, hosted by pkb's own code (src/pybridge.c,
+	 * python/pkb_triton.py): nothing to scan, the sandbox is the rule */
+	{ .name = "triton", .allow_sym = none, .forbid_sym = none, .forbid_lib = none, .python = 1,
+	  .rule = "a Python file in the original's solution format: Triton kernels and torch "
+		  "on this rank's GPU, peers through symmetric memory (symm_mem.empty and "
+		  "rendezvous, served by pkb); no torch.distributed collective (no NCCL), no "
+		  "subprocess, files or network (the solution process's sandbox)" },
+	{ .name = "reference", .allow_sym = none, .forbid_sym = none, .forbid_lib = none,
+	  .rule = "anything", .nccl = 1 },
 };
 static const char *const required_sym[] = {
 	"pkb_abi_version", "pkb_init", "pkb_run", "pkb_fini", NULL,
@@ -88,7 +113,25 @@ const char *loader_backend_rule(const char *backend)
 
 int loader_backend_uses_nccl(const char *backend)
 {
-	return !strcmp(backend, "reference") || !strcmp(backend, "nccl-device");
+	const struct backend *b = backend_of(backend);
+	return b && b->nccl;
+}
+
+int loader_backend_uses_tk(const char *backend)
+{
+	const struct backend *b = backend_of(backend);
+	return b && b->tk;
+}
+
+int loader_backend_uses_python(const char *backend)
+{
+	const struct backend *b = backend_of(backend);
+	return b && b->python;
+}
+
+const char *loader_backend_names(void)
+{
+	return "cuda, nccl-device, parallelkittens, triton";
 }
 
 static int matches(const char *const *globs, const char *name)

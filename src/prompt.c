@@ -107,6 +107,50 @@ int prompt_fill(const char *tmpl, const char *const *names, const char *const *v
 	return rc;
 }
 
+/* ---- the backends ----------------------------------------------------------- */
+
+/* What a prompt differs in per backend (docs/BACKENDS.md): the file the
+ * model writes (its extension, as the examples are picked by it), the
+ * project headers an example may include and still be shown whole, and
+ * whether the C ABI (pkb.h, pkb_device.cuh) is part of the task. */
+static const struct prompt_backend {
+	const char *name;
+	const char *ext;              /* "cu" or "py" */
+	const char *const *headers;   /* quoted includes an example may have */
+	int abi;                      /* the template must show pkb.h and pkb_device.cuh */
+} prompt_backends[] = {
+	{ .name = "cuda", .ext = "cu", .abi = 1,
+	  .headers = (const char *const[]){ "pkb.h", "pkb_device.cuh", NULL } },
+	{ .name = "nccl-device", .ext = "cu", .abi = 1,
+	  .headers = (const char *const[]){ "pkb.h", "pkb_device.cuh", NULL } },
+	/* ThunderKittens' headers are the user's ($THUNDERKITTENS_ROOT), not
+	 * pasted: the prompt summarises the part of TK a candidate uses */
+	{ .name = "parallelkittens", .ext = "cu", .abi = 1,
+	  .headers = (const char *const[]){ "pkb.h", "pkb_device.cuh", "kittens.cuh", NULL } },
+	/* a Python file in the original's solution format: no C ABI */
+	{ .name = "triton", .ext = "py", .abi = 0,
+	  .headers = (const char *const[]){ NULL } },
+};
+
+static const struct prompt_backend *prompt_backend_of(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(prompt_backends); i++)
+		if (!strcmp(prompt_backends[i].name, name))
+			return &prompt_backends[i];
+	return NULL;
+}
+
+int prompt_backend_valid(const char *backend)
+{
+	return prompt_backend_of(backend) != NULL;
+}
+
+const char *prompt_backend_ext(const char *backend)
+{
+	const struct prompt_backend *b = prompt_backend_of(backend);
+	return b ? b->ext : "cu";
+}
+
 /* ---- the pieces ------------------------------------------------------------- */
 
 /* the value of "pkb-backend: X" in a file's header comment; cuda if none */
@@ -123,30 +167,36 @@ static void backend_of(const char *text, char *out, size_t n)
 	snprintf(out, n, "%.*s", (int)k, h);
 }
 
-/* a candidate the prompt can show whole: no project header beyond the two
- * the prompt carries */
-static int self_contained(const char *text)
+/* a candidate the prompt can show whole: no project header beyond those
+ * its backend names (a Python file includes none) */
+static int self_contained(const char *text, const struct prompt_backend *be)
 {
 	for (const char *s = strstr(text, "#include \""); s; s = strstr(s + 1, "#include \"")) {
 		const char *name = s + strlen("#include \"");
-		if (strncmp(name, "pkb.h\"", 6) && strncmp(name, "pkb_device.cuh\"", 15))
+		int known = 0;
+		for (int i = 0; be->headers[i] && !known; i++)
+			known = !strncmp(name, be->headers[i], strlen(be->headers[i])) &&
+				name[strlen(be->headers[i])] == '"';
+		if (!known)
 			return 0;
 	}
 	return 1;
 }
 
-/* The example: the shortest self-contained ok_*.cu of the backend in the
+/* The example: the shortest self-contained ok_*.<ext> of the backend in the
  * lowest-id problem other than p that has one (001's for every problem but
  * 001). Deterministic: the same files always give the same choice. */
-static char *pick_example(const struct pkb_problem *p, const char *backend, char **text_out)
+static char *pick_example(const struct pkb_problem *p, const struct prompt_backend *be,
+			  char **text_out)
 {
+	const char *backend = be->name;
 	char *best = NULL, *best_text = NULL;
 	for (int i = 0; i < problem_count() && !best; i++) {
 		const struct pkb_problem *q = problem_at(i);
 		if (q == p)
 			continue;
 		char *dir = problem_dir(q);
-		char *pat = xstrfmt("%s/solutions/ok_*.cu", dir);
+		char *pat = xstrfmt("%s/solutions/ok_*.%s", dir, be->ext);
 		glob_t g;
 		if (glob(pat, 0, NULL, &g) == 0) {
 			for (size_t k = 0; k < g.gl_pathc; k++) {
@@ -156,7 +206,7 @@ static char *pick_example(const struct pkb_problem *p, const char *backend, char
 				if (!t)
 					continue;
 				backend_of(t, b, sizeof b);
-				if (strcmp(b, backend) || !self_contained(t) ||
+				if (strcmp(b, backend) || !self_contained(t, be) ||
 				    (best_text && strlen(best_text) <= len)) {
 					free(t);
 					continue;
@@ -301,8 +351,10 @@ static char *reference_text(const char *text)
 int prompt_build(const struct prompt_opts *o, struct prompt *out, char *err, size_t n)
 {
 	memset(out, 0, sizeof *out);
-	if (strcmp(o->backend, "cuda") && strcmp(o->backend, "nccl-device")) {
-		snprintf(err, n, "no prompt for the backend '%s' (cuda, nccl-device)", o->backend);
+	const struct prompt_backend *be = prompt_backend_of(o->backend);
+	if (!be) {
+		snprintf(err, n, "no prompt for the backend '%s' (%s)", o->backend,
+			 PROMPT_BACKENDS);
 		return -1;
 	}
 	const struct pkb_problem *p = o->p;
@@ -341,7 +393,7 @@ int prompt_build(const struct prompt_opts *o, struct prompt *out, char *err, siz
 	char *abi = read_under_root("include/pkb.h", err, n);
 	char *dev = abi ? read_under_root("include/pkb_device.cuh", err, n) : NULL;
 	char *ex_text = NULL;
-	out->example = pick_example(p, o->backend, &ex_text);
+	out->example = pick_example(p, be, &ex_text);
 	struct strbuf shapes = { 0 }, tol = { 0 }, hw = { 0 }, roof = { 0 }, exname = { 0 },
 		    title = { 0 };
 	int rc = -1;
@@ -365,7 +417,8 @@ int prompt_build(const struct prompt_opts *o, struct prompt *out, char *err, siz
 	} else {
 		strbuf_addf(&exname, "(none: no other problem has a known-good %s candidate yet)",
 			  o->backend);
-		ex_text = xstrdup("/* no example for this backend */\n");
+		ex_text = xstrdup(be->abi ? "/* no example for this backend */\n"
+					  : "# no example for this backend\n");
 	}
 	const char *names[] = { "problem", "backend", "instance", "task", "reference", "abi",
 				"device_header", "example_name", "example", "shapes", "tolerance",
@@ -373,11 +426,13 @@ int prompt_build(const struct prompt_opts *o, struct prompt *out, char *err, siz
 	const char *values[] = { strbuf_take(&title), o->backend, instance, task, reference, abi, dev,
 				 strbuf_take(&exname), ex_text, strbuf_take(&shapes), strbuf_take(&tol),
 				 strbuf_take(&hw), strbuf_take(&roof) };
-	const char *required[] = { "task", "reference", "abi", "device_header", "example",
-				   "shapes", "tolerance", "hardware", "roofline" };
+	/* a Python candidate's template need not show the C ABI */
+	const char *required[] = { "task", "reference", "example", "shapes", "tolerance",
+				   "hardware", "roofline", "abi", "device_header" };
+	int n_required = (int)ARRAY_SIZE(required) - (be->abi ? 0 : 2);
 	char e2[256];
 	rc = prompt_fill(tmpl, names, values, (int)ARRAY_SIZE(names), required,
-			 (int)ARRAY_SIZE(required), &out->system, &out->user, e2, sizeof e2);
+			 n_required, &out->system, &out->user, e2, sizeof e2);
 	if (rc)
 		snprintf(err, n, "template '%s': %s", out->template_path, e2);
 	free((char *)values[0]);
@@ -434,7 +489,8 @@ int prompt_hw_pick(const char *device, int world, char *name, size_t n, char *wh
 /* ---- the instance options ------------------------------------------------------ */
 
 const struct opt prompt_opts_table[] = {
-	{ PROMPT_OPT_BACKEND, "backend", "B", "cuda (default) | nccl-device" },
+	{ PROMPT_OPT_BACKEND, "backend", "B", "cuda (default) | nccl-device |\n"
+					      "parallelkittens | triton (docs/BACKENDS.md)" },
 	{ 'd', "dtype", "T", "bf16 (default) | fp16 | fp32" },
 	{ 'g', "gpus", "W", "world size (default 4)" },
 	{ PROMPT_OPT_M, "m", "M", "base shape: rows (default 1024)" },

@@ -15,7 +15,7 @@
 
 struct prompt_opts {
 	const struct pkb_problem *p;
-	const char *backend;        /* cuda | nccl-device */
+	const char *backend;        /* PROMPT_BACKENDS */
 	int world;
 	long long m, n;
 	pkb_dtype dtype;            /* -d, parsed once (prompt_opt) */
@@ -31,6 +31,11 @@ struct prompt_opts {
  * error()). */
 enum { PROMPT_OPT_BACKEND = 1100, PROMPT_OPT_M, PROMPT_OPT_N, PROMPT_OPT_HW, PROMPT_OPT_TEMPLATE };
 extern const struct opt prompt_opts_table[];
+/* the backends with a prompt (prompts/<backend>.txt; docs/BACKENDS.md) */
+#define PROMPT_BACKENDS "cuda, nccl-device, parallelkittens, triton"
+int prompt_backend_valid(const char *backend);
+/* the extension of the backend's candidate file: "cu", or "py" (triton) */
+const char *prompt_backend_ext(const char *backend);
 int prompt_opt(struct prompt_opts *o, int c, const char *arg);
 #define PROMPT_OPTS_DEFAULTS { .backend = "cuda", .world = 4, .m = 1024, .n = 1024, \
 			       .dtype = PKB_BF16 }

@@ -520,7 +520,7 @@ static int gpu_nodes(char **names, int cap)
 	return k;
 }
 
-#define MAX_RULES 128
+#define MAX_RULES 192   /* the system, the solution, LD_LIBRARY_PATH, GPU nodes, Python's folders */
 
 /* the folders of every rank: libraries, configuration, devices' sysfs */
 static const char *const system_ro[] = { "/usr", "/lib", "/lib64", "/lib32", "/etc", "/opt",
@@ -539,12 +539,22 @@ static int rank_rules(const struct wire_job *j, int nccl, struct ll_rule *rules,
 
 int sandbox_rank_enter(const struct wire_job *j, int fd, char *err, size_t n)
 {
+	return sandbox_rank_enter_with(j, fd, NULL, NULL, err, n);
+}
+
+int sandbox_rank_enter_with(const struct wire_job *j, int fd, const char *const *ro,
+			    const char *const *rw, char *err, size_t n)
+{
 	struct ll_rule rules[MAX_RULES];
 	char *own[MAX_RULES];
 	int nown = 0, nccl = 0;
 	for (int i = 0; i < j->n_sol && i < WIRE_MAX_SOL; i++)
 		nccl |= j->sol[i].nccl;
 	int nr = rank_rules(j, nccl, rules, own, &nown);
+	for (int i = 0; ro && ro[i] && nr < MAX_RULES; i++)
+		rules[nr++] = (struct ll_rule){ ro[i], LL_READ };
+	for (int i = 0; rw && rw[i] && nr < MAX_RULES; i++)
+		rules[nr++] = (struct ll_rule){ rw[i], LL_ALL };
 	__u64 scoped = LANDLOCK_SCOPE_SIGNAL | (nccl ? 0 : LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET);
 
 	int r = rank_limits(nccl, j->save_dir[0] != 0, err, n);

@@ -137,6 +137,12 @@ int sandbox_landlock(const char *const *ro, const char *const *rw, char *err, si
  * err. */
 struct wire_job;
 int sandbox_rank_enter(const struct wire_job *j, int report_fd, char *err, size_t n);
+/* The same with more folders: read below each of `ro`, read and write
+ * below each of `rw` (NULL-terminated; NULL: none). A solution process
+ * hosting Python (the triton backend) reads its interpreter's prefixes
+ * and sys.path, and writes its own scratch folder (Triton's cache). */
+int sandbox_rank_enter_with(const struct wire_job *j, int report_fd, const char *const *ro,
+			    const char *const *rw, char *err, size_t n);
 /* 1 if a solution process of job j could read `path` (absolute, no
  * symbolic links) once in its sandbox: a store the judge keeps must not be
  * (refcache.h) */

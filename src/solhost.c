@@ -33,7 +33,10 @@
 #include "rank_env.h"  /* defines: struct rank_env, struct solution */
 #include "rank_link.h" /* defines: phase, rank_fail, nccl_setup, coll_allgather, CUDA_OR */
 #include "symm.h"      /* defines: symm_make, make_dev_comm */
-#include "sandbox.h"   /* defines: sandbox_rank_enter, sandbox_exit_guard */
+#include "sandbox.h"   /* defines: sandbox_rank_enter_with, sandbox_exit_guard */
+#include "build.h"     /* defines: build_python_path */
+#include "dtype.h"     /* defines: dtype_name */
+#include "pybridge.h"  /* defines: pybridge_probe, pybridge_start, pybridge_call */
 #include "util.h"
 
 #include <cuda_runtime_api.h>
@@ -57,6 +60,27 @@ struct sol_perf {
 
 static uint32_t *flags;          /* the judge's words: [0] go, [1] done */
 static struct sol_perf perf;
+
+/* ---- a Python solution (the triton backend, docs/BACKENDS.md) -------------------
+ * Its "object" is the .py file itself (build.c keeps it in the cache under
+ * its key). Before the sandbox this process starts the user's Python
+ * (pybridge.c) with pkb's python/pkb_triton.py, which imports torch and
+ * Triton; after it, that module imports the candidate and calls its
+ * solution() for pkb_run. Its symmetric memory, barriers and failures are
+ * served here, through these callbacks. */
+static struct {
+	int on;                  /* this process hosts a Python solution */
+	int may_alloc;           /* init and checked calls: symmetric memory may be made */
+	struct rank_env *E;
+	char *scratch;           /* its own folder: Triton's cache, TMPDIR */
+	struct pybridge_probe probe;
+} py;
+
+static int is_python(const char *so)
+{
+	size_t n = strlen(so);
+	return n > 3 && !strcmp(so + n - 3, ".py");
+}
 
 /* ---- replies ------------------------------------------------------------- */
 
@@ -142,16 +166,142 @@ static const pkb_services services = {
 	.log = svc_log,
 };
 
+/* what python/pkb_triton.py calls back (ctypes, its function pointers in
+ * setup's JSON): symmetric memory (collective; in init and checked calls
+ * only: a timed block enqueues behind the judge's gate, and making memory
+ * synchronises), the judges' host barrier, a device barrier of every
+ * rank's stream (kern_barrier on the solution's own pads) */
+static int py_symm_alloc(uint64_t bytes, uint64_t *local, uint64_t *peers, uint64_t *dev)
+{
+	struct solution *s = &py.E->sol[0];
+	if (!py.may_alloc || s->n_symm >= MAX_SYMM) {
+		warning("symm_mem.empty of %llu bytes refused: %s", (unsigned long long)bytes,
+			py.may_alloc ? "too many buffers" : "symmetric memory is made in the "
+			"first (checked) calls, not while timed or captured");
+		return -1;
+	}
+	struct symm_block *b = &s->symm[s->n_symm];
+	if (symm_make(py.E, bytes, b) < 0) {
+		warning("symm_mem.empty of %llu bytes failed: %s", (unsigned long long)bytes,
+			py.E->symm_err);
+		return -1;
+	}
+	s->n_symm++;
+	*local = (uint64_t)(uintptr_t)b->local;
+	for (int r = 0; r < py.E->world; r++)
+		peers[r] = (uint64_t)(uintptr_t)b->peers[r];
+	*dev = (uint64_t)(uintptr_t)b->peers_dev;
+	return 0;
+}
+
+static int py_host_barrier(void)
+{
+	host_barrier(py.E);
+	return 0;
+}
+
+static int py_dev_barrier(uint64_t stream)
+{
+	return kern_barrier(py.E->sol[0].master.dev, (struct CUstream_st *)(uintptr_t)stream);
+}
+
+/* a call of pkb_triton, failing the process with the candidate's message
+ * (its claim: runtime_error at most, solproc.c) */
+static int py_do(const char *fn, json_t *arg)
+{
+	char *txt = json_dumps(arg, JSON_COMPACT);
+	json_decref(arg);
+	char err[2048];
+	int rc = pybridge_call(fn, txt, err, sizeof err);
+	free(txt);
+	if (rc < 0)
+		rank_fail(py.E, OUT_RUNTIME_ERROR, "the candidate's %s: %s",
+			  !strcmp(fn, "call") ? "solution()" : fn, err);
+	return 0;
+}
+
+static json_t *py_tensors(const pkb_tensor *t, int n)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < n; i++) {
+		json_t *shape = json_array();
+		for (int d = 0; d < t[i].ndim; d++)
+			json_array_append_new(shape, json_integer(t[i].shape[d]));
+		json_array_append_new(a, json_pack("{s:s,s:I,s:o,s:s}", "name", t[i].name, "ptr",
+						   (json_int_t)(uintptr_t)t[i].data, "shape", shape,
+						   "dtype", dtype_name(t[i].dtype)));
+	}
+	return a;
+}
+
+static int py_init(pkb_ctx *ctx)
+{
+	(void)ctx;
+	return py_do("init", json_object());
+}
+
+static int py_run(pkb_ctx *ctx)
+{
+	json_t *params = json_array();
+	for (int i = 0; i < ctx->n_params; i++)
+		json_array_append_new(params, json_pack("{s:s,s:f}", "name", ctx->params[i].name,
+							"value", ctx->params[i].value));
+	return py_do("call", json_pack("{s:o,s:o,s:o,s:I}", "in", py_tensors(ctx->in, ctx->n_in),
+				       "out", py_tensors(ctx->out, ctx->n_out), "params", params,
+				       "stream", (json_int_t)(uintptr_t)ctx->stream));
+}
+
+static int py_fini(pkb_ctx *ctx)
+{
+	(void)ctx;
+	return py_do("fini", json_object());
+}
+
+/* Python started, torch and Triton imported, before the sandbox: its
+ * folders into ro[] (NULL-terminated, PYBRIDGE_MAX_DIRS + 2), the scratch
+ * folder into rw[0] */
+static void py_start(struct rank_env *E, const char **ro, const char **rw)
+{
+	char err[1024];
+	py.on = 1;
+	py.E = E;
+	char *python = build_python_path(err, sizeof err);
+	if (!python || pybridge_probe(python, &py.probe, err, sizeof err) < 0)
+		rank_fail(E, OUT_ENV_ERROR, "%s", err);   /* the machine's: no code of the candidate's ran */
+	const char *tmp = getenv("TMPDIR");
+	py.scratch = xstrfmt("%s/pkb-sol.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(py.scratch))
+		rank_fail(E, OUT_ENV_ERROR, "cannot make a scratch folder under '%s'", py.scratch);
+	char *shim = xstrfmt("%s/python", pkb_root());
+	json_t *setup = json_pack("{s:s,s:i,s:i,s:i,s:b,s:{s:I,s:I,s:I}}", "scratch", py.scratch,
+				  "rank", E->rank, "world", E->world, "device", E->device,
+				  "triton", 1, "cb",
+				  "symm_alloc", (json_int_t)(uintptr_t)py_symm_alloc,
+				  "host_barrier", (json_int_t)(uintptr_t)py_host_barrier,
+				  "dev_barrier", (json_int_t)(uintptr_t)py_dev_barrier);
+	char *txt = json_dumps(setup, JSON_COMPACT);
+	json_decref(setup);
+	/* pkb's code alone so far: a failure here is the machine's */
+	if (pybridge_start(&py.probe, shim, txt, err, sizeof err) < 0)
+		rank_fail(E, OUT_ENV_ERROR, "Python for the triton backend: %s", err);
+	free(txt);
+	int k = 0;
+	ro[k++] = shim;   /* kept: the sandbox's rules hold the path */
+	for (int i = 0; i < py.probe.n_dirs; i++)
+		ro[k++] = py.probe.dirs[i];
+	ro[k] = NULL;
+	rw[0] = py.scratch;
+	rw[1] = NULL;
+	free(python);
+}
+
 /* ---- the solution --------------------------------------------------------- */
 
-static void load_solution(struct rank_env *E, struct solution *s)
+/* the solution's .so: dlopen'd, its ABI and entry points checked */
+static void load_object(struct rank_env *E, struct solution *s, const char *so)
 {
-	const struct wire_solution *w = &E->job.sol[0];
-	memset(s, 0, sizeof *s);
-	s->env = E;
-	s->role = w->role;
 	/* RTLD_LOCAL: a solution's symbols cannot interpose on the harness's */
-	s->dl = dlopen(w->so, RTLD_NOW | RTLD_LOCAL);
+	s->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
 	if (!s->dl)
 		rank_fail(E, OUT_LOAD_REFUSED, "cannot load the %s: %s", s->role, dlerror());
 	const int *abi = dlsym(s->dl, "pkb_abi_version");
@@ -166,7 +316,22 @@ static void load_solution(struct rank_env *E, struct solution *s)
 	*(void **)&s->fini = dlsym(s->dl, "pkb_fini");
 	if (!s->init || !s->run || !s->fini)
 		rank_fail(E, OUT_LOAD_REFUSED, "the %s lacks pkb_init, pkb_run or pkb_fini", s->role);
+}
 
+static void load_solution(struct rank_env *E, struct solution *s)
+{
+	const struct wire_solution *w = &E->job.sol[0];
+	memset(s, 0, sizeof *s);
+	s->env = E;
+	s->role = w->role;
+	if (py.on) {   /* pkb_triton imports the file: its top level runs now */
+		py_do("load", json_pack("{s:s}", "path", w->so));
+		s->init = py_init;
+		s->run = py_run;
+		s->fini = py_fini;
+	} else {
+		load_object(E, s, w->so);
+	}
 	pkb_ctx *m = &s->master;
 	m->abi_version = PKB_ABI_VERSION;
 	m->rank = E->rank;
@@ -234,7 +399,9 @@ static void sol_setup_call(struct rank_env *E, struct solution *s, int fini)
 {
 	refresh_ctx(E, s, NULL, NULL);
 	s->in_setup = 1;
+	py.may_alloc = !fini;
 	int rc = fini ? s->fini(&s->ctx) : s->init(&s->ctx);
+	py.may_alloc = 0;
 	s->in_setup = 0;
 	if (rc != 0)
 		rank_fail(E, OUT_RUNTIME_ERROR, "%s of the %s returned %d",
@@ -314,8 +481,11 @@ static void setup(struct rank_env *E, json_t *msg, int early_device)
 	flags = f[0];
 	if (E->job.sol[0].nccl)
 		nccl_setup(E);
+	const char *py_ro[PYBRIDGE_MAX_DIRS + 2] = { NULL }, *py_rw[2] = { NULL };
+	if (is_python(E->job.sol[0].so))
+		py_start(E, py_ro, py_rw);
 	if (E->job.sandbox) {
-		int r = sandbox_rank_enter(&E->job, E->fd, err, sizeof err);
+		int r = sandbox_rank_enter_with(&E->job, E->fd, py_ro, py_rw, err, sizeof err);
 		if (r < 0)
 			rank_fail(E, OUT_ENV_ERROR, "cannot enter the sandbox: %s (--no-sandbox runs "
 				  "trusted code without it)", err);
@@ -468,7 +638,9 @@ int solhost_main(int early_device)
 			int o = index_in(json_object_get(cmd, "set"), perf.sets);
 			if (g < -1 || o < -1)
 				rank_fail(E, OUT_INTERNAL, "bad call from the judge");
+			py.may_alloc = 1;   /* a Python solution's first calls make its buffers */
 			sol_call(E, s, g < 0 ? E->in_dev : perf.in[g], o < 0 ? E->out_dev : perf.out[o]);
+			py.may_alloc = 0;
 			wait_stream(E, s->role);
 			check_dev_err(E, s);
 			reply_op(E, "ok");
@@ -495,6 +667,8 @@ int solhost_main(int early_device)
 			if (e != cudaSuccess)
 				rank_fail(E, OUT_RUNTIME_ERROR, "the %s's work after its pkb_fini: %s",
 					  s->role, cudaGetErrorString(e));
+			if (py.scratch)
+				rm_rf(py.scratch);   /* Triton's cache: nothing outlives the process */
 			E->finishing = 1;
 			reply_op(E, "ok");
 			json_decref(cmd);

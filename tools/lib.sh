@@ -26,6 +26,31 @@ backend_of() {
 	fi
 }
 
+# backend_missing B: why candidates of backend B cannot be built or run
+# here (one line), or nothing when they can: parallelkittens needs
+# ThunderKittens at $THUNDERKITTENS_ROOT (pkb never downloads it), triton
+# a python3 ($PKB_PYTHON) with torch and Triton (docs/BACKENDS.md). The
+# tools skip such files, saying so.
+backend_missing() {
+	case $1 in
+	parallelkittens)
+		[ -r "${THUNDERKITTENS_ROOT:-/nonexistent}/include/kittens.cuh" ] ||
+			echo "THUNDERKITTENS_ROOT is unset or has no include/kittens.cuh" ;;
+	triton)
+		"${PKB_PYTHON:-python3}" -c 'import torch, triton' > /dev/null 2>&1 ||
+			echo "${PKB_PYTHON:-python3} cannot import torch and triton" ;;
+	esac
+}
+
+# backend_builds B: candidates of backend B can at least be built here
+# (triton's syntax check needs python3 only; the others as backend_missing)
+backend_builds() {
+	case $1 in
+	triton) command -v "${PKB_PYTHON:-python3}" > /dev/null ;;
+	*) [ -z "$(backend_missing "$1")" ] ;;
+	esac
+}
+
 # takes_world FILE W: FILE runs at W: its header names no pkb-worlds, or
 # names W among them (a bad_ file whose shortcut is wrong only at some W)
 takes_world() {

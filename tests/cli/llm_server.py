@@ -21,6 +21,7 @@
 #   echo      ok, with the request's headers in the text (a key must not reach a file)
 #   file:PATH a ```cuda block holding the file PATH (pkb agent's scripted
 #             conversations: each step's reply a different candidate)
+#   pyfile:PATH  the same in a ```python block (a triton candidate)
 import json, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -35,9 +36,10 @@ CODE_B = '#include "pkb.h"\n// BLOCK-B\nextern "C" int pkb_run(void) { return 0;
 
 
 def text_for(action, headers, arg=""):
-    if action == "file":
+    if action in ("file", "pyfile"):
         with open(arg) as f:
-            return "Here is the next version.\n\n```cuda\n" + f.read() + "```\n"
+            lang = "python" if action == "pyfile" else "cuda"
+            return "Here is the next version.\n\n```" + lang + "\n" + f.read() + "```\n"
     if action in ("ok", "slow", "trunc"):
         return "Here is the kernel.\n\n```cuda\n" + CODE_A + "```\n"
     if action == "two":

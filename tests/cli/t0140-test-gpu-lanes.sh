@@ -17,7 +17,7 @@ n_gpu_bad=$(grep -L 'pkb-expect: \(compile_error\|load_refused\)' $S/bad_*.cu | 
 want=$((2 * (1 + 2 * n_ok) + n_bad))
 n=$(wc -l < "$TMP/r.jsonl")
 [ "$n" = $want ] && ok || not_ok "expected $want recorded cases, got $n"
-expect_grep "^$((want - n_gpu_bad)) passed, $n_gpu_bad failed\$" "$TMP/out"
+expect_grep "^$((want - n_gpu_bad)) passed, $n_gpu_bad failed, 0 skipped\$" "$TMP/out"
 # every file compiled once, first (the reference, every candidate): each
 # candidate that compiles is in the cache, with the key eval uses
 expect_grep "^test-gpu: $((1 + n_ok + n_bad)) files compiled or found in the compile cache in " "$TMP/out"
@@ -66,7 +66,7 @@ grep -q '"not_run":true' "$TMP/t.jsonl" && not_ok "a case was left not run after
 k=$(grep -c '"kept_from"' "$TMP/t.jsonl")
 [ "$k" = "$ran" ] && ok || not_ok "expected $ran kept cases, got $k"
 [ "$(grep -c ' kept (-r)$' "$TMP/out")" = "$ran" ] && ok || not_ok "expected $ran kept log lines"
-expect_grep "^$((want - n_gpu_bad)) passed, $n_gpu_bad failed\$" "$TMP/out"
+expect_grep "^$((want - n_gpu_bad)) passed, $n_gpu_bad failed, 0 skipped\$" "$TMP/out"
 d=$(python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; k=[(x["world"],x["shape"],x["solution"]) for x in r]; print(len(k)-len(set(k)))' "$TMP/t.jsonl")
 [ "$d" = 0 ] && ok || not_ok "$d cases recorded twice after -r"
 # a kept case is not run again: its line is the earlier one
@@ -124,4 +124,21 @@ PKB_TEST_GPUS=2 PKB_HOLD_CMD=$TMP/holder expect_exit 1 timeout 120 tools/test-gp
 [ -s "$TMP/holder.pid" ] && ok || not_ok "the holder was not started"
 sleep 0.2
 kill -0 "$(cat "$TMP/holder.pid" 2>/dev/null || echo 999999999)" 2>/dev/null && not_ok "the holder outlived test-gpu" || ok
+# a backend this machine lacks (parallelkittens without THUNDERKITTENS_ROOT,
+# triton without a python3 that imports torch and triton): its files are
+# skipped, each said and counted, none run or recorded
+S=problems/012_allgather_gemm/solutions
+n_tk=$(grep -l 'pkb-backend: parallelkittens' $S/*.cu | wc -l)
+n_py=$(grep -l 'pkb-backend: triton' $S/*.py | wc -l)
+[ "$n_tk" -ge 2 ] && [ "$n_py" -ge 2 ] && ok || not_ok "012 has $n_tk parallelkittens, $n_py triton files"
+unset THUNDERKITTENS_ROOT
+export PKB_PYTHON=$TMP/no-python
+PKB_TEST_GPUS=2 expect_exit 1 tools/test-gpu -p 012 -w 2 -o "$TMP/tk.jsonl"
+[ "$(grep -c '^skip 012_allgather_gemm W=2 default .*: parallelkittens: THUNDERKITTENS_ROOT is unset' "$TMP/out")" = "$n_tk" ] &&
+	ok || not_ok "expected $n_tk skip lines: $(grep '^skip' "$TMP/out")"
+[ "$(grep -c '^skip 012_allgather_gemm W=2 default .*\.py: triton: .*no-python cannot import torch and triton' "$TMP/out")" = "$n_py" ] &&
+	ok || not_ok "expected $n_py triton skip lines: $(grep '^skip' "$TMP/out")"
+expect_grep "^[0-9]+ passed, [0-9]+ failed, $((n_tk + n_py)) skipped\$" "$TMP/out"
+grep -q 'tk_\|triton' "$TMP/tk.jsonl" && not_ok "a skipped file was recorded" || ok
+unset PKB_PYTHON
 done_testing

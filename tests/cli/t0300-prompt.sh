@@ -106,4 +106,16 @@ expect_exit 1 "$PKB" prompt 3 --backend nvshmem
 expect_exit 2 "$PKB" prompt 3 --gpus x
 expect_exit 2 "$PKB" prompt
 expect_exit 1 "$PKB" prompt 3 --hw nosuchmachine
+# issue 42: the original's other backends have prompts of their own
+expect_exit 0 "$PKB" prompt 3 --backend parallelkittens
+expect_grep 'problem 003_broadcast, backend parallelkittens' "$TMP/out"
+expect_grep 'pgl<gl<T, 1, 1, -1, -1>, W, false>' "$TMP/out"
+expect_grep 'known-good solution of another problem: problems/001_allreduce/solutions/ok_tk_pgl.cu' "$TMP/out"
+expect_grep 'PKB_ABI_VERSION' "$TMP/out"
+expect_exit 0 "$PKB" prompt 3 --backend triton
+expect_grep 'problem 003_broadcast, backend triton' "$TMP/out"
+expect_grep 'symm_mem.rendezvous\(buf, dist.group.WORLD\)' "$TMP/out"
+expect_grep 'exactly one fenced code block \(```python' "$TMP/out"
+expect_exit 1 grep -q 'PKB_ABI_VERSION' "$TMP/out"
+if grep -q '{{' "$TMP/out"; then not_ok "a slot is left in the triton prompt"; else ok; fi
 done_testing

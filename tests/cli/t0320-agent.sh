@@ -296,5 +296,29 @@ start_server "file:$C/s3_fast.cu"
 expect_exit 0 agent --steps 1 --run "$TMP/run_tcmd" --timing cold \
 	--eval-cmd "$PKB eval {id} {file} --gpus {gpus} --m {m} --trials {trials} --measure-perf --iters 20 --hw {hw} -q --json {json}"
 expect_grep "^warning: --timing, --deadline, --device-timeout, --arch and --no-sandbox go to the local pkb eval only" "$TMP/err"
+# issue 42: the original's other backends. parallelkittens: its prompt, and
+# eval gets --backend parallelkittens (a stub ThunderKittens stands in)
+mkdir -p "$TMP/tk/include"
+echo '#pragma once' > "$TMP/tk/include/kittens.cuh"
+{ printf '#include "kittens.cuh"
+'; head_; echo 'extern "C" const char m[] = "pkb-fake-mode:ok pkb-fake-us:4";'; tail_; } >"$C/s9_tk.cu"
+start_server "file:$C/s9_tk.cu"
+RUN=$TMP/run_tk
+THUNDERKITTENS_ROOT=$TMP/tk expect_exit 0 agent --steps 1 --run "$RUN" --backend parallelkittens
+check 'T[0]["verdict"] == "pass" and json.load(open(R + "/agent/001/step_1.eval.json"))["backend"] == "parallelkittens"'
+check '"ThunderKittens" in reqs[0]["body"]["messages"][0]["content"] and "pgl<gl<T" in last_user(0)'
+check 'json.load(open(R + "/run.json"))["args"]["backend"] == "parallelkittens"'
+# triton: a Python candidate, extracted from a python block into step_1.py
+# (its evaluation is the triton backend's, docs/BACKENDS.md)
+printf 'def solution(tensor):\n    return tensor\n' > "$C/s10.py"
+start_server "pyfile:$C/s10.py"
+RUN=$TMP/run_py
+agent --steps 1 --run "$RUN" --backend triton > "$TMP/out" 2> "$TMP/err"
+check 'read(R + "/agent/001/step_1.py") == "def solution(tensor):\n    return tensor\n"'
+check '"def solution(" in last_user(0) and "```python" in last_user(0)'
+check 'json.load(open(R + "/agent/001/step_1.eval.json"))["backend"] == "triton"'
+check 'read(R + "/candidates/001/sample_0.py") == read(R + "/agent/001/step_1.py")'
+expect_exit 2 agent --steps 1 --run "$TMP/r_nb" --backend nosuch
+expect_grep "^hint: candidates use --backend cuda, nccl-device, parallelkittens, triton" "$TMP/err"
 stop_server
 done_testing

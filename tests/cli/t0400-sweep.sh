@@ -215,6 +215,19 @@ PKB_FAKE_MODE=ok expect_exit 0 "$PKB" sweep "$TMP/dry" -p 1 -t 1 -g 2 --ngpus 2
 expect_grep '3 already recorded, 1 to run' "$TMP/err"
 expect_grep '^4 compile_error load_refused no_code pass$' <(count "$TMP/dry/results.jsonl")
 expect_exit 2 "$PKB" sweep "$TMP/dry" --dry-run --slurm
+# triton candidates are .py files (issue 42): found as .cu are, built by
+# python3's syntax check under --backend triton, a syntax error final
+mkdir -p "$TMP/drypy/candidates/001" "$TMP/drypy/replies/001"
+cp "$P1/ok_triton_oneshot.py" "$TMP/drypy/candidates/001/sample_0.py"
+printf 'def solution(t:
+' > "$TMP/drypy/candidates/001/sample_1.py"
+for k in 0 1; do echo '{"outcome": "ok"}' > "$TMP/drypy/replies/001/sample_$k.json"; done
+env -u PKB_RANK_CMD -u CUDA_VISIBLE_DEVICES "$PKB" sweep "$TMP/drypy" -p 1 -t 1 --dry-run \
+	--backend triton >"$TMP/out" 2>"$TMP/err"
+[ $? = 0 ] && ok || not_ok "dry run of .py exit $?: $(head -c 300 "$TMP/err")"
+expect_grep 'dry run: 1 recorded \(no_code, compile_error, load_refused\), 1 build' "$TMP/err"
+expect_grep 'SyntaxError' "$TMP/drypy/logs/001/sample_1.log"
+expect_grep '"backend":"triton"' "$TMP/drypy/results.jsonl"
 
 # every option at once, four --deadline (issue 39: eval's argv overflowed
 # its 24 slots); valgrind sees the sweep's own heap (not ld.so's reads in

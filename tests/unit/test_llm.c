@@ -167,16 +167,22 @@ static void test_replies(void)
 	CHECK(parse(LLM_GEMINI, "{\"promptFeedback\":{}}", &r) < 0);
 }
 
-static int extract_is(const char *text, int which, const char *want, int want_n)
+static int extract_ext_is(const char *text, const char *ext, int which, const char *want,
+			  int want_n)
 {
 	int n = -1;
-	char *s = llm_extract(text, which, &n);
+	char *s = llm_extract(text, ext, which, &n);
 	int ok = n == want_n && (want ? s && !strcmp(s, want) : !s);
 	if (!ok)
 		fprintf(stderr, "extract(%d): got '%s' of %d, want '%s' of %d\n", which,
 			s ? s : "(null)", n, want ? want : "(null)", want_n);
 	free(s);
 	return ok;
+}
+
+static int extract_is(const char *text, int which, const char *want, int want_n)
+{
+	return extract_ext_is(text, "cu", which, want, want_n);
 }
 
 static void test_extract(void)
@@ -204,6 +210,11 @@ static void test_extract(void)
 	CHECK(extract_is("```cuda\nopen\nstill", 0, "open\nstill", 1));
 	/* a fence line with text after the backticks does not close */
 	CHECK(extract_is("```cuda\nx\n```not a close\ny\n```\n", 0, "x\n```not a close\ny\n", 1));
+	/* a triton candidate is Python: its tags count, C's do not */
+	CHECK(extract_ext_is("```python\nP\n```\n```cu\nC\n```\n", "py", 0, "P\n", 1));
+	CHECK(extract_ext_is("```cuda\nC\n```\n```Python3\nQ\n```\n```py\nR\n```\n", "py", -1,
+			     "Q\n", 2));
+	CHECK(extract_ext_is("```\nU\n```\n", "py", 0, "U\n", 1));
 }
 
 static const char *role_text(json_t *m, int gemini, const char **role)

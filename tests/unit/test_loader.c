@@ -73,6 +73,8 @@ int main(void)
 		       "%s: %s", lookups[i][0], why);
 		CHECKF(lk && loader_scan(lk, "nccl-device", why, sizeof why) == 1,
 		       "%s under nccl-device: %s", lookups[i][0], why);
+		CHECKF(lk && loader_scan(lk, "parallelkittens", why, sizeof why) == 1 &&
+		       strstr(why, lookups[i][0]), "%s under parallelkittens: %s", lookups[i][0], why);
 		CHECK(lk && loader_scan(lk, "reference", why, sizeof why) == 0);
 		free(lk);
 	}
@@ -81,6 +83,22 @@ int main(void)
 			 "-Wl,--no-as-needed -L/usr/local/cuda/lib64 -L/usr/lib/x86_64-linux-gnu -lnccl");
 	int r = loader_scan(nolib, "cuda", why, sizeof why);
 	CHECKF(r == 1 && strstr(why, "libnccl"), "linked libnccl: %d %s", r, why);
+	/* parallelkittens: cuda's rule (TK is headers only), its own name in
+	 * the message; no communicator, ThunderKittens' headers */
+	r = loader_scan(nolib, "parallelkittens", why, sizeof why);
+	CHECKF(r == 1 && strstr(why, "libnccl") && strstr(why, "parallelkittens backend"),
+	       "parallelkittens linked libnccl: %d %s", r, why);
+	CHECK(loader_scan(nccl, "parallelkittens", why, sizeof why) == 1 &&
+	      strstr(why, "'ncclAllReduce', which the parallelkittens backend forbids"));
+	CHECK(loader_scan(clean, "parallelkittens", why, sizeof why) == 0);
+	CHECK(loader_backend_valid("parallelkittens") && !loader_backend_uses_nccl("parallelkittens") &&
+	      loader_backend_uses_tk("parallelkittens") && !loader_backend_uses_tk("cuda") &&
+	      strstr(loader_backend_rule("parallelkittens"), "ThunderKittens") &&
+	      strstr(loader_backend_names(), "parallelkittens"));
+	/* triton: a Python file, nothing to scan, no NCCL */
+	CHECK(loader_backend_valid("triton") && loader_backend_uses_python("triton") &&
+	      !loader_backend_uses_nccl("triton") && !loader_backend_uses_tk("triton") &&
+	      !loader_backend_uses_python("cuda") && strstr(loader_backend_rule("triton"), "Python"));
 
 	/* nccl-device: windows and device communicators yes, collectives and
 	 * communicators of its own no; libnccl may be linked */

@@ -55,7 +55,34 @@ int main(void)
 	prompt_free(&pr2);
 	prompt_free(&pr);
 	o.backend = "nvshmem";
-	CHECK(prompt_build(&o, &pr, err, sizeof err) < 0 && strstr(err, "nvshmem"));
+	CHECK(prompt_build(&o, &pr, err, sizeof err) < 0 && strstr(err, "nvshmem") &&
+	      strstr(err, "parallelkittens, triton"));
+	/* parallelkittens: TK's part of the prompt and a TK example, whose
+	 * "kittens.cuh" does not keep it from being shown whole */
+	o.backend = "parallelkittens";
+	CHECK(prompt_build(&o, &pr, err, sizeof err) == 0);
+	CHECK(strstr(pr.user, "backend parallelkittens") && strstr(pr.user, "pgl<gl<T") &&
+	      strstr(pr.user, "pkb_init") && strstr(pr.system, "ThunderKittens"));
+	CHECK(pr.example && strstr(pr.example, "001_allreduce/solutions/ok_tk_") &&
+	      strstr(pr.user, "#include \"kittens.cuh\""));
+	prompt_free(&pr);
+	/* for 001 itself the example is another problem's TK candidate */
+	o.p = problem_find("1");
+	CHECK(prompt_build(&o, &pr, err, sizeof err) == 0);
+	CHECK(pr.example && !strstr(pr.example, "001_allreduce") && strstr(pr.example, "ok_tk_"));
+	prompt_free(&pr);
+	o.p = problem_find("3");
+	/* triton: the original's Python solution format, no C ABI */
+	o.backend = "triton";
+	CHECK(prompt_build(&o, &pr, err, sizeof err) == 0);
+	CHECK(strstr(pr.user, "def solution(") && strstr(pr.user, "symm_mem.rendezvous") &&
+	      strstr(pr.user, "```python") && !strstr(pr.user, "PKB_ABI_VERSION") &&
+	      !strstr(pr.user, "{{"));
+	CHECK(pr.example && strstr(pr.example, "001_allreduce/solutions/ok_triton_") &&
+	      strstr(pr.user, "def _sum_ranks"));
+	CHECK(prompt_backend_valid("triton") && !strcmp(prompt_backend_ext("triton"), "py") &&
+	      !strcmp(prompt_backend_ext("parallelkittens"), "cu") && !prompt_backend_valid("mpi"));
+	prompt_free(&pr);
 	o.backend = "cuda";
 	/* -d is parsed once, where it is read: an unknown name never reaches a build */
 	CHECK(prompt_opt(&o, 'd', "fp64x") < 0 && o.dtype == PKB_FP16);

@@ -407,8 +407,30 @@ static int nccl_files(void)
 	return ok ? 0 : 1;
 }
 
+/* The folders a solution process hosting Python gets besides
+ * (sandbox_rank_enter_with): its interpreter's, read-only, and its scratch
+ * folder, read-write; a sibling of theirs stays closed. Under so_dir's
+ * parent's own temporary folder, which the rules never name. */
+static char py_dir[] = "/tmp/pkb-test-sandbox-py.XXXXXX";
+static char *py_ro, *py_rw, *py_other;
+
+static int python_extras(void)
+{
+	char *f = xstrfmt("%s/site.py", py_ro), *g = xstrfmt("%s/cache.bin", py_rw);
+	char *h = xstrfmt("%s/secret", py_other);
+	int ok = readable(f) && denied(f, O_WRONLY) && !denied(g, O_WRONLY | O_CREAT | O_TRUNC) &&
+		 denied(h, O_RDONLY);
+	free(f);
+	free(g);
+	free(h);
+	if (!ok)
+		NO("the Python folders' rules do not hold");
+	return 0;
+}
+
 /* Run fn in a child that entered a solution process's sandbox; its exit
- * status, stderr into `err`. 98: Landlock is missing. */
+ * status, stderr into `err`. 98: Landlock is missing. nccl 2: without
+ * NCCL, with the Python extras. */
 static int rank_sandboxed(int nccl, int (*fn)(void), char *err, size_t n)
 {
 	int pipefd[2];
@@ -424,9 +446,11 @@ static int rank_sandboxed(int nccl, int (*fn)(void), char *err, size_t n)
 		job.n_sol = 1;
 		snprintf(job.sol[0].role, sizeof job.sol[0].role, "candidate");
 		snprintf(job.sol[0].so, sizeof job.sol[0].so, "%s/candidate.so", so_dir);
-		job.sol[0].nccl = nccl;
+		job.sol[0].nccl = nccl == 1;
 		char e[256];
-		int r = sandbox_rank_enter(&job, pair[1], e, sizeof e);
+		const char *ro[] = { py_ro, NULL }, *rw[] = { py_rw, NULL };
+		int r = nccl == 2 ? sandbox_rank_enter_with(&job, pair[1], ro, rw, e, sizeof e)
+			: sandbox_rank_enter(&job, pair[1], e, sizeof e);
 		if (r != 0) {
 			fprintf(stderr, "enter: %s\n", e);
 			_exit(r > 0 ? 98 : 99);
@@ -457,6 +481,7 @@ static const struct { const char *what; int nccl, abi; int (*fn)(void); } rank_c
 	{ "abstract UNIX socket outside: scoped without NCCL", 0, 6, abstract_refused },
 	{ "abstract UNIX socket outside: NCCL's proxies need it", 1, 0, abstract_open },
 	{ "/dev/shm and /proc with NCCL", 1, 1, nccl_files },
+	{ "Python's folders read, its scratch written, nothing else", 2, 1, python_extras },
 };
 
 /* ---- the judge ------------------------------------------------------------------ */
@@ -585,6 +610,15 @@ int main(void)
 	CHECK(getrlimit(RLIMIT_FSIZE, &parent_fsize) == 0 &&
 	      getrlimit(RLIMIT_NOFILE, &parent_nofile) == 0);
 	CHECK(mkdtemp(so_dir) != NULL);
+	CHECK(mkdtemp(py_dir) != NULL);
+	py_ro = xstrfmt("%s/ro", py_dir);
+	py_rw = xstrfmt("%s/rw", py_dir);
+	py_other = xstrfmt("%s/other", py_dir);
+	mkdir_p(py_ro);
+	mkdir_p(py_rw);
+	mkdir_p(py_other);
+	write_file_atomic(xstrfmt("%s/site.py", py_ro), "x\n", 2);
+	write_file_atomic(xstrfmt("%s/secret", py_other), "s\n", 2);
 
 	/* glibc's posix_spawn (system, popen) blocks every signal around its
 	 * clone: the trap then cannot run the handler and the kernel ends the
@@ -686,5 +720,6 @@ int main(void)
 	close(pair[0]);
 	close(pair[1]);
 	rm_rf(so_dir);
+	rm_rf(py_dir);
 	return t_done("test_sandbox");
 }
