@@ -8,8 +8,10 @@ pkgs="libjansson-dev libelf-dev libssl-dev libseccomp-dev libcurl4-openssl-dev c
 # test skips its browser checks, saying so (the page's other checks still run).
 # `tools/deps.sh report`: chromium needed (t0420 runs this when it lacks it);
 # `tools/deps.sh slurm`: also Slurm and munge, for the tests of `pkb sweep --slurm`
-# (tools/slurm-local runs them on loopback)
-wanted="chromium"
+# (tools/slurm-local runs them on loopback). Also wanted: Debian python3's
+# shared libpython (libpython3-dev pulls it), which the triton backend embeds
+# and test_pybridge needs; without it that test skips, saying so.
+wanted="chromium libpython3-dev"
 case ${1:-} in
 report) pkgs="$pkgs chromium"; wanted="" ;;
 slurm) pkgs="$pkgs slurm-wlm munge" ;;
