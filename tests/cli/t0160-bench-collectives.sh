@@ -7,8 +7,12 @@
 export PKB_RANK_CMD=$ROOT/build/tests/fake_rank PKB_FAKE_MODE=ok PKB_TEST_GPUS=4
 cd "$ROOT"
 expect_exit 0 tools/bench-collectives -p 001 -s "8K 256M" -o "$TMP/c"
+[ -n "${THUNDERKITTENS_ROOT:-}" ] || expect_grep '^001_allreduce 8K ok_tk_pgl\.cu skipped: THUNDERKITTENS_ROOT' "$TMP/out"
 n=$(wc -l < "$TMP/c.jsonl")
-c=$(ls problems/001_allreduce/solutions/ok_*.cu | wc -l)
+# a candidate of a backend this machine lacks (ThunderKittens, Triton) is
+# skipped, saying so
+runs() { for f in "$@"; do [ -z "$(backend_missing "$(backend_of "$f")")" ] && echo "$f"; done; }
+c=$(. tools/lib.sh; runs problems/001_allreduce/solutions/ok_*.cu | wc -l)
 [ "$n" = $((2 * c)) ] && ok || not_ok "expected $((2 * c)) evals (2 sizes x $c candidates), got $n"
 expect_grep '^\| 001_allreduce \| 8K \| ok_.*\.cu \| 10\.00 \| 5\.00 \| 2\.00x \| .* \| <= 10 us and >= 2x \| yes \|$' "$TMP/c.md"
 # 5 us is below 256 MiB's bound: flagged, listed, no row
@@ -16,7 +20,7 @@ expect_grep "^$n evals, $c not passing; 0 targets missed\.$" "$TMP/c.md"
 expect_grep '^- allreduce 256M ok_twoshot\.cu: flagged: .* below the hardware.s lower bound' "$TMP/c.md"
 if grep -q '^| 001_allreduce | 256M' "$TMP/c.md"; then not_ok "a flagged size has a row"; else ok; fi
 PKB_FAKE_MODE=escape expect_exit 0 tools/bench-collectives -p 002 -s 8K -o "$TMP/e"
-c2=$(ls problems/002_allgather/solutions/ok_*.cu | wc -l)
+c2=$(. tools/lib.sh; runs problems/002_allgather/solutions/ok_*.cu | wc -l)
 expect_grep "^$c2 evals, $c2 not passing; 0 targets missed\.$" "$TMP/e.md"
 k=$(grep -c '^- allgather 8K ok_.*\.cu: flagged: work escaped' "$TMP/e.md")
 [ "$k" = "$c2" ] && ok || not_ok "expected $c2 candidates flagged for escaped work, got $k"
@@ -26,7 +30,7 @@ expect_grep "^$((n + c2)) evals, $((c + c2)) not passing; 0 targets missed\.$" "
 expect_grep '^\| 001_allreduce \| 8K ' "$TMP/out"
 # at W = 8 (the original's setting), on eight pretend GPUs
 PKB_TEST_GPUS=8 expect_exit 0 tools/bench-collectives -p 008 -s 8K -w 8 -o "$TMP/w8"
-c8=$(ls problems/008_alltoall/solutions/ok_*.cu | wc -l)
+c8=$(. tools/lib.sh; runs problems/008_alltoall/solutions/ok_*.cu | wc -l)
 k=$(grep -c '"world": *8' "$TMP/w8.jsonl")
 [ "$k" = "$c8" ] && ok || not_ok "expected $c8 evals at W = 8, got $k"
 expect_grep '^\| 008_alltoall \| 8K \| ok_.*\.cu \| 10\.00 \| 5\.00 \| 2\.00x ' "$TMP/w8.md"

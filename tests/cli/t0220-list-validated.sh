@@ -13,10 +13,11 @@ rec() {
 # every case of PROBLEM at W, all as expected
 all_pass() {   # all_pass FILE PROBLEM W [extra JSON fields]
 	rec "$1" "$2" "$3" reference pass pass "${4:-}"
-	for f in "$ROOT/problems/$2/solutions/"ok_*.cu; do
+	# every candidate, of every backend (.cu, and a triton one's .py)
+	for f in "$ROOT/problems/$2/solutions/"ok_*; do
 		rec "$1" "$2" "$3" "problems/$2/solutions/$(basename "$f")" pass pass "${4:-}"
 	done
-	for f in "$ROOT/problems/$2/solutions/"bad_*.cu; do
+	for f in "$ROOT/problems/$2/solutions/"bad_*; do
 		rec "$1" "$2" "$3" "problems/$2/solutions/$(basename "$f")" mismatch mismatch "${4:-}"
 	done
 }
