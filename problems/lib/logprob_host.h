@@ -2,11 +2,10 @@
  * logprob_host.h -- the host side that 082, 083 and 084 share: the shapes
  * (b, s from M and W; 083/084's chunk), describe's inputs and the
  * forward's output, the logits' generator (N(0, 1) in T with the target's
- * entry raised by 8) and the rounding to T it needs, the cost. The
- * targets are each problem's own, handed in as the coefficients of
- * (mul i + add + trial) mod V (the siblings differ there, so that a
- * candidate tuned on one does not meet the same inputs on another: 082
- * 17 i + 3, 083/084 19 i + 5).
+ * entry raised by 8), the cost. The targets are each problem's own,
+ * handed in as the coefficients of (mul i + add + trial) mod V (the
+ * siblings differ there, so that a candidate tuned on one does not meet
+ * the same inputs on another: 082 17 i + 3, 083/084 19 i + 5).
  */
 #ifndef PKB_LOGPROB_HOST_H
 #define PKB_LOGPROB_HOST_H
@@ -32,12 +31,6 @@ static inline int64_t seq_of(const struct pkb_dims *d)
 	return (s + d->world - 1) / d->world * d->world;
 }
 
-/* v rounded to T and back (fp32: v) */
-static inline float round_to(pkb_dtype t, float v)
-{
-	return t == PKB_BF16 ? pkb_bf16_to_float(pkb_float_to_bf16(v))
-	     : t == PKB_FP16 ? pkb_fp16_to_float(pkb_float_to_fp16(v)) : v;
-}
 
 /* chunk_size (083, 084) = min(roundup(max(W, s // 4), W), s) */
 static inline int64_t chunk_of(const struct pkb_dims *d)
@@ -109,9 +102,9 @@ static inline int logprob_gen_host(const struct pkb_dims *d, int index, uint64_t
 			return -1;
 		for (int64_t i = 0; i < nt; i++)
 			for (int64_t j = 0; j < k; j++) {
-				float v = round_to(d->dtype, (float)pkb_rng_normal(&st));
+				float v = pkb_round_to(d->dtype, (float)pkb_rng_normal(&st));
 				if (logprob_target(d, i, mul, add) == d->rank * k + j)
-					v = round_to(d->dtype, v + 8.0f);
+					v = pkb_round_to(d->dtype, v + 8.0f);
 				pkb_dtype_store(d->dtype, buf, (i * k + j), v);
 			}
 		return 0;
