@@ -1,7 +1,9 @@
 /*
  * pkb_ref.cuh -- the host helpers every problem reference shares: check
- * macros for CUDA, NCCL and cuBLAS calls, checked dtype mappings, a cuBLAS
- * handle bound to the harness stream, and the row-major GEMM call.
+ * macros for CUDA, NCCL and cuBLAS calls, the entry points' common parts
+ * (the state pkb_init makes and pkb_fini frees, pkb_run's switch over the
+ * dtype), checked dtype mappings, a cuBLAS handle bound to the harness
+ * stream, and the row-major GEMM call.
  *
  * References only. A candidate stays one self-contained file (it is what a
  * model writes and what a prompt shows): it does not include this header.
@@ -18,6 +20,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cublas_v2.h>
 #include <nccl.h>
 #include "pkb.h"
@@ -37,6 +41,44 @@
 #define PKB_CK(call) do { if ((call) != 0) return 1; } while (0)
 /* a launch: the configuration error, if any, is read right after it */
 #define PKB_CK_LAUNCH(ctx) PKB_CK_CUDA(ctx, cudaGetLastError())
+
+/* ---- the entry points ---------------------------------------------------------- */
+
+/* pkb_init: *s = a zeroed S on ctx->user, for pkb_run and pkb_fini (which
+ * frees it with pkb_ref_fini); 1, logged, when the host is out of memory */
+template <typename S>
+static inline int pkb_ref_state(pkb_ctx *ctx, S **s)
+{
+	*s = (S *)calloc(1, sizeof(S));
+	if (!*s) {
+		ctx->svc->log(ctx, "problem %d reference: out of host memory", ctx->problem_id);
+		return 1;
+	}
+	ctx->user = *s;
+	return 0;
+}
+
+/* pkb_fini: release(s), what the state holds, then the state itself, when
+ * pkb_init made one (it may have failed before); ctx->user is NULL after */
+template <typename S>
+static inline int pkb_ref_fini(pkb_ctx *ctx, void (*release)(S *))
+{
+	S *s = (S *)ctx->user;
+	if (s) {
+		release(s);
+		free(s);
+	}
+	ctx->user = NULL;
+	return 0;
+}
+
+/* pkb_run's switch over a float dtype t: fn<T>(...) with T its element type
+ * (bf16, fp16, fp32), the three instantiated in that order; 1 for any other
+ * t (pkb_init refused it already: pkb_ref_float_dtype) */
+#define PKB_REF_FLOAT_CALL(t, fn, ...)                                  \
+	((t) == PKB_BF16 ? fn<__nv_bfloat16>(__VA_ARGS__) :             \
+	 (t) == PKB_FP16 ? fn<__half>(__VA_ARGS__) :                    \
+	 (t) == PKB_FP32 ? fn<float>(__VA_ARGS__) : 1)
 
 static inline const char *pkb_ref_dtype_name(pkb_dtype t)
 {

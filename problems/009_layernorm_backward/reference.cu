@@ -93,10 +93,8 @@ __global__ void colsum_final(const float *ws, T *partial, int chunks, int64_t n2
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	int64_t m = ctx->in[0].shape[0], n = ctx->in[0].shape[1];
 
 	/* about four blocks per SM, chunks of at least MIN_CHUNK_ROWS rows */
@@ -165,13 +163,13 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->ws);
+	cudaFree(s->partial);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->ws);
-		cudaFree(s->partial);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

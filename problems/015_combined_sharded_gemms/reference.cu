@@ -68,10 +68,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
 	PKB_CK(pkb_ref_float_dtype(ctx, t));
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	size_t e = pkb_dtype_size(t);
 	int64_t ml = ctx->out[0].shape[0], hd = ctx->out[0].shape[1], f = ctx->in[1].shape[1];
 	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));
@@ -123,16 +121,15 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
+static void release(struct state *s)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (!s)
-		return 0;
 	pkb_ref_blas_fini(&s->blas);
 	cudaFree(s->recv);
 	cudaFree(s->x);
 	cudaFree(s->h);
-	free(s);
-	ctx->user = NULL;
-	return 0;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	return pkb_ref_fini(ctx, release);
 }

@@ -39,10 +39,8 @@ __global__ void concat_cols(const U *recv, U *out, int64_t rows, int64_t upr, in
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->recv, ctx->in[0].bytes));
 	return 0;
 }
@@ -97,11 +95,12 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->recv);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s)
-		cudaFree(s->recv);
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

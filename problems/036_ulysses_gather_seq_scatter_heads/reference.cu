@@ -50,10 +50,8 @@ static int swap(pkb_ctx *ctx, const void *src, void *dst, int64_t p_n, int64_t q
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	if (ctx->in[0].bytes % (16 * (size_t)ctx->in[0].shape[0] * ctx->in[0].shape[1] *
 				ctx->world) != 0) {
 		ctx->svc->log(ctx, "036 reference: a head group is not a multiple of 16 bytes");
@@ -95,13 +93,13 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return swap(ctx, s->recv, ctx->out[0].data, w, b, t * ru);
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->send);
+	cudaFree(s->recv);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->send);
-		cudaFree(s->recv);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

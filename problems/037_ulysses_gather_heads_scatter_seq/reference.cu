@@ -58,10 +58,8 @@ __global__ void swap_blocks(const int4 *src, int4 *dst, int64_t p_n, int64_t q_n
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	s->chunk = ctx->out[0].bytes / ctx->world;
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->send, ctx->out[0].bytes));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->recv, ctx->out[0].bytes));
@@ -107,13 +105,13 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->send);
+	cudaFree(s->recv);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->send);
-		cudaFree(s->recv);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

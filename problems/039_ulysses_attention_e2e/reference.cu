@@ -138,10 +138,8 @@ static int exchange(pkb_ctx *ctx, const char *send, char *recv, size_t bytes)
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	size_t tok_bytes = ctx->in[0].bytes;   /* (tok, 512) */
 	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));
@@ -198,18 +196,18 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 			       0, ctx->out[0].data, HID, t);
 }
 
+static void release(struct state *s)
+{
+	pkb_ref_blas_fini(&s->blas);
+	cudaFree(s->qkv);
+	cudaFree(s->send);
+	cudaFree(s->recv);
+	cudaFree(s->send2);
+	cudaFree(s->recv2);
+	cudaFree(s->att);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		pkb_ref_blas_fini(&s->blas);
-		cudaFree(s->qkv);
-		cudaFree(s->send);
-		cudaFree(s->recv);
-		cudaFree(s->send2);
-		cudaFree(s->recv2);
-		cudaFree(s->att);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

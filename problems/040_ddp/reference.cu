@@ -43,7 +43,7 @@ struct params {
 };
 
 #include "mlp_ref.cuh"
-/* defines: struct mlp_ref, mlp_ref_init, mlp_ref_fini, MLP_THREADS, struct hyper,
+/* defines: struct mlp_ref, mlp_ref_init, mlp_release, MLP_THREADS, struct hyper,
  * adam_hyper, rt, fill_rows, relu, mse_grad, relu_mask, colsum, mlp_fwd_bwd */
 
 template <typename T>
@@ -127,16 +127,10 @@ static int step(pkb_ctx *ctx, struct mlp_ref *r)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct mlp_ref *r = (struct mlp_ref *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return step<__nv_bfloat16>(ctx, r);
-	case PKB_FP16: return step<__half>(ctx, r);
-	case PKB_FP32: return step<float>(ctx, r);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, step, ctx, (struct mlp_ref *)ctx->user);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	return mlp_ref_fini(ctx);
+	return pkb_ref_fini(ctx, mlp_release);
 }

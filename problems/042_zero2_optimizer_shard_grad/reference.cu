@@ -36,7 +36,7 @@
 
 PKB_SOLUTION;
 
-#include "mlp_ref.cuh"   /* defines: struct mlp_ref, mlp_ref_init, mlp_ref_fini, zero_step */
+#include "mlp_ref.cuh"   /* defines: struct mlp_ref, mlp_ref_init, mlp_release, zero_step */
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
@@ -46,16 +46,10 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 /* ZeRO-2: the gradient reduce-scattered */
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct mlp_ref *r = (struct mlp_ref *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return zero_step<__nv_bfloat16>(ctx, r, 2);
-	case PKB_FP16: return zero_step<__half>(ctx, r, 2);
-	case PKB_FP32: return zero_step<float>(ctx, r, 2);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, zero_step, ctx, (struct mlp_ref *)ctx->user, 2);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	return mlp_ref_fini(ctx);
+	return pkb_ref_fini(ctx, mlp_release);
 }

@@ -74,10 +74,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 		ctx->svc->log(ctx, "044 reference: block_size %d outside 1..%d", bs, MAX_BS);
 		return 1;
 	}
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->acc, (size_t)ctx->in[0].numel * sizeof(float)));
 	return 0;
 }
@@ -122,12 +120,12 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->acc);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->acc);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

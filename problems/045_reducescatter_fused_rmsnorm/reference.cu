@@ -69,10 +69,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 			      (long long)ctx->in[1].numel, MAX_HIDDEN);
 		return 1;
 	}
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	if (cudaMalloc(&s->rs, ctx->out[0].bytes) != cudaSuccess) {
 		ctx->svc->log(ctx, "045 reference: cudaMalloc failed");
 		return 1;
@@ -111,12 +109,12 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->rs);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->rs);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

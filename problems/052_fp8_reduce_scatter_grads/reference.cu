@@ -81,10 +81,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 		return 1;
 	if (ctx->in[1].dtype != PKB_BF16 || ctx->in[1].numel != HIST)
 		return 1;
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->recon, (size_t)ctx->in[0].numel * pkb_dtype_size(t)));
 	return 0;
 }
@@ -130,12 +128,12 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->recon);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->recon);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -44,10 +44,8 @@ PKB_SOLUTION;
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct ring *r = (struct ring *)calloc(1, sizeof *r);
-	if (!r)
-		return 1;
-	ctx->user = r;
+	struct ring *r;
+	PKB_CK(pkb_ref_state(ctx, &r));
 	/* q, k, v (B, S, H, 64) */
 	const int64_t *q = ctx->in[0].shape;
 	return ring_init(ctx, r, q[0], q[1], q[2], pkb_dtype_size(ctx->in[0].dtype));
@@ -65,20 +63,10 @@ static int launch(pkb_ctx *ctx, struct ring *r)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct ring *r = (struct ring *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return launch<__nv_bfloat16>(ctx, r);
-	case PKB_FP16: return launch<__half>(ctx, r);
-	case PKB_FP32: return launch<float>(ctx, r);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct ring *)ctx->user);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct ring *r = (struct ring *)ctx->user;
-	if (r)
-		ring_fini(r);
-	free(r);
-	return 0;
+	return pkb_ref_fini(ctx, ring_fini);
 }

@@ -49,10 +49,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	if (ctx->world % TP)
 		return 1;
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	s->cp = ctx->world / TP;
 	s->c = ctx->rank / TP;
 	s->t = ctx->rank % TP;
@@ -80,23 +78,17 @@ static int launch(pkb_ctx *ctx, struct state *s)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return launch<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return launch<__half>(ctx, s);
-	case PKB_FP32: return launch<float>(ctx, s);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
+}
+
+static void release(struct state *s)
+{
+	attn_block_fini(&s->a);
+	if (s->tp)
+		ncclCommDestroy(s->tp);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		attn_block_fini(&s->a);
-		if (s->tp)
-			ncclCommDestroy(s->tp);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

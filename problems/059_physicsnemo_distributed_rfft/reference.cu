@@ -132,10 +132,8 @@ truncate_scale(const cufftComplex *t, cufftComplex *out, int64_t rows, int64_t w
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	const pkb_tensor *x = &ctx->in[0], *o = &ctx->out[0];
 	if (x->dtype != PKB_FP32 || o->dtype != PKB_C64 || x->ndim != 3) {
 		ctx->svc->log(ctx, "059 reference: x must be fp32 (B, H, Wl), out complex64");
@@ -211,11 +209,8 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
+static void release(struct state *s)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (!s)
-		return 0;
 	if (s->have_r2c)
 		cufftDestroy(s->r2c);
 	if (s->have_c2c)
@@ -224,7 +219,9 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	cudaFree(s->yh);
 	cudaFree(s->send);
 	cudaFree(s->recv);
-	free(s);
-	ctx->user = NULL;
-	return 0;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	return pkb_ref_fini(ctx, release);
 }

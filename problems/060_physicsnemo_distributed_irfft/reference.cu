@@ -132,10 +132,8 @@ real_rows(const cufftComplex *v, float *out, int64_t h, int64_t wl, float scale)
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	const pkb_tensor *x = &ctx->in[0], *o = &ctx->out[0];
 	if (x->dtype != PKB_C64 || o->dtype != PKB_FP32 || x->ndim != 4 || o->ndim != 4) {
 		ctx->svc->log(ctx, "060 reference: x must be complex64 (B, C, Hl, K), out fp32");
@@ -213,11 +211,8 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
+static void release(struct state *s)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (!s)
-		return 0;
 	if (s->have_row)
 		cufftDestroy(s->row_plan);
 	if (s->have_col)
@@ -225,7 +220,9 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	cudaFree(s->z);
 	cudaFree(s->send);
 	cudaFree(s->recv);
-	free(s);
-	ctx->user = NULL;
-	return 0;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	return pkb_ref_fini(ctx, release);
 }

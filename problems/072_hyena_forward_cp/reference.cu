@@ -158,10 +158,8 @@ finish(const T *x1, const T *yr, T *out, int64_t nc)
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	if (t != PKB_BF16 && t != PKB_FP32) {
 		ctx->svc->log(ctx, "072 reference: dtype must be bf16 or fp32");
 		return 1;
@@ -252,11 +250,8 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	}
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
+static void release(struct state *s)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (!s)
-		return 0;
 	if (s->have_r2c)
 		cufftDestroy(s->r2c);
 	if (s->have_c2r)
@@ -267,7 +262,9 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	cudaFree(s->yr);
 	cudaFree(s->a);
 	cudaFree(s->spec);
-	free(s);
-	ctx->user = NULL;
-	return 0;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	return pkb_ref_fini(ctx, release);
 }

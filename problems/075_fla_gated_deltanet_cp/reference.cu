@@ -179,10 +179,8 @@ static int exchange(pkb_ctx *ctx, char *const *send, char *const *recv, const si
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	int w = ctx->world;
 	s->e = pkb_dtype_size(ctx->in[0].dtype);
@@ -255,21 +253,21 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return swap<int4>(ctx, s->o_recv, ctx->out[0].data, w, s->s, s->hl * DV * e / 16);
 }
 
+static void release(struct state *s)
+{
+	for (int i = 0; i < NIN; i++) {
+		cudaFree(s->send[i]);
+		cudaFree(s->recv[i]);
+	}
+	cudaFree(s->qn);
+	cudaFree(s->kn);
+	cudaFree(s->g);
+	cudaFree(s->b);
+	cudaFree(s->o_send);
+	cudaFree(s->o_recv);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		for (int i = 0; i < NIN; i++) {
-			cudaFree(s->send[i]);
-			cudaFree(s->recv[i]);
-		}
-		cudaFree(s->qn);
-		cudaFree(s->kn);
-		cudaFree(s->g);
-		cudaFree(s->b);
-		cudaFree(s->o_send);
-		cudaFree(s->o_recv);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -416,10 +416,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
 	PKB_CK(pkb_ref_float_dtype(ctx, t));   /* it returned 1 without a word */
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	if (pkb_param_get(ctx, "stride", 1) != 1 || pkb_param_get(ctx, "padding", 0) != 0 ||
 	    pkb_param_get(ctx, "dilation", 1) != 1 || pkb_param_get(ctx, "groups", 1) != 1) {
 		ctx->svc->log(ctx, "076: only stride 1, padding 0, dilation 1, groups 1");
@@ -576,22 +574,11 @@ static int run_t(pkb_ctx *ctx, struct state *s)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return run_t<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return run_t<__half>(ctx, s);
-	case PKB_FP32: return run_t<float>(ctx, s);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, run_t, ctx, (struct state *)ctx->user);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
+static void release(struct state *s)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (!s)
-		return 0;
-	if (ctx->stream)
-		cudaStreamSynchronize((cudaStream_t)ctx->stream);
 	if (s->side)
 		cudaStreamSynchronize(s->side);
 	dnn_free_all(&s->own);   /* newest first */
@@ -614,7 +601,11 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	cudaFree(s->yt);
 	if (s->own_comm)
 		ncclCommDestroy(s->comm);
-	free(s);
-	ctx->user = NULL;
-	return 0;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	if (ctx->stream)   /* the plans' last runs are done with the buffers */
+		cudaStreamSynchronize((cudaStream_t)ctx->stream);
+	return pkb_ref_fini(ctx, release);
 }

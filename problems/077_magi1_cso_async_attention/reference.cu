@@ -152,10 +152,8 @@ static int exchange(pkb_ctx *ctx, const char *send, char *recv, size_t bytes, si
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	pkb_dtype t = ctx->in[0].dtype;
 	if (t != PKB_BF16 && t != PKB_FP32) {
 		ctx->svc->log(ctx, "077 reference: attention dtype must be bf16 or fp32");
@@ -264,21 +262,21 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	pkb_ref_blas_fini(&s->blas);
+	cudaFree(s->kv_send);
+	cudaFree(s->kv_recv);
+	cudaFree(s->kv_clip);
+	cudaFree(s->q_send);
+	cudaFree(s->q_loc);
+	cudaFree(s->o_loc);
+	cudaFree(s->o_recv);
+	cudaFree(s->s);
+	cudaFree(s->p);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		pkb_ref_blas_fini(&s->blas);
-		cudaFree(s->kv_send);
-		cudaFree(s->kv_recv);
-		cudaFree(s->kv_clip);
-		cudaFree(s->q_send);
-		cudaFree(s->q_loc);
-		cudaFree(s->o_loc);
-		cudaFree(s->o_recv);
-		cudaFree(s->s);
-		cudaFree(s->p);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -36,7 +36,7 @@
 
 PKB_SOLUTION;
 
-#include "logprob_forward.cuh"   /* defines: struct lp_state, lp_init, lp_forward_run, lp_fini */
+#include "logprob_forward.cuh"   /* defines: struct lp_state, lp_init, lp_forward_run, lp_release */
 
 /* one chunk: all NT tokens at once */
 extern "C" int pkb_init(pkb_ctx *ctx)
@@ -52,5 +52,5 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	return lp_fini(ctx);
+	return pkb_ref_fini(ctx, lp_release);
 }

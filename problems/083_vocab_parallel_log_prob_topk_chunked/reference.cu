@@ -39,7 +39,7 @@
 PKB_SOLUTION;
 
 #include "logprob_forward.cuh"
-/* defines: lp_chunk_tokens, lp_init, lp_forward_run, lp_fini */
+/* defines: lp_chunk_tokens, lp_init, lp_forward_run, lp_release */
 
 /* chunks of CT = b * chunk_size flat tokens */
 extern "C" int pkb_init(pkb_ctx *ctx)
@@ -55,5 +55,5 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	return lp_fini(ctx);
+	return pkb_ref_fini(ctx, lp_release);
 }

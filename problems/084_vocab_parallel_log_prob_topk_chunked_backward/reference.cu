@@ -44,7 +44,7 @@ PKB_SOLUTION;
 
 #include "logprob_ref.cuh"
 /* defines: struct lp_state, lp_chunk_tokens, lp_init, lp_filter_params, lp_all_to_all,
- * lp_fini, filter_grad */
+ * lp_release, filter_grad */
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
@@ -83,16 +83,10 @@ static int launch(pkb_ctx *ctx, struct lp_state *s)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct lp_state *s = (struct lp_state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return launch<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return launch<__half>(ctx, s);
-	case PKB_FP32: return launch<float>(ctx, s);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct lp_state *)ctx->user);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	return lp_fini(ctx);
+	return pkb_ref_fini(ctx, lp_release);
 }

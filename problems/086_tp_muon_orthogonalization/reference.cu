@@ -29,6 +29,7 @@
 #include <cublasLt.h>
 #include <nccl.h>
 #include "pkb.h"
+#include "pkb_ref.cuh"
 
 PKB_SOLUTION;
 
@@ -176,10 +177,8 @@ static int lt_run(pkb_ctx *ctx, struct state *s, struct lt_gemm *g, float alpha,
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	if (ctx->in[0].dtype != PKB_BF16 || ctx->in[0].shape[0] != ROWS)
 		return 1;
 	s->c = (int)ctx->in[0].shape[1];

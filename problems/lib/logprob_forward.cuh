@@ -45,13 +45,8 @@ static int lp_forward(pkb_ctx *ctx, struct lp_state *s, int64_t ct)
 /* pkb_run of the forward: chunks of ct flat tokens in the dtype */
 static inline int lp_forward_run(pkb_ctx *ctx, int64_t ct)
 {
-	struct lp_state *s = (struct lp_state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return lp_forward<__nv_bfloat16>(ctx, s, ct);
-	case PKB_FP16: return lp_forward<__half>(ctx, s, ct);
-	case PKB_FP32: return lp_forward<float>(ctx, s, ct);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, lp_forward, ctx, (struct lp_state *)ctx->user,
+				  ct);
 }
 
 #endif /* PKB_LOGPROB_FORWARD_CUH */

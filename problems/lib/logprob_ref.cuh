@@ -35,10 +35,8 @@ static inline int lp_init(pkb_ctx *ctx, int64_t ct, int64_t res_floats)
 			      ctx->problem_id, (long long)(ctx->in[0].shape[2] * ctx->world), V);
 		return 1;
 	}
-	struct lp_state *s = (struct lp_state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct lp_state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	s->tokens = ctx->in[0].shape[0] * ctx->in[0].shape[1];
 	if (ct < 1 || ct % ctx->world) {
 		ctx->svc->log(ctx, "problem %d reference: b * chunk_size = %lld, not a multiple of W",
@@ -52,15 +50,11 @@ static inline int lp_init(pkb_ctx *ctx, int64_t ct, int64_t res_floats)
 	return 0;
 }
 
-static inline int lp_fini(pkb_ctx *ctx)
+/* pkb_fini: pkb_ref_fini(ctx, lp_release) */
+static inline void lp_release(struct lp_state *s)
 {
-	struct lp_state *s = (struct lp_state *)ctx->user;
-	if (s) {
-		cudaFree(s->seq);
-		cudaFree(s->res);
-		free(s);
-	}
-	return 0;
+	cudaFree(s->seq);
+	cudaFree(s->res);
 }
 
 /* the filter's parameters: top_k at most V, and fp32(1 - top_p) */

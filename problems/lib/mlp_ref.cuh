@@ -1,6 +1,6 @@
 /*
  * mlp_ref.cuh -- what 040, 041 and 042's references keep between calls
- * (struct mlp_ref, made by mlp_ref_init, freed by mlp_ref_fini) and the
+ * (struct mlp_ref, made by mlp_ref_init, released by mlp_release) and the
  * step of 041 (ZeRO-1) and 042 (ZeRO-2), which is one but for the
  * gradient's collective: zero_step<T>(ctx, r, stage). Included by the
  * three reference.cu files after pkb_device.cuh and pkb_ref.cuh.
@@ -25,10 +25,8 @@ struct mlp_ref {
 static int mlp_ref_init(pkb_ctx *ctx, int flat, int slice)
 {
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct mlp_ref *r = (struct mlp_ref *)calloc(1, sizeof *r);
-	if (!r)
-		return 1;
-	ctx->user = r;
+	struct mlp_ref *r;
+	PKB_CK(pkb_ref_state(ctx, &r));
 	int64_t chunk = ctx->in[0].shape[0], hidden = ctx->in[2].shape[0];
 	int64_t d_out = ctx->in[4].shape[0], e = (int64_t)pkb_dtype_size(ctx->in[0].dtype);
 	int64_t p = 0;
@@ -45,11 +43,9 @@ static int mlp_ref_init(pkb_ctx *ctx, int flat, int slice)
 	return pkb_ref_blas_init(ctx, &r->blas);
 }
 
-static int mlp_ref_fini(pkb_ctx *ctx)
+/* pkb_fini: pkb_ref_fini(ctx, mlp_release) */
+static void mlp_release(struct mlp_ref *r)
 {
-	struct mlp_ref *r = (struct mlp_ref *)ctx->user;
-	if (!r)
-		return 0;
 	pkb_ref_blas_fini(&r->blas);
 	cudaFree(r->f);
 	cudaFree(r->h);
@@ -57,9 +53,6 @@ static int mlp_ref_fini(pkb_ctx *ctx)
 	cudaFree(r->o);
 	cudaFree(r->g);
 	cudaFree(r->gp);
-	free(r);
-	ctx->user = NULL;
-	return 0;
 }
 
 /*
