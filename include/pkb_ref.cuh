@@ -2,8 +2,8 @@
  * pkb_ref.cuh -- the host helpers every problem reference shares: check
  * macros for CUDA, NCCL and cuBLAS calls, the entry points' common parts
  * (the state pkb_init makes and pkb_fini frees, pkb_run's switch over the
- * dtype), checked dtype mappings, a cuBLAS handle bound to the harness
- * stream, and the row-major GEMM call.
+ * dtype), checked dtype mappings, the all-to-all NCCL does not have, a
+ * cuBLAS handle bound to the harness stream, and the row-major GEMM call.
  *
  * References only. A candidate stays one self-contained file (it is what a
  * model writes and what a prompt shows): it does not include this header.
@@ -153,6 +153,56 @@ static inline int pkb_ref_float_dtype(pkb_ctx *ctx, pkb_dtype t)
 	ctx->svc->log(ctx, "problem %d reference: unsupported dtype %s",
 		      ctx->problem_id, pkb_ref_dtype_name(t));
 	return 1;
+}
+
+/* ---- all-to-all ---------------------------------------------------------------- */
+
+/* One all-to-all's buffers: block j of send (`bytes` bytes, blocks `stride`
+ * bytes apart) goes to rank j; rank j's block lands in block j of recv. */
+struct pkb_ref_a2a {
+	const void *send;
+	void *recv;
+	size_t bytes, stride;
+};
+
+/*
+ * n all-to-alls over ctx's communicator and stream as one NCCL group of
+ * send/recv pairs (NCCL has no all-to-all): step k pairs this rank with
+ * rank+k sending and rank-k receiving, so every step is a permutation and
+ * no rank is flooded; within a step, x[0] .. x[n-1] in order. The group is
+ * ended even after a failed call. 0, or 1 after logging.
+ */
+static inline int pkb_ref_all_to_all_n(pkb_ctx *ctx, const struct pkb_ref_a2a *x, int n)
+{
+	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
+	cudaStream_t st = (cudaStream_t)ctx->stream;
+	int me = ctx->rank, w = ctx->world;
+	ncclResult_t r = ncclGroupStart();
+	for (int k = 0; k < w && r == ncclSuccess; k++) {
+		int to = (me + k) % w, from = (me - k + w) % w;
+		for (int i = 0; i < n && r == ncclSuccess; i++) {
+			r = ncclSend((const char *)x[i].send + to * x[i].stride, x[i].bytes, ncclUint8,
+				     to, comm, st);
+			if (r == ncclSuccess)
+				r = ncclRecv((char *)x[i].recv + from * x[i].stride, x[i].bytes,
+					     ncclUint8, from, comm, st);
+		}
+	}
+	ncclResult_t e = ncclGroupEnd();
+	if (r == ncclSuccess)
+		r = e;
+	if (r != ncclSuccess) {
+		ctx->svc->log(ctx, "all-to-all send/recv: %s", ncclGetErrorString(r));
+		return 1;
+	}
+	return 0;
+}
+
+/* one all-to-all of contiguous blocks of `bytes` bytes */
+static inline int pkb_ref_all_to_all(pkb_ctx *ctx, const void *send, void *recv, size_t bytes)
+{
+	struct pkb_ref_a2a x = { send, recv, bytes, bytes };
+	return pkb_ref_all_to_all_n(ctx, &x, 1);
 }
 
 /* ---- cuBLAS ------------------------------------------------------------------ */
