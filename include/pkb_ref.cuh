@@ -1,6 +1,6 @@
 /*
  * pkb_ref.cuh -- the host helpers every problem reference shares: check
- * macros for CUDA, NCCL and cuBLAS calls, the entry points' common parts
+ * macros for CUDA, NCCL, cuBLAS and cuFFT calls, the entry points' common parts
  * (the state pkb_init makes and pkb_fini frees, pkb_run's switch over the
  * dtype), checked dtype mappings, the all-to-all NCCL does not have, a
  * cuBLAS handle bound to the harness stream, and the row-major GEMM call.
@@ -36,6 +36,11 @@
 	return 1; } } while (0)
 #define PKB_CK_BLAS(ctx, call) do { cublasStatus_t e_ = (call); if (e_ != CUBLAS_STATUS_SUCCESS) { \
 	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, cublasGetStatusString(e_)); \
+	return 1; } } while (0)
+/* cuFFT (cufft.h, included by the references that use it, has no message
+ * strings: the status number) */
+#define PKB_CK_FFT(ctx, call) do { cufftResult e_ = (call); if (e_ != CUFFT_SUCCESS) { \
+	(ctx)->svc->log((ctx), "%s:%d %s: cuFFT error %d", __FILE__, __LINE__, #call, (int)e_); \
 	return 1; } } while (0)
 /* a helper of this header (or any int-returning call) that logged already */
 #define PKB_CK(call) do { if ((call) != 0) return 1; } while (0)
@@ -203,6 +208,26 @@ static inline int pkb_ref_all_to_all(pkb_ctx *ctx, const void *send, void *recv,
 {
 	struct pkb_ref_a2a x = { send, recv, bytes, bytes };
 	return pkb_ref_all_to_all_n(ctx, &x, 1);
+}
+
+/* The same but for this rank's own block, which the caller moves: block p of
+ * send (count elements of nt, esize bytes each) to rank p, rank p's into
+ * block p of recv, peers in rank order, in one NCCL group. */
+static inline int pkb_ref_all_to_all_others(pkb_ctx *ctx, const void *send, void *recv,
+					    size_t count, ncclDataType_t nt, size_t esize)
+{
+	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
+	cudaStream_t st = (cudaStream_t)ctx->stream;
+	PKB_CK_NCCL(ctx, ncclGroupStart());
+	for (int p = 0; p < ctx->world; p++) {
+		size_t at = p * count * esize;
+		if (p == ctx->rank)
+			continue;
+		PKB_CK_NCCL(ctx, ncclSend((const char *)send + at, count, nt, p, comm, st));
+		PKB_CK_NCCL(ctx, ncclRecv((char *)recv + at, count, nt, p, comm, st));
+	}
+	PKB_CK_NCCL(ctx, ncclGroupEnd());
+	return 0;
 }
 
 /* ---- cuBLAS ------------------------------------------------------------------ */

@@ -83,7 +83,6 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 {
 	struct state *s = (struct state *)ctx->user;
 	cudaStream_t st = (cudaStream_t)ctx->stream;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
 	const pkb_tensor *x = &ctx->in[0], *w1 = &ctx->in[1], *w2 = &ctx->in[2];
 	pkb_dtype t = x->dtype;
 	size_t e = pkb_dtype_size(t);
@@ -100,14 +99,7 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	char *rv = (char *)s->recv;
 	PKB_CK_CUDA(ctx, cudaMemcpyAsync(rv + ctx->rank * blk * e, xs + ctx->rank * blk * e,
 				     blk * e, cudaMemcpyDeviceToDevice, st));
-	PKB_CK_NCCL(ctx, ncclGroupStart());
-	for (int p = 0; p < ctx->world; p++) {
-		if (p == ctx->rank)
-			continue;
-		PKB_CK_NCCL(ctx, ncclSend(xs + p * blk * e, blk, nt, p, comm, st));
-		PKB_CK_NCCL(ctx, ncclRecv(rv + p * blk * e, blk, nt, p, comm, st));
-	}
-	PKB_CK_NCCL(ctx, ncclGroupEnd());
+	PKB_CK(pkb_ref_all_to_all_others(ctx, xs, rv, blk, nt, e));
 	launch_cat(s->recv, s->x, ml, hl * (int64_t)e, ctx->world, st);
 	PKB_CK_CUDA(ctx, cudaGetLastError());
 
