@@ -23,6 +23,7 @@
 #include "pkb.h"
 #include "pkb_device.cuh"
 #include "pkb_ref.cuh"
+#include "block_sum.cuh"   /* defines: block_sum */
 
 PKB_SOLUTION;
 
@@ -52,17 +53,9 @@ sumsq_part(grads<T> in, float *part, int64_t n)
 		float v = pkb_to_float(g[i]);
 		acc = __fadd_rn(acc, __fmul_rn(v, v));
 	}
-	for (int o = 16; o > 0; o >>= 1)
-		acc += __shfl_xor_sync(0xffffffffu, acc, o);
-	if ((threadIdx.x & 31) == 0)
-		red[threadIdx.x >> 5] = acc;
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		float s = 0.f;
-		for (int w = 0; w < THREADS / 32; w++)
-			s += red[w];
+	float s = block_sum<THREADS>(acc, red);
+	if (threadIdx.x == 0)
 		part[blockIdx.y * PART_BLOCKS + blockIdx.x] = s;
-	}
 }
 
 /* one warp: ss_t from the partials, then acc = sum_t fl(sqrt(ss_t)^2) in

@@ -24,6 +24,7 @@
 #include "pkb.h"
 #include "pkb_device.cuh"
 #include "pkb_ref.cuh"
+#include "block_sum.cuh"   /* defines: block_sum */
 
 PKB_SOLUTION;
 
@@ -56,17 +57,9 @@ sumsq_part(const T *g0, const T *g1, float *part, int64_t n, float s, bool scale
 		float v = pkb_to_float(ep_scaled(g[i], s, sc));
 		acc = __fadd_rn(acc, __fmul_rn(v, v));
 	}
-	for (int o = 16; o > 0; o >>= 1)
-		acc += __shfl_xor_sync(0xffffffffu, acc, o);
-	if ((threadIdx.x & 31) == 0)
-		red[threadIdx.x >> 5] = acc;
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		float t = 0.f;
-		for (int w = 0; w < THREADS / 32; w++)
-			t += red[w];
+	float t = block_sum<THREADS>(acc, red);
+	if (threadIdx.x == 0)
 		part[blockIdx.y * PART_BLOCKS + blockIdx.x] = t;
-	}
 }
 
 /* one warp: val[k] = fl(sqrt(ss_k)^2), each list holding one tensor */

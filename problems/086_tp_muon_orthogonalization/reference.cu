@@ -30,6 +30,7 @@
 #include <nccl.h>
 #include "pkb.h"
 #include "pkb_ref.cuh"
+#include "block_sum.cuh"   /* defines: block_sum */
 
 PKB_SOLUTION;
 
@@ -87,17 +88,9 @@ sum_squares(const __nv_bfloat16 *x, int64_t n, float *partial)
 		float v = __bfloat162float(x[i]);
 		acc += v * v;
 	}
-	for (int o = 16; o > 0; o >>= 1)
-		acc += __shfl_xor_sync(0xffffffffu, acc, o);
-	if ((threadIdx.x & 31) == 0)
-		red[threadIdx.x >> 5] = acc;
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		float s = 0.f;
-		for (int w = 0; w < THREADS / 32; w++)
-			s += red[w];
+	float s = block_sum<THREADS>(acc, red);
+	if (threadIdx.x == 0)
 		partial[blockIdx.x] = s;
-	}
 }
 
 /* X = x / max(sqrt(sum of the all-reduced partials), 1e-7) */
