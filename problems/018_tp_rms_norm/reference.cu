@@ -74,10 +74,7 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	struct state *s;
 	PKB_CK(pkb_ref_state(ctx, &s));
-	if (cudaMalloc(&s->ss, (size_t)ctx->in[0].shape[0] * sizeof(float)) != cudaSuccess) {
-		ctx->svc->log(ctx, "018 reference: cudaMalloc failed");
-		return 1;
-	}
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->ss, (size_t)ctx->in[0].shape[0] * sizeof(float)));
 	return 0;
 }
 
