@@ -52,8 +52,7 @@ dequant(const T *y, const T *s, float *out, float *send, int64_t chunk, int bs,
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32)
-		return 1;
+	PKB_CK(pkb_ref_float_dtype(ctx, t));
 	struct state *s;
 	PKB_CK(pkb_ref_state(ctx, &s));
 	s->chunk = ctx->in[0].numel / ctx->world;

@@ -67,8 +67,7 @@ __global__ void mean_out(const float *acc, T *out, int64_t n, float inv_w)
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32)
-		return 1;
+	PKB_CK(pkb_ref_float_dtype(ctx, t));
 	int bs = (int)pkb_param_get(ctx, "block_size", 0);
 	if (bs < 1 || bs > MAX_BS) {
 		ctx->svc->log(ctx, "044 reference: block_size %d outside 1..%d", bs, MAX_BS);

@@ -104,8 +104,7 @@ __global__ void permute_gathered(const T *g, T *out, int tokens, int64_t vl, int
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32)
-		return 1;
+	PKB_CK(pkb_ref_float_dtype(ctx, t));
 	struct state *s;
 	PKB_CK(pkb_ref_state(ctx, &s));
 	s->tokens = (int)ctx->in[0].shape[0];

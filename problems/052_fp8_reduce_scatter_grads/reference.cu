@@ -77,8 +77,7 @@ __global__ void div_world(T *out, int64_t p, float w)
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32)
-		return 1;
+	PKB_CK(pkb_ref_float_dtype(ctx, t));
 	if (ctx->in[1].dtype != PKB_BF16 || ctx->in[1].numel != HIST)
 		return 1;
 	struct state *s;
