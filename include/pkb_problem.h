@@ -195,6 +195,22 @@ uint16_t pkb_float_to_fp16(float f);   /* round to nearest even, subnormals,
 					  +-Inf past 65504 */
 float pkb_fp16_to_float(uint16_t h);
 
+/* v rounded to t and back, for bf16 and fp16 (any other t: v) */
+static inline float pkb_round_to(pkb_dtype t, float v)
+{
+	return t == PKB_BF16 ? pkb_bf16_to_float(pkb_float_to_bf16(v))
+	     : t == PKB_FP16 ? pkb_fp16_to_float(pkb_float_to_fp16(v)) : v;
+}
+
+/* sqrt without libm, x >= 0: Newton from above, 64 steps (tolerances) */
+static inline double pkb_sqrt_pos(double x)
+{
+	double r = x > 1 ? x : 1;
+	for (int i = 0; i < 64; i++)
+		r = 0.5 * (r + x / r);
+	return r;
+}
+
 /* ---- host random numbers, for gen_host ------------------------------------ */
 /* splitmix64 (Steele, Lea and Flood 2014): the one generator behind every
  * problem's host inputs. What a problem draws is part of its inputs, so none

@@ -1,7 +1,9 @@
 /*
  * pkb_ref.cuh -- the host helpers every problem reference shares: check
- * macros for CUDA, NCCL and cuBLAS calls, checked dtype mappings, a cuBLAS
- * handle bound to the harness stream, and the row-major GEMM call.
+ * macros for CUDA, NCCL, cuBLAS and cuFFT calls, the entry points' common parts
+ * (the state pkb_init makes and pkb_fini frees, pkb_run's switch over the
+ * dtype), checked dtype mappings, the all-to-all NCCL does not have, a
+ * cuBLAS handle bound to the harness stream, and the row-major GEMM call.
  *
  * References only. A candidate stays one self-contained file (it is what a
  * model writes and what a prompt shows): it does not include this header.
@@ -18,6 +20,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cublas_v2.h>
 #include <nccl.h>
 #include "pkb.h"
@@ -33,10 +37,53 @@
 #define PKB_CK_BLAS(ctx, call) do { cublasStatus_t e_ = (call); if (e_ != CUBLAS_STATUS_SUCCESS) { \
 	(ctx)->svc->log((ctx), "%s:%d %s: %s", __FILE__, __LINE__, #call, cublasGetStatusString(e_)); \
 	return 1; } } while (0)
+/* cuFFT (cufft.h, included by the references that use it, has no message
+ * strings: the status number) */
+#define PKB_CK_FFT(ctx, call) do { cufftResult e_ = (call); if (e_ != CUFFT_SUCCESS) { \
+	(ctx)->svc->log((ctx), "%s:%d %s: cuFFT error %d", __FILE__, __LINE__, #call, (int)e_); \
+	return 1; } } while (0)
 /* a helper of this header (or any int-returning call) that logged already */
 #define PKB_CK(call) do { if ((call) != 0) return 1; } while (0)
 /* a launch: the configuration error, if any, is read right after it */
 #define PKB_CK_LAUNCH(ctx) PKB_CK_CUDA(ctx, cudaGetLastError())
+
+/* ---- the entry points ---------------------------------------------------------- */
+
+/* pkb_init: *s = a zeroed S on ctx->user, for pkb_run and pkb_fini (which
+ * frees it with pkb_ref_fini); 1, logged, when the host is out of memory */
+template <typename S>
+static inline int pkb_ref_state(pkb_ctx *ctx, S **s)
+{
+	*s = (S *)calloc(1, sizeof(S));
+	if (!*s) {
+		ctx->svc->log(ctx, "problem %d reference: out of host memory", ctx->problem_id);
+		return 1;
+	}
+	ctx->user = *s;
+	return 0;
+}
+
+/* pkb_fini: release(s), what the state holds, then the state itself, when
+ * pkb_init made one (it may have failed before); ctx->user is NULL after */
+template <typename S>
+static inline int pkb_ref_fini(pkb_ctx *ctx, void (*release)(S *))
+{
+	S *s = (S *)ctx->user;
+	if (s) {
+		release(s);
+		free(s);
+	}
+	ctx->user = NULL;
+	return 0;
+}
+
+/* pkb_run's switch over a float dtype t: fn<T>(...) with T its element type
+ * (bf16, fp16, fp32), the three instantiated in that order; 1 for any other
+ * t (pkb_init refused it already: pkb_ref_float_dtype) */
+#define PKB_REF_FLOAT_CALL(t, fn, ...)                                  \
+	((t) == PKB_BF16 ? fn<__nv_bfloat16>(__VA_ARGS__) :             \
+	 (t) == PKB_FP16 ? fn<__half>(__VA_ARGS__) :                    \
+	 (t) == PKB_FP32 ? fn<float>(__VA_ARGS__) : 1)
 
 static inline const char *pkb_ref_dtype_name(pkb_dtype t)
 {
@@ -111,6 +158,76 @@ static inline int pkb_ref_float_dtype(pkb_ctx *ctx, pkb_dtype t)
 	ctx->svc->log(ctx, "problem %d reference: unsupported dtype %s",
 		      ctx->problem_id, pkb_ref_dtype_name(t));
 	return 1;
+}
+
+/* ---- all-to-all ---------------------------------------------------------------- */
+
+/* One all-to-all's buffers: block j of send (`bytes` bytes, blocks `stride`
+ * bytes apart) goes to rank j; rank j's block lands in block j of recv. */
+struct pkb_ref_a2a {
+	const void *send;
+	void *recv;
+	size_t bytes, stride;
+};
+
+/*
+ * n all-to-alls over ctx's communicator and stream as one NCCL group of
+ * send/recv pairs (NCCL has no all-to-all): step k pairs this rank with
+ * rank+k sending and rank-k receiving, so every step is a permutation and
+ * no rank is flooded; within a step, x[0] .. x[n-1] in order. The group is
+ * ended even after a failed call. 0, or 1 after logging.
+ */
+static inline int pkb_ref_all_to_all_n(pkb_ctx *ctx, const struct pkb_ref_a2a *x, int n)
+{
+	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
+	cudaStream_t st = (cudaStream_t)ctx->stream;
+	int me = ctx->rank, w = ctx->world;
+	ncclResult_t r = ncclGroupStart();
+	for (int k = 0; k < w && r == ncclSuccess; k++) {
+		int to = (me + k) % w, from = (me - k + w) % w;
+		for (int i = 0; i < n && r == ncclSuccess; i++) {
+			r = ncclSend((const char *)x[i].send + to * x[i].stride, x[i].bytes, ncclUint8,
+				     to, comm, st);
+			if (r == ncclSuccess)
+				r = ncclRecv((char *)x[i].recv + from * x[i].stride, x[i].bytes,
+					     ncclUint8, from, comm, st);
+		}
+	}
+	ncclResult_t e = ncclGroupEnd();
+	if (r == ncclSuccess)
+		r = e;
+	if (r != ncclSuccess) {
+		ctx->svc->log(ctx, "all-to-all send/recv: %s", ncclGetErrorString(r));
+		return 1;
+	}
+	return 0;
+}
+
+/* one all-to-all of contiguous blocks of `bytes` bytes */
+static inline int pkb_ref_all_to_all(pkb_ctx *ctx, const void *send, void *recv, size_t bytes)
+{
+	struct pkb_ref_a2a x = { send, recv, bytes, bytes };
+	return pkb_ref_all_to_all_n(ctx, &x, 1);
+}
+
+/* The same but for this rank's own block, which the caller moves: block p of
+ * send (count elements of nt, esize bytes each) to rank p, rank p's into
+ * block p of recv, peers in rank order, in one NCCL group. */
+static inline int pkb_ref_all_to_all_others(pkb_ctx *ctx, const void *send, void *recv,
+					    size_t count, ncclDataType_t nt, size_t esize)
+{
+	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
+	cudaStream_t st = (cudaStream_t)ctx->stream;
+	PKB_CK_NCCL(ctx, ncclGroupStart());
+	for (int p = 0; p < ctx->world; p++) {
+		size_t at = p * count * esize;
+		if (p == ctx->rank)
+			continue;
+		PKB_CK_NCCL(ctx, ncclSend((const char *)send + at, count, nt, p, comm, st));
+		PKB_CK_NCCL(ctx, ncclRecv((char *)recv + at, count, nt, p, comm, st));
+	}
+	PKB_CK_NCCL(ctx, ncclGroupEnd());
+	return 0;
 }
 
 /* ---- cuBLAS ------------------------------------------------------------------ */

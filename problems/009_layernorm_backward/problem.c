@@ -15,15 +15,6 @@
  */
 #include "pkb_problem.h"
 
-/* sqrt without libm: Newton from above, for the tolerance below */
-static double sqrt_pos(double x)
-{
-	double r = x > 1 ? x : 1;
-	for (int i = 0; i < 64; i++)
-		r = 0.5 * (r + x / r);
-	return r;
-}
-
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
 	if (d->m < 1 || d->n < 1)
@@ -33,7 +24,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * (+1e-5). N(0, 1/sqrt(N)) gives the same entry size and rows of norm
 	 * 1 +- 1/sqrt(2N); nothing in the problem depends on the exact norm.
 	 */
-	double sd = 1.0 / sqrt_pos((double)d->n);
+	double sd = 1.0 / pkb_sqrt_pos((double)d->n);
 	pkb_io_input(io, "X_hat", d->dtype, PKB_NORMAL(0, sd), PKB_SHAPE(d->m, d->n));
 	pkb_io_input(io, "dY", d->dtype, PKB_NORMAL(0, 1), PKB_SHAPE(d->m, d->n));
 

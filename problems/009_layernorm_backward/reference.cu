@@ -93,10 +93,8 @@ __global__ void colsum_final(const float *ws, T *partial, int chunks, int64_t n2
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	int64_t m = ctx->in[0].shape[0], n = ctx->in[0].shape[1];
 
 	/* about four blocks per SM, chunks of at least MIN_CHUNK_ROWS rows */
@@ -112,16 +110,13 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	s->chunks = (int)((m + s->chunk_rows - 1) / s->chunk_rows);
 
 	size_t e = pkb_dtype_size(ctx->in[0].dtype);
-	if (cudaMalloc(&s->ws, (size_t)s->chunks * 2 * n * sizeof(float)) != cudaSuccess ||
-	    cudaMalloc(&s->partial, 2 * n * e) != cudaSuccess) {
-		ctx->svc->log(ctx, "009 reference: cudaMalloc failed");
-		return 1;
-	}
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->ws, (size_t)s->chunks * 2 * n * sizeof(float)));
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->partial, 2 * n * e));
 	return 0;
 }
 
 template <typename T>
-static void launch(pkb_ctx *ctx, struct state *s)
+static int launch(pkb_ctx *ctx, struct state *s)
 {
 	cudaStream_t st = (cudaStream_t)ctx->stream;
 	int64_t m = ctx->in[0].shape[0], n = ctx->in[0].shape[1];
@@ -131,19 +126,16 @@ static void launch(pkb_ctx *ctx, struct state *s)
 	int64_t blocks = (2 * n + 255) / 256;
 	colsum_final<T><<<(unsigned)(blocks > 1024 ? 1024 : blocks), 256, 0, st>>>(
 		s->ws, (T *)s->partial, s->chunks, 2 * n);
+	PKB_CK_LAUNCH(ctx);
+	return 0;
 }
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
 	struct state *s = (struct state *)ctx->user;
 	pkb_dtype t = ctx->in[0].dtype;
-	switch (t) {
-	case PKB_BF16: launch<__nv_bfloat16>(ctx, s); break;
-	case PKB_FP16: launch<__half>(ctx, s); break;
-	case PKB_FP32: launch<float>(ctx, s); break;
-	default: return pkb_ref_float_dtype(ctx, t);
-	}
-	PKB_CK_LAUNCH(ctx);
+	PKB_CK(pkb_ref_float_dtype(ctx, t));
+	PKB_CK(PKB_REF_FLOAT_CALL(t, launch, ctx, s));
 	ncclDataType_t nt;
 	PKB_CK(pkb_ref_nccl_type(ctx, t, &nt));
 
@@ -165,13 +157,13 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->ws);
+	cudaFree(s->partial);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->ws);
-		cudaFree(s->partial);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include "pkb.h"
+#include "pkb_ref.cuh"
 
 PKB_SOLUTION;
 
@@ -127,10 +128,8 @@ static void gather(pkb_ctx *ctx, struct state *s, int64_t m, size_t row_bytes)
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	int64_t m = ctx->in[1].shape[0];
 	if (cudaMalloc(&s->perm, (size_t)m * sizeof(int64_t)) != cudaSuccess ||
 	    cudaMalloc(&s->table, (size_t)ctx->world * ctx->in[1].bytes) != cudaSuccess) {
@@ -170,13 +169,13 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return cudaGetLastError() == cudaSuccess ? 0 : 1;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->perm);
+	cudaFree(s->table);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->perm);
-		cudaFree(s->table);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

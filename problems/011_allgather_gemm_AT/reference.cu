@@ -55,10 +55,8 @@ __global__ void transpose(const E *in, E *out, int64_t rows, int64_t cols)
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->at_local, ctx->in[0].bytes));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->at_full, ctx->in[0].bytes * ctx->world));
@@ -94,15 +92,14 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
+static void release(struct state *s)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (!s)
-		return 0;
 	pkb_ref_blas_fini(&s->blas);
 	cudaFree(s->at_local);
 	cudaFree(s->at_full);
-	free(s);
-	ctx->user = NULL;
-	return 0;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	return pkb_ref_fini(ctx, release);
 }

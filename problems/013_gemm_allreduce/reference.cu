@@ -24,10 +24,8 @@ PKB_SOLUTION;
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct pkb_ref_blas *b = (struct pkb_ref_blas *)calloc(1, sizeof *b);
-	if (!b)
-		return 1;
-	ctx->user = b;
+	struct pkb_ref_blas *b;
+	PKB_CK(pkb_ref_state(ctx, &b));
 	return pkb_ref_blas_init(ctx, b);
 }
 
@@ -50,13 +48,12 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct pkb_ref_blas *b)
+{
+	pkb_ref_blas_fini(b);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct pkb_ref_blas *b = (struct pkb_ref_blas *)ctx->user;
-	if (!b)
-		return 0;
-	pkb_ref_blas_fini(b);
-	free(b);
-	ctx->user = NULL;
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

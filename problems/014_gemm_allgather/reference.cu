@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <cuda_runtime.h>
 #include "pkb_ref.cuh"
+#include "cat_columns.cuh"   /* defines: cat_columns, launch_cat */
 
 PKB_SOLUTION;
 
@@ -31,49 +32,11 @@ struct state {
 	void *gathered;         /* (W, M, Nl) */
 };
 
-/* dst (rows, W*cols)[i, w*cols + j] = src (W, rows, cols)[w, i, j], in units
- * U of sizeof(U) bytes (cols counted in units). */
-template <typename U>
-__global__ void cat_columns(const U *src, U *dst, int64_t rows, int64_t cols, int world)
-{
-	int64_t total = (int64_t)world * rows * cols;
-	for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total;
-	     t += (int64_t)gridDim.x * blockDim.x) {
-		int64_t j = t % cols, i = (t / cols) % rows, w = t / (cols * rows);
-		dst[(i * world + w) * cols + j] = src[t];
-	}
-}
-
-/* The widest unit (16, 8, 4 or 2 bytes) that divides a row of one block and
- * both base addresses. */
-static void launch_cat(const void *src, void *dst, int64_t rows, int64_t row_bytes,
-		       int world, cudaStream_t st)
-{
-	uintptr_t al = (uintptr_t)src | (uintptr_t)dst | (uintptr_t)row_bytes;
-	int64_t units = world * rows * row_bytes;
-	int unit = al % 16 == 0 ? 16 : al % 8 == 0 ? 8 : al % 4 == 0 ? 4 : 2;
-	units /= unit;
-	int blocks = (int)((units + 255) / 256);
-	blocks = blocks < 1 ? 1 : blocks > 2048 ? 2048 : blocks;
-	switch (unit) {
-	case 16: cat_columns<int4><<<blocks, 256, 0, st>>>((const int4 *)src, (int4 *)dst,
-				rows, row_bytes / 16, world); break;
-	case 8: cat_columns<int2><<<blocks, 256, 0, st>>>((const int2 *)src, (int2 *)dst,
-				rows, row_bytes / 8, world); break;
-	case 4: cat_columns<int><<<blocks, 256, 0, st>>>((const int *)src, (int *)dst,
-				rows, row_bytes / 4, world); break;
-	default: cat_columns<short><<<blocks, 256, 0, st>>>((const short *)src, (short *)dst,
-				rows, row_bytes / 2, world); break;
-	}
-}
-
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->gathered, ctx->out[0].bytes));
 	return 0;
@@ -102,14 +65,13 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
+static void release(struct state *s)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (!s)
-		return 0;
 	pkb_ref_blas_fini(&s->blas);
 	cudaFree(s->gathered);
-	free(s);
-	ctx->user = NULL;
-	return 0;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	return pkb_ref_fini(ctx, release);
 }

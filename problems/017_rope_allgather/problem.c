@@ -15,15 +15,13 @@
  * 2 (W-1) * B*S*512*e bytes received (384 KiB at M = N = 1024, bf16, W = 4).
  */
 #include "pkb_problem.h"
+#include "heads_host.h"   /* defines: heads_check, heads_batch, heads_tokens */
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
-	if (d->m < 1 || d->n < 1)
-		return pkb_io_fail(io, "M and N must be >= 1");
-	if (8 % d->world != 0)   /* the original asserts num_heads % W == 0 */
-		return pkb_io_fail(io, "W must divide the 8 heads (W in {2, 4, 8})");
-	int64_t b = d->m / 64 > 1 ? d->m / 64 : 1;
-	int64_t t = d->n / 64 > 1 ? d->n / 64 : 1;
+	if (heads_check(d, io) < 0)
+		return -1;
+	int64_t b = heads_batch(d), t = heads_tokens(d);
 	int64_t s = t / d->world > 1 ? t / d->world : 1;
 	int64_t w = d->world;
 
@@ -50,8 +48,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
  * k. HBM: the default, inputs read once and both gathered outputs written. */
 static void cost(const struct pkb_dims *d, struct pkb_cost *c)
 {
-	int64_t b = d->m / 64 > 1 ? d->m / 64 : 1;
-	int64_t t = d->n / 64 > 1 ? d->n / 64 : 1;
+	int64_t b = heads_batch(d), t = heads_tokens(d);
 	int64_t s = t / d->world > 1 ? t / d->world : 1;
 	double shard = (double)b * s * 8 * 64;   /* elements of q_local */
 	c->net_bytes = 2.0 * (d->world - 1) * shard * pkb_dtype_size(d->dtype);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include "pkb.h"
 #include "pkb_device.cuh"
+#include "pkb_ref.cuh"
 
 PKB_SOLUTION;
 
@@ -79,10 +80,8 @@ __global__ void scatter_gathered(const V *recv, V *qo, V *ko, int64_t b_count, i
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	size_t bytes = ctx->in[0].bytes;
 	if (cudaMalloc(&s->send, 2 * bytes) != cudaSuccess ||
 	    cudaMalloc(&s->recv, 2 * bytes * (size_t)ctx->world) != cudaSuccess) {
@@ -131,22 +130,16 @@ static int launch(pkb_ctx *ctx, struct state *s)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return launch<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return launch<__half>(ctx, s);
-	case PKB_FP32: return launch<float>(ctx, s);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
+}
+
+static void release(struct state *s)
+{
+	cudaFree(s->send);
+	cudaFree(s->recv);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->send);
-		cudaFree(s->recv);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

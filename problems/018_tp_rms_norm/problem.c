@@ -16,15 +16,6 @@
  */
 #include "pkb_problem.h"
 
-/* sqrt without libm: Newton from above */
-static double sqrt_pos(double x)
-{
-	double r = x > 1 ? x : 1;
-	for (int i = 0; i < 64; i++)
-		r = 0.5 * (r + x / r);
-	return r;
-}
-
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
 	if (d->m < 1 || d->n < 1)
@@ -44,7 +35,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 */
 	struct pkb_tol tol = { .terms = 2 };
 	if (d->dtype == PKB_FP32) {
-		double u = 1.0 / 16777216.0, sk = sqrt_pos((double)d->world * d->n);
+		double u = 1.0 / 16777216.0, sk = pkb_sqrt_pos((double)d->world * d->n);
 		tol.rtol = u * (8 + sk);
 		tol.l2 = u * (4 + sk / 4);
 	}

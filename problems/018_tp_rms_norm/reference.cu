@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include "pkb.h"
 #include "pkb_device.cuh"
+#include "pkb_ref.cuh"
 
 PKB_SOLUTION;
 
@@ -71,14 +72,9 @@ rms_apply(const T *x, const T *w, const float *ss, T *out, int64_t m, int64_t n,
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
-	if (cudaMalloc(&s->ss, (size_t)ctx->in[0].shape[0] * sizeof(float)) != cudaSuccess) {
-		ctx->svc->log(ctx, "018 reference: cudaMalloc failed");
-		return 1;
-	}
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->ss, (size_t)ctx->in[0].shape[0] * sizeof(float)));
 	return 0;
 }
 
@@ -105,21 +101,15 @@ static int launch(pkb_ctx *ctx, struct state *s)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return launch<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return launch<__half>(ctx, s);
-	case PKB_FP32: return launch<float>(ctx, s);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
+}
+
+static void release(struct state *s)
+{
+	cudaFree(s->ss);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->ss);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

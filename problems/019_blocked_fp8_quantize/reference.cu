@@ -18,6 +18,7 @@
 #include <nccl.h>
 #include "pkb.h"
 #include "pkb_device.cuh"
+#include "pkb_ref.cuh"
 
 PKB_SOLUTION;
 
@@ -57,8 +58,7 @@ quantize(const T *x, uint8_t *y, float *s, int64_t nblocks)
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32)
-		return 1;
+	PKB_CK(pkb_ref_float_dtype(ctx, t));
 	if ((int)pkb_param_get(ctx, "block_size", QBLOCK) != QBLOCK) {
 		ctx->svc->log(ctx, "019 reference: only block_size %d is implemented", QBLOCK);
 		return 1;

@@ -17,6 +17,7 @@
 #include <nccl.h>
 #include "pkb.h"
 #include "pkb_device.cuh"
+#include "pkb_ref.cuh"
 
 PKB_SOLUTION;
 
@@ -51,12 +52,9 @@ dequant(const T *y, const T *s, float *out, float *send, int64_t chunk, int bs,
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32)
-		return 1;
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	PKB_CK(pkb_ref_float_dtype(ctx, t));
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	s->chunk = ctx->in[0].numel / ctx->world;
 	s->bs = (int)pkb_param_get(ctx, "block_size", 128);
 	if (s->bs <= 0 || s->bs % 4 || s->chunk % s->bs) {
@@ -111,12 +109,12 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->send);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->send);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -23,6 +23,7 @@
 #include "pkb.h"
 #include "pkb_device.cuh"
 #include "pkb_ref.cuh"
+#include "block_sum.cuh"   /* defines: block_sum */
 
 PKB_SOLUTION;
 
@@ -52,17 +53,9 @@ sumsq_part(grads<T> in, float *part, int64_t n)
 		float v = pkb_to_float(g[i]);
 		acc = __fadd_rn(acc, __fmul_rn(v, v));
 	}
-	for (int o = 16; o > 0; o >>= 1)
-		acc += __shfl_xor_sync(0xffffffffu, acc, o);
-	if ((threadIdx.x & 31) == 0)
-		red[threadIdx.x >> 5] = acc;
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		float s = 0.f;
-		for (int w = 0; w < THREADS / 32; w++)
-			s += red[w];
+	float s = block_sum<THREADS>(acc, red);
+	if (threadIdx.x == 0)
 		part[blockIdx.y * PART_BLOCKS + blockIdx.x] = s;
-	}
 }
 
 /* one warp: ss_t from the partials, then acc = sum_t fl(sqrt(ss_t)^2) in
@@ -108,10 +101,8 @@ clip(grads<T> in, outs<T> out, const float *val, float *total_norm, int64_t n, f
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->part, NT * PART_BLOCKS * sizeof(float)));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->val, sizeof(float)));
 	return 0;
@@ -142,22 +133,16 @@ static int launch(pkb_ctx *ctx, struct state *s)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return launch<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return launch<__half>(ctx, s);
-	case PKB_FP32: return launch<float>(ctx, s);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
+}
+
+static void release(struct state *s)
+{
+	cudaFree(s->part);
+	cudaFree(s->val);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->part);
-		cudaFree(s->val);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -17,15 +17,6 @@
  */
 #include "pkb_problem.h"
 
-/* sqrt without libm: Newton from above */
-static double sqrt_pos(double x)
-{
-	double r = x > 1 ? x : 1;
-	for (int i = 0; i < 64; i++)
-		r = 0.5 * (r + x / r);
-	return r;
-}
-
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
 	if (d->m < 1 || d->n < 1)
@@ -46,7 +37,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * alone 1/sqrt(W).
 	 */
 	double u32 = 1.0 / 16777216.0;
-	double sk = sqrt_pos(2.0 * d->world * (double)d->m * (double)d->n);
+	double sk = pkb_sqrt_pos(2.0 * d->world * (double)d->m * (double)d->n);
 	struct pkb_tol tn = { .rtol = u32 * (8 + sk), .l2 = u32 * (8 + sk) };
 	pkb_io_output(io, "total_norm", PKB_FP32, tn, 0, (int64_t[]){ 0 });
 

@@ -24,6 +24,7 @@
 #include "pkb.h"
 #include "pkb_device.cuh"
 #include "pkb_ref.cuh"
+#include "block_sum.cuh"   /* defines: block_sum */
 
 PKB_SOLUTION;
 
@@ -56,17 +57,9 @@ sumsq_part(const T *g0, const T *g1, float *part, int64_t n, float s, bool scale
 		float v = pkb_to_float(ep_scaled(g[i], s, sc));
 		acc = __fadd_rn(acc, __fmul_rn(v, v));
 	}
-	for (int o = 16; o > 0; o >>= 1)
-		acc += __shfl_xor_sync(0xffffffffu, acc, o);
-	if ((threadIdx.x & 31) == 0)
-		red[threadIdx.x >> 5] = acc;
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		float t = 0.f;
-		for (int w = 0; w < THREADS / 32; w++)
-			t += red[w];
+	float t = block_sum<THREADS>(acc, red);
+	if (threadIdx.x == 0)
 		part[blockIdx.y * PART_BLOCKS + blockIdx.x] = t;
-	}
 }
 
 /* one warp: val[k] = fl(sqrt(ss_k)^2), each list holding one tensor */
@@ -108,10 +101,8 @@ clip(const T *g0, const T *g1, T *o0, T *o1, const float *val, float *total_norm
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->part, 2 * PART_BLOCKS * sizeof(float)));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->val, 2 * sizeof(float)));
 	return 0;
@@ -141,22 +132,16 @@ static int launch(pkb_ctx *ctx, struct state *s)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return launch<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return launch<__half>(ctx, s);
-	case PKB_FP32: return launch<float>(ctx, s);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
+}
+
+static void release(struct state *s)
+{
+	cudaFree(s->part);
+	cudaFree(s->val);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->part);
-		cudaFree(s->val);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

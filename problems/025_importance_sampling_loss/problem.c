@@ -27,15 +27,6 @@
 #define VOCAB 32000
 #define IGNORE_INDEX (-100)
 
-/* sqrt without libm: Newton from above */
-static double sqrt_pos(double x)
-{
-	double r = x > 1 ? x : 1;
-	for (int i = 0; i < 64; i++)
-		r = 0.5 * (r + x / r);
-	return r;
-}
-
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
 	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
@@ -88,9 +79,9 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	double u = pkb_dtype_unit_roundoff(d->dtype), w = d->world;
 	double r0 = d->dtype == PKB_FP16 ? 0 : 2.07e-9;
 	double tiny = d->dtype == PKB_BF16 ? 0x1p-133 : d->dtype == PKB_FP16 ? 0x1p-24 : 0x1p-149;
-	double wm = w * (double)m, ng = 0.75 * wm - 3 * sqrt_pos(0.1875 * wm);
+	double wm = w * (double)m, ng = 0.75 * wm - 3 * pkb_sqrt_pos(0.1875 * wm);
 	ng = ng < 1 ? 1 : ng;
-	double parts = 3 * r0 * sqrt_pos((double)m) * (w + (w - 1) * sqrt_pos(w));
+	double parts = 3 * r0 * pkb_sqrt_pos((double)m) * (w + (w - 1) * pkb_sqrt_pos(w));
 	struct pkb_tol tl = { .rtol = 2 * w * u + 0x1p-20,
 			      .atol = (2 * u * parts + 2 * (2 * w) * tiny) / ng,
 			      .terms = 1e-9, .l2 = 1e300 };

@@ -159,10 +159,8 @@ __global__ void finish(const T *sums, const T *mnmx, const T *sur, const float *
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	int64_t m = ctx->in[0].shape[0], v = ctx->in[1].shape[0];
 	size_t e = pkb_dtype_size(ctx->in[0].dtype);
 	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));
@@ -213,27 +211,21 @@ static int launch(pkb_ctx *ctx, struct state *s)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return launch<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return launch<__half>(ctx, s);
-	case PKB_FP32: return launch<float>(ctx, s);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
+}
+
+static void release(struct state *s)
+{
+	pkb_ref_blas_fini(&s->blas);
+	cudaFree(s->logits);
+	cudaFree(s->part);
+	cudaFree(s->sums);
+	cudaFree(s->mnmx);
+	cudaFree(s->sur);
+	cudaFree(s->count);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		pkb_ref_blas_fini(&s->blas);
-		cudaFree(s->logits);
-		cudaFree(s->part);
-		cudaFree(s->sums);
-		cudaFree(s->mnmx);
-		cudaFree(s->sur);
-		cudaFree(s->count);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

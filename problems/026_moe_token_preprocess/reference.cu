@@ -94,10 +94,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 			      "W must divide 8");
 		return 1;
 	}
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->counts, (size_t)ctx->world * EXPERTS * sizeof(float)));
 	return 0;
 }
@@ -121,11 +119,12 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->counts);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s)
-		cudaFree(s->counts);
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -153,10 +153,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 		ctx->svc->log(ctx, "problem 28 reference: W must divide 8, expert_mask be fp32");
 		return 1;
 	}
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	int64_t m = ctx->in[0].shape[0], m2 = TOPK * m, el = EXPERTS / w;
 	int64_t keep = (m2 + w - 1) / w;
 	s->cap = m2 < el * m ? m2 : el * m;
@@ -246,15 +244,15 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return move<uint8_t>(ctx);
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->send);
+	cudaFree(s->recv);
+	cudaFree(s->selected);
+	cudaFree(s->temp);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->send);
-		cudaFree(s->recv);
-		cudaFree(s->selected);
-		cudaFree(s->temp);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -39,10 +39,8 @@ __global__ void concat_cols(const U *recv, U *out, int64_t rows, int64_t upr, in
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->recv, ctx->in[0].bytes));
 	return 0;
 }
@@ -61,28 +59,7 @@ static void launch(pkb_ctx *ctx, struct state *s)
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
 	struct state *s = (struct state *)ctx->user;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	int me = ctx->rank, w = ctx->world;
-	size_t chunk = ctx->in[0].bytes / w;
-	const char *x = (const char *)ctx->in[0].data;
-	char *recv = (char *)s->recv;
-	ncclResult_t r = ncclGroupStart();
-	for (int k = 0; k < w && r == ncclSuccess; k++) {
-		/* pair up with rank me+k sending and me-k receiving: every step is
-		   a permutation, so no rank is flooded */
-		int to = (me + k) % w, from = (me - k + w) % w;
-		r = ncclSend(x + to * chunk, chunk, ncclUint8, to, comm, st);
-		if (r == ncclSuccess)
-			r = ncclRecv(recv + from * chunk, chunk, ncclUint8, from, comm, st);
-	}
-	ncclResult_t e = ncclGroupEnd();
-	if (r == ncclSuccess)
-		r = e;
-	if (r != ncclSuccess) {
-		ctx->svc->log(ctx, "all-to-all send/recv: %s", ncclGetErrorString(r));
-		return 1;
-	}
+	PKB_CK(pkb_ref_all_to_all(ctx, ctx->in[0].data, s->recv, ctx->in[0].bytes / ctx->world));
 	/* a row (N*e bytes) is a whole number of units, so is every offset */
 	size_t row = (size_t)ctx->in[0].shape[1] * pkb_dtype_size(ctx->in[0].dtype);
 	int b = (uintptr_t)ctx->out[0].data % 16 ? 1 : pkb_unit_bytes(row);
@@ -97,11 +74,12 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->recv);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s)
-		cudaFree(s->recv);
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -19,18 +19,16 @@
  * 192 KiB at M = N = 1024, bf16, W = 4.
  */
 #include "pkb_problem.h"
+#include "heads_host.h"   /* defines: heads_check, heads_batch, heads_tokens */
 
 #define HEADS 8
 #define HDIM 64
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
-	if (d->m < 1 || d->n < 1)
-		return pkb_io_fail(io, "M and N must be >= 1");
-	if (HEADS % d->world != 0)   /* the original asserts num_heads % W == 0 */
-		return pkb_io_fail(io, "W must divide the 8 heads (W in {2, 4, 8})");
-	int64_t b = d->m / 64 > 1 ? d->m / 64 : 1;
-	int64_t t = d->n / 64 > 1 ? d->n / 64 : 1;
+	if (heads_check(d, io) < 0)
+		return -1;
+	int64_t b = heads_batch(d), t = heads_tokens(d);
 	int64_t w = d->world;
 	pkb_io_input(io, "x", d->dtype, PKB_NORMAL(0, 1), PKB_SHAPE(b, t, HEADS, HDIM));
 	pkb_io_param(io, "seq_dim", 1);
@@ -47,8 +45,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
  * default). No arithmetic. */
 static void cost(const struct pkb_dims *d, struct pkb_cost *c)
 {
-	int64_t b = d->m / 64 > 1 ? d->m / 64 : 1;
-	int64_t t = d->n / 64 > 1 ? d->n / 64 : 1;
+	int64_t b = heads_batch(d), t = heads_tokens(d);
 	double w = d->world, bytes = (double)b * t * HEADS * HDIM * pkb_dtype_size(d->dtype);
 	c->net_bytes = (w - 1) / w * bytes;
 	c->note = "direct exchange with every peer";

@@ -22,6 +22,7 @@
  * W = 4.
  */
 #include "pkb_problem.h"
+#include "heads_host.h"   /* defines: heads_check, heads_batch, heads_tokens */
 
 #define HEADS 8
 #define HDIM 64
@@ -33,18 +34,16 @@ struct dims {
 static struct dims dims_of(const struct pkb_dims *d)
 {
 	struct dims g;
-	g.b = d->m / 64 > 1 ? d->m / 64 : 1;
-	g.t = d->n / 64 > 1 ? d->n / 64 : 1;
+	g.b = heads_batch(d);
+	g.t = heads_tokens(d);
 	g.s = (g.t + d->world - 1) / d->world;
 	return g;
 }
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
-	if (d->m < 1 || d->n < 1)
-		return pkb_io_fail(io, "M and N must be >= 1");
-	if (HEADS % d->world != 0)   /* the original's inputs assert num_heads % W == 0 */
-		return pkb_io_fail(io, "W must divide the 8 heads (W in {2, 4, 8})");
+	if (heads_check(d, io) < 0)
+		return -1;
 	struct dims g = dims_of(d);
 	pkb_io_input(io, "x", d->dtype, PKB_NORMAL(0, 1), PKB_SHAPE(g.b, g.t, HEADS, HDIM));
 	pkb_io_param(io, "seq_dim", 1);

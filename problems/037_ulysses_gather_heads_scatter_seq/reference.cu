@@ -44,24 +44,12 @@ __global__ void pack_padded(const int4 *x, int4 *send, int64_t b_n, int64_t t_n,
 	}
 }
 
-/* dst (Q, P) blocks = src (P, Q) blocks transposed, blocks of blk units */
-__global__ void swap_blocks(const int4 *src, int4 *dst, int64_t p_n, int64_t q_n, int64_t blk)
-{
-	int64_t n = p_n * q_n * blk;
-	for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < n;
-	     o += (int64_t)gridDim.x * blockDim.x) {
-		int64_t j = o / blk, c = o - j * blk;
-		int64_t q = j / p_n, p = j - q * p_n;
-		dst[o] = src[(p * q_n + q) * blk + c];
-	}
-}
+#include "swap_blocks.cuh"   /* defines: swap_blocks, swap */
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	s->chunk = ctx->out[0].bytes / ctx->world;
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->send, ctx->out[0].bytes));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->recv, ctx->out[0].bytes));
@@ -71,9 +59,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
 	struct state *s = (struct state *)ctx->user;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
 	cudaStream_t st = (cudaStream_t)ctx->stream;
-	int me = ctx->rank, w = ctx->world;
+	int w = ctx->world;
 	int64_t b = ctx->in[0].shape[0], t = ctx->in[0].shape[1], sl = ctx->out[0].shape[1];
 	/* a position, 8*64 elements, in 16-byte units */
 	int64_t pu = ctx->in[0].shape[2] * ctx->in[0].shape[3] *
@@ -83,37 +70,20 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	pack_padded<<<pkb_ref_blocks(n, THREADS, 4096), THREADS, 0, st>>>(
 		(const int4 *)ctx->in[0].data, (int4 *)s->send, b, t, sl, w, pu);
 	PKB_CK_LAUNCH(ctx);
-	char *send = (char *)s->send, *recv = (char *)s->recv;
-	size_t chunk = s->chunk;
-	ncclResult_t r = ncclGroupStart();
-	for (int k = 0; k < w && r == ncclSuccess; k++) {
-		/* pair up with rank me+k sending and me-k receiving: every step is
-		   a permutation, so no rank is flooded */
-		int to = (me + k) % w, from = (me - k + w) % w;
-		r = ncclSend(send + to * chunk, chunk, ncclUint8, to, comm, st);
-		if (r == ncclSuccess)
-			r = ncclRecv(recv + from * chunk, chunk, ncclUint8, from, comm, st);
-	}
-	ncclResult_t e = ncclGroupEnd();
-	if (r == ncclSuccess)
-		r = e;
-	if (r != ncclSuccess) {
-		ctx->svc->log(ctx, "all-to-all send/recv: %s", ncclGetErrorString(r));
-		return 1;
-	}
+	PKB_CK(pkb_ref_all_to_all(ctx, s->send, s->recv, s->chunk));
 	swap_blocks<<<pkb_ref_blocks(n, THREADS, 4096), THREADS, 0, st>>>(
 		(const int4 *)s->recv, (int4 *)ctx->out[0].data, w, b * sl, pu);
 	PKB_CK_LAUNCH(ctx);
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->send);
+	cudaFree(s->recv);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->send);
-		cudaFree(s->recv);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -51,6 +51,7 @@
  * at W = 8 only, where a group is one head).
  */
 #include "pkb_problem.h"
+#include "heads_host.h"   /* defines: heads_check, heads_batch, heads_tokens */
 
 #define HEADS 8
 #define HEAD_DIM 64
@@ -58,13 +59,11 @@
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
-	if (d->m < 1 || d->n < 1)
-		return pkb_io_fail(io, "M and N must be >= 1");
-	if (HEADS % d->world != 0)   /* the original asserts num_heads % W == 0 */
-		return pkb_io_fail(io, "W must divide the 8 heads (W in {2, 4, 8})");
+	if (heads_check(d, io) < 0)
+		return -1;
 	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
 		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
-	int64_t b = d->m / 64 > 1 ? d->m / 64 : 1;
+	int64_t b = heads_batch(d);
 	int64_t s = d->n / 64 / d->world > 1 ? d->n / 64 / d->world : 1;
 	double g = HEADS / d->world;
 	pkb_io_input(io, "hidden_states", d->dtype, PKB_NORMAL(0, 1), PKB_SHAPE(b, s, HID));
@@ -87,7 +86,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
  * the per-position G x G attention, 4*B*S*8*G*64. */
 static void cost(const struct pkb_dims *d, struct pkb_cost *c)
 {
-	int64_t b = d->m / 64 > 1 ? d->m / 64 : 1;
+	int64_t b = heads_batch(d);
 	int64_t s = d->n / 64 / d->world > 1 ? d->n / 64 / d->world : 1;
 	double tok = (double)b * s, g = HEADS / d->world;
 	c->net_bytes = 0;

@@ -99,49 +99,12 @@ __global__ void head_attention(const T *recv, T *out, int64_t n_pos, int g_n)
 	}
 }
 
-/* dst (Q, P) blocks = src (P, Q) blocks transposed, blocks of blk units */
-__global__ void swap_blocks(const int4 *src, int4 *dst, int64_t p_n, int64_t q_n, int64_t blk)
-{
-	int64_t n = p_n * q_n * blk;
-	for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < n;
-	     o += (int64_t)gridDim.x * blockDim.x) {
-		int64_t j = o / blk, c = o - j * blk;
-		int64_t q = j / p_n, p = j - q * p_n;
-		dst[o] = src[(p * q_n + q) * blk + c];
-	}
-}
-
-/* chunk k of `bytes` to rank k, from rank k, in one group */
-static int exchange(pkb_ctx *ctx, const char *send, char *recv, size_t bytes)
-{
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	int me = ctx->rank, w = ctx->world;
-	ncclResult_t r = ncclGroupStart();
-	for (int k = 0; k < w && r == ncclSuccess; k++) {
-		/* pair up with rank me+k sending and me-k receiving: every step
-		   is a permutation, so no rank is flooded */
-		int to = (me + k) % w, from = (me - k + w) % w;
-		r = ncclSend(send + to * bytes, bytes, ncclUint8, to, comm, st);
-		if (r == ncclSuccess)
-			r = ncclRecv(recv + from * bytes, bytes, ncclUint8, from, comm, st);
-	}
-	ncclResult_t e = ncclGroupEnd();
-	if (r == ncclSuccess)
-		r = e;
-	if (r != ncclSuccess) {
-		ctx->svc->log(ctx, "all-to-all send/recv: %s", ncclGetErrorString(r));
-		return 1;
-	}
-	return 0;
-}
+#include "swap_blocks.cuh"   /* defines: swap_blocks, swap */
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	size_t tok_bytes = ctx->in[0].bytes;   /* (tok, 512) */
 	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));
@@ -164,11 +127,11 @@ static int middle(pkb_ctx *ctx, struct state *s, int64_t tok, int g_n)
 	pack<T><<<pkb_ref_blocks(n, THREADS, 4096), THREADS, 0, st>>>(
 		(const T *)s->qkv, (T *)s->send, tok, g_n, w);
 	PKB_CK_LAUNCH(ctx);
-	PKB_CK(exchange(ctx, (const char *)s->send, (char *)s->recv, tok * 3 * g_n * HD * e));
+	PKB_CK(pkb_ref_all_to_all(ctx, s->send, s->recv, tok * 3 * g_n * HD * e));
 	head_attention<T><<<pkb_ref_blocks(w * tok * g_n, THREADS, 4096), THREADS, 0, st>>>(
 		(const T *)s->recv, (T *)s->send2, w * tok, g_n);
 	PKB_CK_LAUNCH(ctx);
-	PKB_CK(exchange(ctx, (const char *)s->send2, (char *)s->recv2, tok * g_n * HD * e));
+	PKB_CK(pkb_ref_all_to_all(ctx, s->send2, s->recv2, tok * g_n * HD * e));
 	int64_t blk = g_n * HD * e / 16;
 	swap_blocks<<<pkb_ref_blocks(w * tok * blk, THREADS, 4096), THREADS, 0, st>>>(
 		(const int4 *)s->recv2, (int4 *)s->att, w, tok, blk);
@@ -198,18 +161,18 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 			       0, ctx->out[0].data, HID, t);
 }
 
+static void release(struct state *s)
+{
+	pkb_ref_blas_fini(&s->blas);
+	cudaFree(s->qkv);
+	cudaFree(s->send);
+	cudaFree(s->recv);
+	cudaFree(s->send2);
+	cudaFree(s->recv2);
+	cudaFree(s->att);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		pkb_ref_blas_fini(&s->blas);
-		cudaFree(s->qkv);
-		cudaFree(s->send);
-		cudaFree(s->recv);
-		cudaFree(s->send2);
-		cudaFree(s->recv2);
-		cudaFree(s->att);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -36,20 +36,15 @@ PKB_SOLUTION;
 
 #define THREADS MLP_THREADS   /* every kernel's block size, mlp_kernels.cuh's too */
 
-struct ref {
-	struct pkb_ref_blas blas;
-	void *h, *dh, *o, *g;   /* (chunk, hidden) x2, (chunk, d_out), flat (P) */
-};
-
 /* the 4 parameters, their moments, and where each starts in the flat order */
 struct params {
 	void *p[4], *m[4], *v[4];
 	int64_t start[5];
 };
 
-#include "mlp_kernels.cuh"
-/* defines: MLP_THREADS, struct hyper, adam_hyper, rt, fill_rows, relu, mse_grad,
- * relu_mask, colsum, mlp_fwd_bwd */
+#include "mlp_ref.cuh"
+/* defines: struct mlp_ref, mlp_ref_init, mlp_release, MLP_THREADS, struct hyper,
+ * adam_hyper, rt, fill_rows, relu, mse_grad, relu_mask, colsum, mlp_fwd_bwd */
 
 template <typename T>
 __global__ void adam(const T *gsum, struct params ps, const int64_t *step, struct hyper h)
@@ -77,25 +72,11 @@ __global__ void adam(const T *gsum, struct params ps, const int64_t *step, struc
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct ref *r = (struct ref *)calloc(1, sizeof *r);
-	if (!r)
-		return 1;
-	ctx->user = r;
-	int64_t chunk = ctx->in[0].shape[0], hidden = ctx->in[2].shape[0];
-	int64_t d_out = ctx->in[4].shape[0], e = (int64_t)pkb_dtype_size(ctx->in[0].dtype);
-	int64_t p = 0;
-	for (int i = 0; i < 4; i++)
-		p += ctx->in[2 + i].numel;
-	PKB_CK_CUDA(ctx, cudaMalloc(&r->h, chunk * hidden * e));
-	PKB_CK_CUDA(ctx, cudaMalloc(&r->dh, chunk * hidden * e));
-	PKB_CK_CUDA(ctx, cudaMalloc(&r->o, chunk * d_out * e));
-	PKB_CK_CUDA(ctx, cudaMalloc(&r->g, p * e));
-	return pkb_ref_blas_init(ctx, &r->blas);
+	return mlp_ref_init(ctx, 0, 0);   /* no flat copy (the broadcasts land in the outputs) */
 }
 
 template <typename T>
-static int step(pkb_ctx *ctx, struct ref *r)
+static int step(pkb_ctx *ctx, struct mlp_ref *r)
 {
 	cudaStream_t st = (cudaStream_t)ctx->stream;
 	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
@@ -146,26 +127,10 @@ static int step(pkb_ctx *ctx, struct ref *r)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct ref *r = (struct ref *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return step<__nv_bfloat16>(ctx, r);
-	case PKB_FP16: return step<__half>(ctx, r);
-	case PKB_FP32: return step<float>(ctx, r);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, step, ctx, (struct mlp_ref *)ctx->user);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct ref *r = (struct ref *)ctx->user;
-	if (!r)
-		return 0;
-	pkb_ref_blas_fini(&r->blas);
-	cudaFree(r->h);
-	cudaFree(r->dh);
-	cudaFree(r->o);
-	cudaFree(r->g);
-	free(r);
-	ctx->user = NULL;
-	return 0;
+	return pkb_ref_fini(ctx, mlp_release);
 }

@@ -99,12 +99,7 @@ static int launch(pkb_ctx *ctx)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return launch<__nv_bfloat16>(ctx);
-	case PKB_FP16: return launch<__half>(ctx);
-	case PKB_FP32: return launch<float>(ctx);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)

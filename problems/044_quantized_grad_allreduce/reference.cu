@@ -67,17 +67,14 @@ __global__ void mean_out(const float *acc, T *out, int64_t n, float inv_w)
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32)
-		return 1;
+	PKB_CK(pkb_ref_float_dtype(ctx, t));
 	int bs = (int)pkb_param_get(ctx, "block_size", 0);
 	if (bs < 1 || bs > MAX_BS) {
 		ctx->svc->log(ctx, "044 reference: block_size %d outside 1..%d", bs, MAX_BS);
 		return 1;
 	}
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->acc, (size_t)ctx->in[0].numel * sizeof(float)));
 	return 0;
 }
@@ -122,12 +119,12 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->acc);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->acc);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

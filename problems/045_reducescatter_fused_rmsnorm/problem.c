@@ -16,15 +16,6 @@
  */
 #include "pkb_problem.h"
 
-/* sqrt without libm: Newton from above */
-static double sqrt_pos(double x)
-{
-	double r = x > 1 ? x : 1;
-	for (int i = 0; i < 64; i++)
-		r = 0.5 * (r + x / r);
-	return r;
-}
-
 static int64_t hidden_of(const struct pkb_dims *d)
 {
 	return d->n < 32 ? 32 : d->n > 128 ? 128 : d->n;
@@ -59,7 +50,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 */
 	struct pkb_tol tol = PKB_TOL_SUM(w + 1);
 	if (d->dtype == PKB_FP32) {
-		double u = 1.0 / 16777216.0, sh = sqrt_pos((double)hidden);
+		double u = 1.0 / 16777216.0, sh = pkb_sqrt_pos((double)hidden);
 		tol.rtol = u * (8 + sh);
 		tol.l2 = u * (4 + sh / 4);
 	}

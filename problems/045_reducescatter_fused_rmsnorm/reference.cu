@@ -69,10 +69,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 			      (long long)ctx->in[1].numel, MAX_HIDDEN);
 		return 1;
 	}
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	if (cudaMalloc(&s->rs, ctx->out[0].bytes) != cudaSuccess) {
 		ctx->svc->log(ctx, "045 reference: cudaMalloc failed");
 		return 1;
@@ -81,7 +79,7 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 }
 
 template <typename T>
-static void launch(pkb_ctx *ctx, struct state *s)
+static int launch(pkb_ctx *ctx, struct state *s)
 {
 	int64_t rows = ctx->out[0].shape[0];
 	int hidden = (int)ctx->out[0].shape[1];
@@ -90,6 +88,8 @@ static void launch(pkb_ctx *ctx, struct state *s)
 		(const T *)s->rs, (const T *)ctx->in[1].data, (T *)ctx->out[0].data, rows, hidden,
 		1.0f / (float)ctx->world, 1.0f / (float)hidden,
 		(float)pkb_param_get(ctx, "eps", 1e-5));
+	PKB_CK_LAUNCH(ctx);
+	return 0;
 }
 
 extern "C" int pkb_run(pkb_ctx *ctx)
@@ -101,22 +101,17 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	PKB_CK_NCCL(ctx, ncclReduceScatter(ctx->in[0].data, s->rs, (size_t)ctx->out[0].numel, nt,
 					   ncclSum, (ncclComm_t)ctx->nccl_comm,
 					   (cudaStream_t)ctx->stream));
-	switch (t) {
-	case PKB_BF16: launch<__nv_bfloat16>(ctx, s); break;
-	case PKB_FP16: launch<__half>(ctx, s); break;
-	case PKB_FP32: launch<float>(ctx, s); break;
-	default: return pkb_ref_float_dtype(ctx, t);
-	}
-	PKB_CK_LAUNCH(ctx);
+	PKB_CK(pkb_ref_float_dtype(ctx, t));
+	PKB_CK(PKB_REF_FLOAT_CALL(t, launch, ctx, s));
 	return 0;
+}
+
+static void release(struct state *s)
+{
+	cudaFree(s->rs);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->rs);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

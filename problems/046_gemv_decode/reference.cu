@@ -19,6 +19,7 @@
 #include <nccl.h>
 #include "pkb.h"
 #include "pkb_device.cuh"
+#include "pkb_ref.cuh"
 
 PKB_SOLUTION;
 
@@ -103,12 +104,9 @@ __global__ void permute_gathered(const T *g, T *out, int tokens, int64_t vl, int
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32)
-		return 1;
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	PKB_CK(pkb_ref_float_dtype(ctx, t));
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	s->tokens = (int)ctx->in[0].shape[0];
 	s->hidden = (int)ctx->in[0].shape[1];
 	s->vl = ctx->in[1].shape[0];
@@ -157,12 +155,12 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	}
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->gather);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->gather);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -142,10 +142,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 			      pkb_ref_dtype_name(t));
 		return 1;
 	}
-	struct ref47 *r = (struct ref47 *)calloc(1, sizeof *r);
-	if (!r)
-		return 1;
-	ctx->user = r;
+	struct ref47 *r;
+	PKB_CK(pkb_ref_state(ctx, &r));
 	r->ch = ctx->in[0].shape[0];
 	r->d_in = ctx->in[0].shape[1];
 	r->d_out = ctx->in[1].shape[1];
@@ -251,11 +249,8 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	}
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
+static void release(struct ref47 *r)
 {
-	struct ref47 *r = (struct ref47 *)ctx->user;
-	if (!r)
-		return 0;
 	pkb_ref_blas_fini(&r->blas);
 	cudaFree(r->full);
 	cudaFree(r->act);
@@ -263,7 +258,9 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	cudaFree(r->dh);
 	cudaFree(r->grad);
 	cudaFree(r->gs);
-	free(r);
-	ctx->user = NULL;
-	return 0;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	return pkb_ref_fini(ctx, release);
 }

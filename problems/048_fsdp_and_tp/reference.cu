@@ -64,10 +64,8 @@ __global__ void swiglu(T *x1, const T *x2, int64_t n)
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct ref48 *r = (struct ref48 *)calloc(1, sizeof *r);
-	if (!r)
-		return 1;
-	ctx->user = r;
+	struct ref48 *r;
+	PKB_CK(pkb_ref_state(ctx, &r));
 	r->n_tp = (int)pkb_param_get(ctx, "n_tp", 1);
 	r->n_fsdp = (int)pkb_param_get(ctx, "n_fsdp", ctx->world);
 	if (r->n_tp * r->n_fsdp != ctx->world) {
@@ -129,20 +127,11 @@ static int forward(pkb_ctx *ctx, struct ref48 *r)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct ref48 *r = (struct ref48 *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return forward<__nv_bfloat16>(ctx, r);
-	case PKB_FP16: return forward<__half>(ctx, r);
-	case PKB_FP32: return forward<float>(ctx, r);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, forward, ctx, (struct ref48 *)ctx->user);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
+static void release(struct ref48 *r)
 {
-	struct ref48 *r = (struct ref48 *)ctx->user;
-	if (!r)
-		return 0;
 	if (r->tp)
 		ncclCommDestroy(r->tp);
 	if (r->fsdp)
@@ -154,7 +143,9 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	cudaFree(r->w3);
 	cudaFree(r->x1);
 	cudaFree(r->x2);
-	free(r);
-	ctx->user = NULL;
-	return 0;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	return pkb_ref_fini(ctx, release);
 }

@@ -77,14 +77,11 @@ __global__ void div_world(T *out, int64_t p, float w)
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	if (t != PKB_BF16 && t != PKB_FP16 && t != PKB_FP32)
-		return 1;
+	PKB_CK(pkb_ref_float_dtype(ctx, t));
 	if (ctx->in[1].dtype != PKB_BF16 || ctx->in[1].numel != HIST)
 		return 1;
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->recon, (size_t)ctx->in[0].numel * pkb_dtype_size(t)));
 	return 0;
 }
@@ -130,12 +127,12 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->recon);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->recon);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

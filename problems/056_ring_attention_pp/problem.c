@@ -28,8 +28,8 @@
 #include <math.h>
 #include "pkb_problem.h"
 #include "ring_host.h"
-/* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, next, normal,
- * round_to */
+/* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, next, normal, attn_check,
+ * attn_fill */
 
 #define PP 2
 #define HIDDEN (HEADS * HEAD_DIM)
@@ -37,10 +37,8 @@
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
 	struct ring_dims g;
-	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
-		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
-	if (d->m < 1 || d->n < 1)
-		return pkb_io_fail(io, "M and N must be >= 1");
+	if (attn_check(d, io) < 0)
+		return -1;
 	if (d->world % PP)
 		return pkb_io_fail(io, "W = %d is odd: pp = 2 needs an even W", d->world);
 	attn_dims(d, &g);
@@ -94,10 +92,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 	if (n == 0 || bytes != n * pkb_dtype_size(d->dtype))
 		return -1;
 	uint64_t st = pkb_rng_mix(d->common_seed ^ pkb_rng_mix(((uint64_t)index << 32) | (uint64_t)(index ? p : c)));
-	for (size_t i = 0; i < n; i++) {
-		float v = round_to(d->dtype, (float)normal(&st));
-		pkb_dtype_store(d->dtype, buf, i, index ? round_to(d->dtype, v * 0.02f) : v);
-	}
+	attn_fill(d, buf, n, &st, index != 0);
 	return 0;
 }
 

@@ -34,18 +34,15 @@
 #include <stdlib.h>
 #include "pkb_problem.h"
 #include "ring_host.h"
-/* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, next, normal,
- * round_to */
+/* defines: HEADS, HEAD_DIM, struct ring_dims, attn_dims, next, normal, attn_check */
 
 #define DP 2
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
 	struct ring_dims g;
-	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
-		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
-	if (d->m < 1 || d->n < 1)
-		return pkb_io_fail(io, "M and N must be >= 1");
+	if (attn_check(d, io) < 0)
+		return -1;
 	if (d->world % DP)
 		return pkb_io_fail(io, "W = %d is odd: dp = 2 needs an even W", d->world);
 	attn_dims(d, &g);
@@ -98,7 +95,7 @@ static int draw(const struct pkb_dims *d, int index, float *v, size_t n)
 {
 	uint64_t st = pkb_rng_mix(d->common_seed ^ pkb_rng_mix(((uint64_t)index << 32) | (uint64_t)d->rank));
 	for (size_t i = 0; i < n; i++)
-		v[i] = round_to(d->dtype, (float)normal(&st));
+		v[i] = pkb_round_to(d->dtype, (float)normal(&st));
 	return 0;
 }
 

@@ -235,10 +235,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	if (ctx->world % DP)
 		return 1;
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	s->b = ctx->in[1].shape[0];
 	s->s = ctx->in[1].shape[1];
 	s->heads = ctx->in[1].shape[2];
@@ -346,35 +344,29 @@ static int launch(pkb_ctx *ctx, struct state *s)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	switch (ctx->in[1].dtype) {
-	case PKB_BF16: return launch<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return launch<__half>(ctx, s);
-	case PKB_FP32: return launch<float>(ctx, s);
-	default: return 1;
+	return PKB_REF_FLOAT_CALL(ctx->in[1].dtype, launch, ctx, (struct state *)ctx->user);
+}
+
+static void release(struct state *s)
+{
+	if (s->side) {
+		cudaStreamSynchronize(s->side);
+		cudaStreamDestroy(s->side);
 	}
+	cudaEvent_t ev[] = { s->start, s->kv_got, s->computed, s->dkv_got };
+	for (int i = 0; i < 4; i++)
+		if (ev[i])
+			cudaEventDestroy(ev[i]);
+	if (s->cp_comm)
+		ncclCommDestroy(s->cp_comm);
+	if (s->dp_comm)
+		ncclCommDestroy(s->dp_comm);
+	void *bufs[] = { s->kv[0], s->kv[1], s->dsum, s->dq, s->dkv_cur, s->dkv_recv };
+	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+		cudaFree(bufs[i]);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		if (s->side) {
-			cudaStreamSynchronize(s->side);
-			cudaStreamDestroy(s->side);
-		}
-		cudaEvent_t ev[] = { s->start, s->kv_got, s->computed, s->dkv_got };
-		for (int i = 0; i < 4; i++)
-			if (ev[i])
-				cudaEventDestroy(ev[i]);
-		if (s->cp_comm)
-			ncclCommDestroy(s->cp_comm);
-		if (s->dp_comm)
-			ncclCommDestroy(s->dp_comm);
-		void *bufs[] = { s->kv[0], s->kv[1], s->dsum, s->dq, s->dkv_cur, s->dkv_recv };
-		for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-			cudaFree(bufs[i]);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

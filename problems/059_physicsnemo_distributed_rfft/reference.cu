@@ -32,10 +32,6 @@ PKB_SOLUTION;
 #define ROWS 8        /* a tile is moved by TILE x ROWS threads */
 #define THREADS 256
 
-#define CK_FFT(ctx, call) do { cufftResult r_ = (call); if (r_ != CUFFT_SUCCESS) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: cuFFT error %d", __FILE__, __LINE__, #call, (int)r_); \
-	return 1; } } while (0)
-
 struct state {
 	cufftHandle r2c, c2c;
 	int have_r2c, have_c2c;
@@ -132,10 +128,8 @@ truncate_scale(const cufftComplex *t, cufftComplex *out, int64_t rows, int64_t w
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	const pkb_tensor *x = &ctx->in[0], *o = &ctx->out[0];
 	if (x->dtype != PKB_FP32 || o->dtype != PKB_C64 || x->ndim != 3) {
 		ctx->svc->log(ctx, "059 reference: x must be fp32 (B, H, Wl), out complex64");
@@ -156,11 +150,11 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->send, (size_t)rows * s->wd * sizeof(cufftComplex)));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->recv, (size_t)rows * s->wd * sizeof(cufftComplex)));
 	int n1 = (int)s->h, n2 = (int)s->wd;
-	CK_FFT(ctx, cufftPlanMany(&s->r2c, 1, &n1, NULL, 1, n1, NULL, 1, n1 / 2 + 1, CUFFT_R2C,
-				  (int)cols));
+	PKB_CK_FFT(ctx, cufftPlanMany(&s->r2c, 1, &n1, NULL, 1, n1, NULL, 1, n1 / 2 + 1, CUFFT_R2C,
+				      (int)cols));
 	s->have_r2c = 1;
-	CK_FFT(ctx, cufftPlanMany(&s->c2c, 1, &n2, NULL, 1, n2, NULL, 1, n2, CUFFT_C2C,
-				  (int)rows));
+	PKB_CK_FFT(ctx, cufftPlanMany(&s->c2c, 1, &n2, NULL, 1, n2, NULL, 1, n2, CUFFT_C2C,
+				      (int)rows));
 	s->have_c2c = 1;
 	return 0;
 }
@@ -169,7 +163,6 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 {
 	struct state *s = (struct state *)ctx->user;
 	cudaStream_t st = (cudaStream_t)ctx->stream;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
 	const float *x = (const float *)ctx->in[0].data;
 	cufftComplex *out = (cufftComplex *)ctx->out[0].data;
 	int64_t piece = s->b * s->hl * s->wl, rows = s->b * s->hl;
@@ -179,43 +172,32 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	to_columns<<<dim3((unsigned)((s->wl + TILE - 1) / TILE), (unsigned)((s->h + TILE - 1) / TILE),
 			  (unsigned)s->b), blk, 0, st>>>(x, s->xt, s->h, s->wl);
 	PKB_CK_LAUNCH(ctx);
-	CK_FFT(ctx, cufftSetStream(s->r2c, st));
-	CK_FFT(ctx, cufftExecR2C(s->r2c, s->xt, s->yh));
+	PKB_CK_FFT(ctx, cufftSetStream(s->r2c, st));
+	PKB_CK_FFT(ctx, cufftExecR2C(s->r2c, s->xt, s->yh));
 	pack<<<dim3((unsigned)((s->h + TILE - 1) / TILE), (unsigned)((s->wl + TILE - 1) / TILE),
 		    (unsigned)s->b), blk, 0, st>>>(s->yh, s->send, s->recv, ctx->rank, s->b, s->h,
 						   s->hl, s->wl, sh);
 	PKB_CK_LAUNCH(ctx);
 
-	/* complex64 travels as pairs of fp32 */
-	PKB_CK_NCCL(ctx, ncclGroupStart());
-	for (int p = 0; p < ctx->world; p++) {
-		if (p == ctx->rank)
-			continue;
-		PKB_CK_NCCL(ctx, ncclSend(s->send + p * piece, (size_t)(2 * piece), ncclFloat32, p,
-					  comm, st));
-		PKB_CK_NCCL(ctx, ncclRecv(s->recv + p * piece, (size_t)(2 * piece), ncclFloat32, p,
-					  comm, st));
-	}
-	PKB_CK_NCCL(ctx, ncclGroupEnd());
+	/* complex64 travels as pairs of fp32; pack placed this rank's own piece */
+	PKB_CK(pkb_ref_all_to_all_others(ctx, s->send, s->recv, (size_t)(2 * piece), ncclFloat32,
+					 sizeof(float)));
 
 	/* t reuses the send buffer: NCCL is done with it in stream order */
 	cufftComplex *t = s->send;
 	unpack<<<pkb_ref_blocks(rows * s->wd, THREADS, 4096), THREADS, 0, st>>>(
 		s->recv, t, s->b, s->hl, s->wl, ctx->world);
 	PKB_CK_LAUNCH(ctx);
-	CK_FFT(ctx, cufftSetStream(s->c2c, st));
-	CK_FFT(ctx, cufftExecC2C(s->c2c, t, t, CUFFT_FORWARD));
+	PKB_CK_FFT(ctx, cufftSetStream(s->c2c, st));
+	PKB_CK_FFT(ctx, cufftExecC2C(s->c2c, t, t, CUFFT_FORWARD));
 	truncate_scale<<<pkb_ref_blocks(rows * (s->wd / 2 + 1), THREADS, 4096), THREADS, 0, st>>>(
 		t, out, rows, s->wd, sw);
 	PKB_CK_LAUNCH(ctx);
 	return 0;
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
+static void release(struct state *s)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (!s)
-		return 0;
 	if (s->have_r2c)
 		cufftDestroy(s->r2c);
 	if (s->have_c2c)
@@ -224,7 +206,9 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	cudaFree(s->yh);
 	cudaFree(s->send);
 	cudaFree(s->recv);
-	free(s);
-	ctx->user = NULL;
-	return 0;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	return pkb_ref_fini(ctx, release);
 }

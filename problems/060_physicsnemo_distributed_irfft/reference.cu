@@ -39,10 +39,6 @@ PKB_SOLUTION;
 #define ROWS 8
 #define THREADS 256
 
-#define CK_FFT(ctx, call) do { cufftResult r_ = (call); if (r_ != CUFFT_SUCCESS) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: cuFFT error %d", __FILE__, __LINE__, #call, (int)r_); \
-	return 1; } } while (0)
-
 struct state {
 	cufftHandle row_plan, col_plan;
 	int have_row, have_col;
@@ -132,10 +128,8 @@ real_rows(const cufftComplex *v, float *out, int64_t h, int64_t wl, float scale)
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	const pkb_tensor *x = &ctx->in[0], *o = &ctx->out[0];
 	if (x->dtype != PKB_C64 || o->dtype != PKB_FP32 || x->ndim != 4 || o->ndim != 4) {
 		ctx->svc->log(ctx, "060 reference: x must be complex64 (B, C, Hl, K), out fp32");
@@ -158,11 +152,11 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->send, bytes));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->recv, bytes));
 	int n1 = (int)s->wd, n2 = (int)s->h;
-	CK_FFT(ctx, cufftPlanMany(&s->row_plan, 1, &n1, NULL, 1, n1, NULL, 1, n1, CUFFT_C2C,
-				  (int)rows));
+	PKB_CK_FFT(ctx, cufftPlanMany(&s->row_plan, 1, &n1, NULL, 1, n1, NULL, 1, n1, CUFFT_C2C,
+				      (int)rows));
 	s->have_row = 1;
-	CK_FFT(ctx, cufftPlanMany(&s->col_plan, 1, &n2, NULL, 1, n2, NULL, 1, n2, CUFFT_C2C,
-				  (int)cols));
+	PKB_CK_FFT(ctx, cufftPlanMany(&s->col_plan, 1, &n2, NULL, 1, n2, NULL, 1, n2, CUFFT_C2C,
+				      (int)cols));
 	s->have_col = 1;
 	return 0;
 }
@@ -171,7 +165,6 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 {
 	struct state *s = (struct state *)ctx->user;
 	cudaStream_t st = (cudaStream_t)ctx->stream;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
 	int64_t rows = s->bc * s->hl, piece = rows * s->wl, n = rows * s->wd;
 	float sw = (float)(1.0 / sqrt((double)s->wd)), sh = (float)(1.0 / sqrt((double)s->h));
 	unsigned blocks = pkb_ref_blocks(n, THREADS, 4096);
@@ -179,23 +172,15 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	expand<<<blocks, THREADS, 0, st>>>((const cufftComplex *)ctx->in[0].data, s->z, rows, s->k,
 					   s->wd);
 	PKB_CK_LAUNCH(ctx);
-	CK_FFT(ctx, cufftSetStream(s->row_plan, st));
-	CK_FFT(ctx, cufftExecC2C(s->row_plan, s->z, s->z, CUFFT_INVERSE));
+	PKB_CK_FFT(ctx, cufftSetStream(s->row_plan, st));
+	PKB_CK_FFT(ctx, cufftExecC2C(s->row_plan, s->z, s->z, CUFFT_INVERSE));
 	pack<<<blocks, THREADS, 0, st>>>(s->z, s->send, s->recv, ctx->rank, rows, s->wl,
 					 ctx->world, sw);
 	PKB_CK_LAUNCH(ctx);
 
-	/* complex64 travels as pairs of fp32 */
-	PKB_CK_NCCL(ctx, ncclGroupStart());
-	for (int p = 0; p < ctx->world; p++) {
-		if (p == ctx->rank)
-			continue;
-		PKB_CK_NCCL(ctx, ncclSend(s->send + p * piece, (size_t)(2 * piece), ncclFloat32, p,
-					  comm, st));
-		PKB_CK_NCCL(ctx, ncclRecv(s->recv + p * piece, (size_t)(2 * piece), ncclFloat32, p,
-					  comm, st));
-	}
-	PKB_CK_NCCL(ctx, ncclGroupEnd());
+	/* complex64 travels as pairs of fp32; pack placed this rank's own piece */
+	PKB_CK(pkb_ref_all_to_all_others(ctx, s->send, s->recv, (size_t)(2 * piece), ncclFloat32,
+					 sizeof(float)));
 
 	/* v reuses the send buffer: NCCL is done with it in stream order */
 	cufftComplex *v = s->send;
@@ -204,8 +189,8 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 			(unsigned)(s->bc * ctx->world)), blk, 0, st>>>(s->recv, v, s->bc, s->hl, s->wl,
 								       ctx->world);
 	PKB_CK_LAUNCH(ctx);
-	CK_FFT(ctx, cufftSetStream(s->col_plan, st));
-	CK_FFT(ctx, cufftExecC2C(s->col_plan, v, v, CUFFT_INVERSE));
+	PKB_CK_FFT(ctx, cufftSetStream(s->col_plan, st));
+	PKB_CK_FFT(ctx, cufftExecC2C(s->col_plan, v, v, CUFFT_INVERSE));
 	real_rows<<<dim3((unsigned)((s->h + TILE - 1) / TILE), (unsigned)((s->wl + TILE - 1) / TILE),
 			 (unsigned)s->bc), blk, 0, st>>>(v, (float *)ctx->out[0].data, s->h, s->wl,
 							 sh);
@@ -213,11 +198,8 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
+static void release(struct state *s)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (!s)
-		return 0;
 	if (s->have_row)
 		cufftDestroy(s->row_plan);
 	if (s->have_col)
@@ -225,7 +207,9 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	cudaFree(s->z);
 	cudaFree(s->send);
 	cudaFree(s->recv);
-	free(s);
-	ctx->user = NULL;
-	return 0;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	return pkb_ref_fini(ctx, release);
 }

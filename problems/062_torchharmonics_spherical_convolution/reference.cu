@@ -99,10 +99,8 @@ disco(const float *xall, const float *vall, const int64_t *iall, const int *rowp
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	geo &g = s->g;
 	g.world = ctx->world;
 	g.az = (int)pkb_param_get(ctx, "azimuth_size", 1);
@@ -145,15 +143,15 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->xall);
+	cudaFree(s->vall);
+	cudaFree(s->iall);
+	cudaFree(s->rowptr);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->xall);
-		cudaFree(s->vall);
-		cudaFree(s->iall);
-		cudaFree(s->rowptr);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

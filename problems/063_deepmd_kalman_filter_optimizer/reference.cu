@@ -74,10 +74,8 @@ __global__ void lambda_next(double *out, double lam, double nue)
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	if (ctx->in[3].shape[0] != BLOCKS) {
 		ctx->svc->log(ctx, "063 reference: want %d blocks", BLOCKS);
 		return 1;
@@ -135,16 +133,16 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	pkb_ref_blas_fini(&s->blas);
+	cudaFree(s->v);
+	cudaFree(s->k);
+	cudaFree(s->s);
+	cudaFree(s->tmp);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		pkb_ref_blas_fini(&s->blas);
-		cudaFree(s->v);
-		cudaFree(s->k);
-		cudaFree(s->s);
-		cudaFree(s->tmp);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

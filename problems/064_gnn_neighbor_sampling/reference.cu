@@ -226,10 +226,8 @@ static unsigned grid(int64_t n)
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	s->w = ctx->world;
 	s->nn = ctx->in[3].numel;
 	s->s = ctx->in[0].numel;
@@ -375,16 +373,16 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	void *p[] = { s->cnt, s->assoc, s->first, s->front, s->take, s->off, s->key,
+		      s->key_sorted, s->idx, s->idx_sorted, s->bcount, s->send, s->recv,
+		      s->reply, s->back, s->nbr, s->dst, s->flag, s->pos, s->temp };
+	for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+		cudaFree(p[i]);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		void *p[] = { s->cnt, s->assoc, s->first, s->front, s->take, s->off, s->key,
-			      s->key_sorted, s->idx, s->idx_sorted, s->bcount, s->send, s->recv,
-			      s->reply, s->back, s->nbr, s->dst, s->flag, s->pos, s->temp };
-		for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
-			cudaFree(p[i]);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -40,10 +40,8 @@ __global__ void gather(const U *features, const int64_t *ids, U *gathered, int64
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	PKB_CK(pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &s->type));
 	s->rpp = (int64_t)pkb_param_get(ctx, "counts_sent", 0);
@@ -96,11 +94,12 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->gathered);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s)
-		cudaFree(s->gathered);
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -73,10 +73,8 @@ __global__ void segment_sum(const float *out, const int *rows_sorted, const int6
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	s->rpp = (int64_t)pkb_param_get(ctx, "counts_sent", 0);
 	s->seeds = (int64_t)pkb_param_get(ctx, "seed_size", 0);
 	s->total = ctx->in[0].shape[0];
@@ -138,17 +136,17 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->out);
+	cudaFree(s->rows);
+	cudaFree(s->rows_sorted);
+	cudaFree(s->ids_sorted);
+	cudaFree(s->seg);
+	cudaFree(s->temp);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->out);
-		cudaFree(s->rows);
-		cudaFree(s->rows_sorted);
-		cudaFree(s->ids_sorted);
-		cudaFree(s->seg);
-		cudaFree(s->temp);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

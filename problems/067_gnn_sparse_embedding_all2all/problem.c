@@ -25,6 +25,7 @@
  */
 #include <stdlib.h>
 #include "pkb_problem.h"
+#include "ids_host.h"   /* defines: ids_stream, ids_draw */
 
 static int64_t entries(const struct pkb_dims *d)
 {
@@ -66,19 +67,10 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* rank s's ids at attempt a: uniform in [0, num_nodes), the original's
- * randint; a stream of d->common_seed, so every rank can draw every
- * rank's */
-static uint64_t stream(const struct pkb_dims *d, int a, int s)
-{
-	uint64_t x = d->common_seed ^ ((uint64_t)(uint32_t)a << 32) ^ (uint64_t)(uint32_t)s;
-	pkb_rng_next(&x);
-	return x;
-}
-
 /*
- * idx: every rank draws every rank's ids and counts what each sends each
- * owner; an attempt where some count passes P is thrown away (the same on
+ * idx: uniform in [0, num_nodes), the original's randint (ids_draw: every
+ * rank draws every rank's ids and counts what each sends each owner,
+ * cyclic here: id mod W); an attempt where some count passes P is thrown away (the same on
  * every rank). With a mean of nnz/W >= 16 a pair, P = 2x the mean: at
  * W = 63, nnz = 1024 a pair passes it with probability 4e-5 and one
  * attempt in seven is redrawn; at W <= 8, never in practice (P = nnz at
@@ -87,32 +79,10 @@ static uint64_t stream(const struct pkb_dims *d, int a, int s)
 static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
 {
 	(void)seed;
-	int64_t nnz = entries(d), nodes = num_nodes(d), cap = pair_cap(d), w = d->world;
+	int64_t nnz = entries(d), nodes = num_nodes(d), cap = pair_cap(d);
 	if (index != 0 || bytes != (size_t)nnz * sizeof(int64_t))
 		return -1;
-	int64_t *count = malloc((size_t)w * sizeof *count);
-	if (!count)
-		return -1;
-	int a = 0;
-	for (;; a++) {
-		int fits = 1;
-		for (int s = 0; s < w && fits; s++) {
-			uint64_t st = stream(d, a, s);
-			for (int64_t o = 0; o < w; o++)
-				count[o] = 0;
-			for (int64_t i = 0; i < nnz; i++)
-				count[(int64_t)(pkb_rng_next(&st) % (uint64_t)nodes) % w]++;
-			for (int64_t o = 0; o < w; o++)
-				fits &= count[o] <= cap;
-		}
-		if (fits)
-			break;
-	}
-	free(count);
-	uint64_t st = stream(d, a, d->rank);
-	for (int64_t i = 0; i < nnz; i++)
-		((int64_t *)buf)[i] = (int64_t)(pkb_rng_next(&st) % (uint64_t)nodes);
-	return 0;
+	return ids_draw(d, (int64_t *)buf, nnz, nodes, cap, 0);
 }
 
 /*

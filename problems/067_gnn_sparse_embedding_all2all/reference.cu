@@ -114,10 +114,8 @@ __global__ void unpack(const int64_t *recv_idx, const U *recv_val, int64_t cap, 
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	int64_t w = ctx->world;
 	if (w > MAX_WORLD)
 		return 1;
@@ -206,15 +204,15 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return launch<uint16_t>(ctx, s);
 }
 
+static void release(struct state *s)
+{
+	void *p[] = { s->key, s->key_sorted, s->pos, s->pos_sorted, s->hist, s->send_idx,
+		      s->recv_idx, s->send_val, s->recv_val, s->temp };
+	for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+		cudaFree(p[i]);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		void *p[] = { s->key, s->key_sorted, s->pos, s->pos_sorted, s->hist, s->send_idx,
-			      s->recv_idx, s->send_val, s->recv_val, s->temp };
-		for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
-			cudaFree(p[i]);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

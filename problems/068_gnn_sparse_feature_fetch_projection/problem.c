@@ -36,6 +36,7 @@
  */
 #include <stdlib.h>
 #include "pkb_problem.h"
+#include "ids_host.h"   /* defines: ids_stream, ids_draw */
 
 static int64_t table_rows(const struct pkb_dims *d)
 {
@@ -81,52 +82,21 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* rank s's ids at attempt a, from d->common_seed: every rank can draw
- * every rank's */
-static uint64_t stream(const struct pkb_dims *d, int a, int s)
-{
-	uint64_t x = d->common_seed ^ ((uint64_t)(uint32_t)a << 32) ^ (uint64_t)(uint32_t)s;
-	pkb_rng_next(&x);
-	return x;
-}
-
 /*
- * input_node_ids: uniform in [0, Nt), per rank. Every rank draws every
- * rank's ids and counts the rows each asks each owner for; an attempt
- * where one passes P = 2 ceil(q/W) (twice the mean, 636 at W = 63) is
- * redrawn the same way on every rank: with q >= 20000 that never happens
- * in practice.
+ * input_node_ids: uniform in [0, Nt), per rank (ids_draw: every rank draws
+ * every rank's ids and counts the rows each asks each owner for, in blocks
+ * of Nt/W rows here); an attempt where one passes P = 2 ceil(q/W) (twice
+ * the mean, 636 at W = 63) is redrawn the same way on every rank: with
+ * q >= 20000 that never happens in practice.
  */
 static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
 {
 	(void)seed;
-	int64_t q = queries(d), nt = table_rows(d), w = d->world, shard = nt / w;
+	int64_t q = queries(d), nt = table_rows(d), w = d->world;
 	int64_t cap = 2 * ((q + w - 1) / w);
 	if (index != 1 || bytes != (size_t)q * sizeof(int64_t))
 		return -1;
-	int64_t *count = malloc((size_t)w * sizeof *count);
-	if (!count)
-		return -1;
-	int a = 0;
-	for (;; a++) {
-		int fits = 1;
-		for (int s = 0; s < w && fits; s++) {
-			uint64_t st = stream(d, a, s);
-			for (int64_t o = 0; o < w; o++)
-				count[o] = 0;
-			for (int64_t i = 0; i < q; i++)
-				count[(int64_t)(pkb_rng_next(&st) % (uint64_t)nt) / shard]++;
-			for (int64_t o = 0; o < w; o++)
-				fits &= count[o] <= cap;
-		}
-		if (fits)
-			break;
-	}
-	free(count);
-	uint64_t st = stream(d, a, d->rank);
-	for (int64_t i = 0; i < q; i++)
-		((int64_t *)buf)[i] = (int64_t)(pkb_rng_next(&st) % (uint64_t)nt);
-	return 0;
+	return ids_draw(d, (int64_t *)buf, q, nt, cap, 1);
 }
 
 /*

@@ -110,10 +110,8 @@ __global__ void restore(const uint4 *back, const int *key, const int *pos,
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	int64_t w = ctx->world;
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	s->shard = ctx->in[0].shape[0];
@@ -204,16 +202,16 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	void *p[] = { s->key, s->key_sorted, s->pos, s->pos_sorted, s->hist, s->send_ids,
+		      s->recv_ids, s->reply, s->back, s->emb, s->temp };
+	for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+		cudaFree(p[i]);
+	pkb_ref_blas_fini(&s->blas);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		void *p[] = { s->key, s->key_sorted, s->pos, s->pos_sorted, s->hist, s->send_ids,
-			      s->recv_ids, s->reply, s->back, s->emb, s->temp };
-		for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
-			cudaFree(p[i]);
-		pkb_ref_blas_fini(&s->blas);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -129,13 +129,13 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->pos);
+	cudaFree(s->neg);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->pos);
-		cudaFree(s->neg);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -84,10 +84,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
 	PKB_CK(pkb_ref_float_dtype(ctx, t));
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	s->c = ctx->in[0].shape[1];
 	s->len = ctx->in[0].shape[2];
 	s->taps = ctx->in[1].shape[2];
@@ -137,23 +135,16 @@ static int run_t(pkb_ctx *ctx, struct state *s)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return run_t<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return run_t<__half>(ctx, s);
-	case PKB_FP32: return run_t<float>(ctx, s);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, run_t, ctx, (struct state *)ctx->user);
+}
+
+static void release(struct state *s)
+{
+	cudaFree(s->send);
+	cudaFree(s->recv);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (!s)
-		return 0;
-	cudaFree(s->send);
-	cudaFree(s->recv);
-	free(s);
-	ctx->user = NULL;
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -41,10 +41,6 @@ PKB_SOLUTION;
 #define LOCAL 2048
 #define CHUNK 1024
 
-#define CK_FFT(ctx, call) do { cufftResult r_ = (call); if (r_ != CUFFT_SUCCESS) { \
-	(ctx)->svc->log((ctx), "%s:%d %s: cuFFT error %d", __FILE__, __LINE__, #call, (int)r_); \
-	return 1; } } while (0)
-
 struct state {
 	cufftHandle r2c, c2r;
 	int have_r2c, have_c2r;
@@ -158,10 +154,8 @@ finish(const T *x1, const T *yr, T *out, int64_t nc)
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	if (t != PKB_BF16 && t != PKB_FP32) {
 		ctx->svc->log(ctx, "072 reference: dtype must be bf16 or fp32");
 		return 1;
@@ -183,11 +177,11 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->a, (size_t)2 * s->lc * s->n * sizeof(float)));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->spec, (size_t)2 * s->lc * nf * sizeof(cufftComplex)));
 	int n = (int)s->n;
-	CK_FFT(ctx, cufftPlanMany(&s->r2c, 1, &n, NULL, 1, n, NULL, 1, (int)nf, CUFFT_R2C,
-				  (int)(2 * s->lc)));
+	PKB_CK_FFT(ctx, cufftPlanMany(&s->r2c, 1, &n, NULL, 1, n, NULL, 1, (int)nf, CUFFT_R2C,
+				      (int)(2 * s->lc)));
 	s->have_r2c = 1;
-	CK_FFT(ctx, cufftPlanMany(&s->c2r, 1, &n, NULL, 1, (int)nf, NULL, 1, n, CUFFT_C2R,
-				  (int)s->lc));
+	PKB_CK_FFT(ctx, cufftPlanMany(&s->c2r, 1, &n, NULL, 1, (int)nf, NULL, 1, n, CUFFT_C2R,
+				      (int)s->lc));
 	s->have_c2r = 1;
 	return 0;
 }
@@ -225,13 +219,13 @@ static int run_t(pkb_ctx *ctx, struct state *s)
 	fill_rows<T><<<pkb_ref_blocks(2 * s->lc * s->n, THREADS, 8192), THREADS, 0, st>>>(
 		zr, (const T *)ctx->in[3].data, s->a, s->lc, s->k, s->n, c0, w);
 	PKB_CK_LAUNCH(ctx);
-	CK_FFT(ctx, cufftSetStream(s->r2c, st));
-	CK_FFT(ctx, cufftExecR2C(s->r2c, s->a, s->spec));
+	PKB_CK_FFT(ctx, cufftSetStream(s->r2c, st));
+	PKB_CK_FFT(ctx, cufftExecR2C(s->r2c, s->a, s->spec));
 	spectral_product<<<pkb_ref_blocks(s->lc * nf, THREADS, 8192), THREADS, 0, st>>>(
 		s->spec, s->lc, nf, (float)(1.0 / (double)s->n));
 	PKB_CK_LAUNCH(ctx);
-	CK_FFT(ctx, cufftSetStream(s->c2r, st));
-	CK_FFT(ctx, cufftExecC2R(s->c2r, s->spec, s->a));
+	PKB_CK_FFT(ctx, cufftSetStream(s->c2r, st));
+	PKB_CK_FFT(ctx, cufftExecC2R(s->c2r, s->spec, s->a));
 	add_bias_pack<T><<<pkb_ref_blocks(all, THREADS, 4096), THREADS, 0, st>>>(
 		s->a, zr, (const T *)ctx->in[4].data, ys, s->lc, s->n, c0, w);
 	PKB_CK_LAUNCH(ctx);
@@ -252,11 +246,8 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	}
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
+static void release(struct state *s)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (!s)
-		return 0;
 	if (s->have_r2c)
 		cufftDestroy(s->r2c);
 	if (s->have_c2r)
@@ -267,7 +258,9 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	cudaFree(s->yr);
 	cudaFree(s->a);
 	cudaFree(s->spec);
-	free(s);
-	ctx->user = NULL;
-	return 0;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	return pkb_ref_fini(ctx, release);
 }

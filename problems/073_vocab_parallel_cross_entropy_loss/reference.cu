@@ -95,10 +95,8 @@ finish(const T *se, const T *pred, T *loss, int64_t rows)
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	size_t bytes = (size_t)ctx->out[0].numel * pkb_dtype_size(ctx->in[0].dtype);
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->mx, bytes));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->pred, bytes));
@@ -134,23 +132,17 @@ static int launch(pkb_ctx *ctx, struct state *s)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return launch<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return launch<__half>(ctx, s);
-	case PKB_FP32: return launch<float>(ctx, s);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
+}
+
+static void release(struct state *s)
+{
+	cudaFree(s->mx);
+	cudaFree(s->pred);
+	cudaFree(s->se);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->mx);
-		cudaFree(s->pred);
-		cudaFree(s->se);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

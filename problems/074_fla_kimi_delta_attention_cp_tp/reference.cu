@@ -166,10 +166,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 		ctx->svc->log(ctx, "problem 74 reference: key and value dims must be %d", D);
 		return 1;
 	}
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	s->tp = (int)pkb_param_get(ctx, "tp_size", 1);
 	s->cp = (int)pkb_param_get(ctx, "cp_size", ctx->world);
 	if (s->tp * s->cp != ctx->world)
@@ -235,27 +233,21 @@ static int launch(pkb_ctx *ctx, struct state *s)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return launch<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return launch<__half>(ctx, s);
-	case PKB_FP32: return launch<float>(ctx, s);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
+}
+
+static void release(struct state *s)
+{
+	if (s->split_cp && s->cp_comm)
+		ncclCommDestroy(s->cp_comm);
+	if (s->tp_comm)
+		ncclCommDestroy(s->tp_comm);
+	void *bufs[] = { s->send, s->recv, s->kn, s->dec, s->bsig, s->qn };
+	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+		cudaFree(bufs[i]);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		if (s->split_cp && s->cp_comm)
-			ncclCommDestroy(s->cp_comm);
-		if (s->tp_comm)
-			ncclCommDestroy(s->tp_comm);
-		void *bufs[] = { s->send, s->recv, s->kn, s->dec, s->bsig, s->qn };
-		for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-			cudaFree(bufs[i]);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

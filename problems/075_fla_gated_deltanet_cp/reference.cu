@@ -148,41 +148,25 @@ static int swap(pkb_ctx *ctx, const void *src, void *dst, int64_t p_n, int64_t q
 }
 
 /* buffers send[i] + k*chunk[i] to rank k, recv[i] + k*chunk[i] from rank
- * k, for the n buffers, in one group */
+ * k, for the n buffers, in one group
+ * (pkb_ref_all_to_all_n) */
 static int exchange(pkb_ctx *ctx, char *const *send, char *const *recv, const size_t *chunk,
 		    int n)
 {
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	int me = ctx->rank, w = ctx->world;
-	ncclResult_t r = ncclGroupStart();
-	for (int k = 0; k < w && r == ncclSuccess; k++) {
-		/* pair up with rank me+k sending and me-k receiving: every step
-		   is a permutation, so no rank is flooded */
-		int to = (me + k) % w, from = (me - k + w) % w;
-		for (int i = 0; i < n && r == ncclSuccess; i++) {
-			r = ncclSend(send[i] + to * chunk[i], chunk[i], ncclUint8, to, comm, st);
-			if (r == ncclSuccess)
-				r = ncclRecv(recv[i] + from * chunk[i], chunk[i], ncclUint8, from,
-					     comm, st);
-		}
+	struct pkb_ref_a2a x[NIN];
+	for (int i = 0; i < n; i++) {
+		x[i].send = send[i];
+		x[i].recv = recv[i];
+		x[i].bytes = chunk[i];
+		x[i].stride = chunk[i];
 	}
-	ncclResult_t e = ncclGroupEnd();
-	if (r == ncclSuccess)
-		r = e;
-	if (r != ncclSuccess) {
-		ctx->svc->log(ctx, "all-to-all send/recv: %s", ncclGetErrorString(r));
-		return 1;
-	}
-	return 0;
+	return pkb_ref_all_to_all_n(ctx, x, n);
 }
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	int w = ctx->world;
 	s->e = pkb_dtype_size(ctx->in[0].dtype);
@@ -255,21 +239,21 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return swap<int4>(ctx, s->o_recv, ctx->out[0].data, w, s->s, s->hl * DV * e / 16);
 }
 
+static void release(struct state *s)
+{
+	for (int i = 0; i < NIN; i++) {
+		cudaFree(s->send[i]);
+		cudaFree(s->recv[i]);
+	}
+	cudaFree(s->qn);
+	cudaFree(s->kn);
+	cudaFree(s->g);
+	cudaFree(s->b);
+	cudaFree(s->o_send);
+	cudaFree(s->o_recv);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		for (int i = 0; i < NIN; i++) {
-			cudaFree(s->send[i]);
-			cudaFree(s->recv[i]);
-		}
-		cudaFree(s->qn);
-		cudaFree(s->kn);
-		cudaFree(s->g);
-		cudaFree(s->b);
-		cudaFree(s->o_send);
-		cudaFree(s->o_recv);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -44,17 +44,7 @@ struct state {
 	void *p;                             /* probabilities (W*spb, L), dtype */
 };
 
-/* dst (Q, P) blocks = src (P, Q) blocks transposed, blocks of blk units */
-__global__ void swap_blocks(const int4 *src, int4 *dst, int64_t p_n, int64_t q_n, int64_t blk)
-{
-	int64_t n = p_n * q_n * blk;
-	for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < n;
-	     o += (int64_t)gridDim.x * blockDim.x) {
-		int64_t j = o / blk, c = o - j * blk;
-		int64_t q = j / p_n, p = j - q * p_n;
-		dst[o] = src[(p * q_n + q) * blk + c];
-	}
-}
+#include "swap_blocks.cuh"   /* defines: swap_blocks, swap */
 
 /* the clipped concatenation by range: row i*L + g of dst is row
  * (g/spb)*tok + i*spb + g%spb of src, rows of ru units */
@@ -111,51 +101,26 @@ __global__ void __launch_bounds__(THREADS) softmax_rows(const float *s, T *p, in
 		from_f(expf(row[c] - m) * inv, out + c);
 }
 
-static int swap(pkb_ctx *ctx, const void *src, void *dst, int64_t p_n, int64_t q_n, int64_t blk)
-{
-	int64_t n = p_n * q_n * blk;
-	swap_blocks<<<pkb_ref_blocks(n, THREADS, 4096), THREADS, 0, (cudaStream_t)ctx->stream>>>(
-		(const int4 *)src, (int4 *)dst, p_n, q_n, blk);
-	PKB_CK_LAUNCH(ctx);
-	return 0;
-}
-
 /* chunks of `bytes` at send + k*stride to rank k, from rank k at
- * recv + k*stride, `n` of them per peer (`step` apart), in one group */
+ * recv + k*stride, `n` of them per peer (`step` apart), in one group
+ * (pkb_ref_all_to_all_n) */
 static int exchange(pkb_ctx *ctx, const char *send, char *recv, size_t bytes, size_t stride,
 		    int n, size_t step)
 {
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	int me = ctx->rank, w = ctx->world;
-	ncclResult_t r = ncclGroupStart();
-	for (int k = 0; k < w && r == ncclSuccess; k++) {
-		/* pair up with rank me+k sending and me-k receiving: every step
-		   is a permutation, so no rank is flooded */
-		int to = (me + k) % w, from = (me - k + w) % w;
-		for (int c = 0; c < n && r == ncclSuccess; c++) {
-			r = ncclSend(send + c * step + to * stride, bytes, ncclUint8, to, comm, st);
-			if (r == ncclSuccess)
-				r = ncclRecv(recv + c * step + from * stride, bytes, ncclUint8,
-					     from, comm, st);
-		}
+	struct pkb_ref_a2a x[RANGES];
+	for (int c = 0; c < n; c++) {
+		x[c].send = send + c * step;
+		x[c].recv = recv + c * step;
+		x[c].bytes = bytes;
+		x[c].stride = stride;
 	}
-	ncclResult_t e = ncclGroupEnd();
-	if (r == ncclSuccess)
-		r = e;
-	if (r != ncclSuccess) {
-		ctx->svc->log(ctx, "all-to-all send/recv: %s", ncclGetErrorString(r));
-		return 1;
-	}
-	return 0;
+	return pkb_ref_all_to_all_n(ctx, x, n);
 }
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	pkb_dtype t = ctx->in[0].dtype;
 	if (t != PKB_BF16 && t != PKB_FP32) {
 		ctx->svc->log(ctx, "077 reference: attention dtype must be bf16 or fp32");
@@ -264,21 +229,21 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	pkb_ref_blas_fini(&s->blas);
+	cudaFree(s->kv_send);
+	cudaFree(s->kv_recv);
+	cudaFree(s->kv_clip);
+	cudaFree(s->q_send);
+	cudaFree(s->q_loc);
+	cudaFree(s->o_loc);
+	cudaFree(s->o_recv);
+	cudaFree(s->s);
+	cudaFree(s->p);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		pkb_ref_blas_fini(&s->blas);
-		cudaFree(s->kv_send);
-		cudaFree(s->kv_recv);
-		cudaFree(s->kv_clip);
-		cudaFree(s->q_send);
-		cudaFree(s->q_loc);
-		cudaFree(s->o_loc);
-		cudaFree(s->o_recv);
-		cudaFree(s->s);
-		cudaFree(s->p);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -112,10 +112,8 @@ __global__ void video(const __nv_bfloat16 *zall, deal d, __nv_bfloat16 *out)
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	/* the deal: tiles by latent size, largest first, stably; k-th to rank k % W */
 	for (int i = 0; i < 32; i++) {
 		int size = extent(i / 4 % 4) * extent(i % 4), k = 0;
@@ -142,11 +140,12 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->zall);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s)
-		cudaFree(s->zall);
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -114,10 +114,8 @@ static size_t sort_temp(int64_t items, int64_t rows)
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	int64_t q = ctx->in[0].shape[0], t = ctx->in[1].shape[1];
 	int64_t k = ctx->out[0].shape[1], w = ctx->world;
 	int64_t cols = t > w * k ? t : w * k;
@@ -222,33 +220,27 @@ static int launch(pkb_ctx *ctx, struct state *s)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return launch<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return launch<__half>(ctx, s);
-	case PKB_FP32: return launch<float>(ctx, s);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
+}
+
+static void release(struct state *s)
+{
+	pkb_ref_blas_fini(&s->blas);
+	cudaFree(s->q);
+	cudaFree(s->sims);
+	cudaFree(s->keys);
+	cudaFree(s->keys_out);
+	cudaFree(s->idx);
+	cudaFree(s->idx_out);
+	cudaFree(s->offsets);
+	cudaFree(s->top_sims);
+	cudaFree(s->top_labels);
+	cudaFree(s->all_sims);
+	cudaFree(s->all_labels);
+	cudaFree(s->temp);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		pkb_ref_blas_fini(&s->blas);
-		cudaFree(s->q);
-		cudaFree(s->sims);
-		cudaFree(s->keys);
-		cudaFree(s->keys_out);
-		cudaFree(s->idx);
-		cudaFree(s->idx_out);
-		cudaFree(s->offsets);
-		cudaFree(s->top_sims);
-		cudaFree(s->top_labels);
-		cudaFree(s->all_sims);
-		cudaFree(s->all_labels);
-		cudaFree(s->temp);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

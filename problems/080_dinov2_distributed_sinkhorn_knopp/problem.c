@@ -28,15 +28,6 @@ static int64_t batch_of(const struct pkb_dims *d)
 	return d->m < 512 ? 512 : d->m > 1024 ? 1024 : d->m;
 }
 
-/* sqrt without libm: Newton from above */
-static double sqrt_pos(double x)
-{
-	double r = x > 1 ? x : 1;
-	for (int i = 0; i < 64; i++)
-		r = 0.5 * (r + x / r);
-	return r;
-}
-
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
 	if (d->m < 1 || d->n < 1)
@@ -65,7 +56,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	 * (the exp values have a log-std of 0.01/0.07 = 0.14): 70x over rtol.
 	 */
 	double u = 1.0 / 16777216.0;
-	double s = sqrt_pos((double)p) + sqrt_pos((double)d->world * b);
+	double s = pkb_sqrt_pos((double)p) + pkb_sqrt_pos((double)d->world * b);
 	struct pkb_tol tol = { .rtol = u * (64 + 6 * s), .l2 = u * (32 + 1.5 * s) };
 	pkb_io_output(io, "Q", PKB_FP32, tol, PKB_SHAPE(b, p));
 	return 0;

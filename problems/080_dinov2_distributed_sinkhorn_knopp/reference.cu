@@ -140,10 +140,8 @@ final_pass(float *out, const float *colsum, const float *scal, int64_t p)
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	int64_t nb = ctx->in[0].shape[0], p = ctx->in[0].shape[1];
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->scal, 2 * sizeof(float)));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->part, (size_t)SPLIT * p * sizeof(float)));
@@ -191,15 +189,15 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
+static void release(struct state *s)
+{
+	cudaFree(s->scal);
+	cudaFree(s->part);
+	cudaFree(s->rowsum);
+	cudaFree(s->colsum);
+}
+
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->scal);
-		cudaFree(s->part);
-		cudaFree(s->rowsum);
-		cudaFree(s->colsum);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

@@ -103,10 +103,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	if (ctx->world > MAX_WORLD)
 		return 1;
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	for (int r = 0; r < ctx->world; r++) {
 		char name[32];
 		snprintf(name, sizeof name, "num_obj_per_gpu_%d", r);
@@ -171,24 +169,18 @@ static int launch(pkb_ctx *ctx, struct state *s)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return launch<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return launch<__half>(ctx, s);
-	case PKB_FP32: return launch<float>(ctx, s);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
+}
+
+static void release(struct state *s)
+{
+	pkb_ref_blas_fini(&s->blas);
+	cudaFree(s->bin);
+	cudaFree(s->inter);
+	cudaFree(s->area);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		pkb_ref_blas_fini(&s->blas);
-		cudaFree(s->bin);
-		cudaFree(s->inter);
-		cudaFree(s->area);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

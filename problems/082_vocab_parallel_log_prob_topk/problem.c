@@ -31,7 +31,7 @@
 #include "pkb_problem.h"
 #include "logprob_host.h"
 /* defines: VOCAB, TOP_K, TOP_P, batch_of, seq_of, chunk_of, logprob_inputs,
- * logprob_output, logprob_gen_host */
+ * logprob_output, logprob_gen_host, logprob_cost */
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
@@ -43,15 +43,11 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 	return 0;
 }
 
-/* the target of flat token i: (17 i + 3 + trial) mod 256, the same on every rank */
-static int64_t target_of(const struct pkb_dims *d, int64_t i)
-{
-	return (17 * i + 3 + d->trial) % VOCAB;
-}
-
+/* inputs drawn on the host: the logits and the targets, (17 i + 3 + trial) mod
+ * 256 for flat token i, the same on every rank */
 static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
 {
-	return logprob_gen_host(d, index, seed, buf, bytes, target_of);
+	return logprob_gen_host(d, index, seed, buf, bytes, 17, 3);
 }
 
 /* A token's owner needs at most top_k values from the other shards for
@@ -61,11 +57,7 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
  * HBM: the default (the logits, 512 B at W = 4 in bf16). */
 static void cost(const struct pkb_dims *d, struct pkb_cost *c)
 {
-	double w = d->world, e = (double)pkb_dtype_size(d->dtype);
-	double nt = (double)(batch_of(d) * seq_of(d));
-	c->net_bytes = (w - 1) / w * nt * (TOP_K * e / w + 4);
-	c->flops = 4.0 * VOCAB * nt / w;
-	c->flop_kind = PKB_FLOPS_VECTOR;
+	logprob_cost(d, c, 4);
 	c->note = "top-k candidates to the token's owner, filter, all-gather of log-probs";
 }
 

@@ -25,6 +25,9 @@
  * Bytes: (W-1)/W of the logits (T) out and in, then (W-1)/W of the fp32
  * gradients out and in (the all-to-alls); all latency at 2 x 8 tokens, in
  * NT/CT rounds.
+ *
+ * The kernel, filter_grad, is in problems/lib/logprob_filter.cuh beside
+ * 082/083's; the state and the all-to-all in logprob_ref.cuh.
  */
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -39,165 +42,51 @@
 
 PKB_SOLUTION;
 
-#define V 256   /* the vocabulary: one thread per entry */
-
-typedef cub::BlockRadixSort<float, V, 1, int> row_sort;
-typedef cub::BlockReduce<float, V> row_sum;
-
-struct state {
-	void *seq;       /* [W][L][K] T: this rank's tokens of a chunk, every shard */
-	float *grad;     /* [W][L][K] fp32: their gradients, shard by shard */
-	int64_t tokens;  /* NT */
-};
-
-/* One block per local token l. seq holds shard q of token l at
- * seq[(q*L + l)*K ...] (the all-to-all's layout), grad the same; target and
- * g point at this rank's tokens' targets and upstream gradients. */
-template <typename T>
-__global__ void __launch_bounds__(V)
-filter_grad(const T *seq, const int64_t *target, const __nv_bfloat16 *g, float *grad, int local,
-	    int k, int top_k, float p_cut)
-{
-	__shared__ union {
-		typename row_sort::TempStorage sort;
-		typename row_sum::TempStorage sum;
-	} tmp;
-	__shared__ float p_sorted[V];
-	__shared__ unsigned char keep_sorted[V];
-	__shared__ float thr, mx, total;
-	int l = blockIdx.x, v = threadIdx.x;
-	int64_t t = target[l];
-	float key[1] = { pkb_to_float(seq[((int64_t)(v / k) * local + l) * k + v % k]) };
-	int idx[1] = { v };
-	row_sort(tmp.sort).Sort(key, idx);   /* thread i now holds sorted position i */
-	int i = threadIdx.x;
-	if (i == V - top_k)
-		thr = key[0];
-	if (i == V - 1)
-		mx = key[0];
-	__syncthreads();
-	bool kk = key[0] >= thr;
-	int first = V - __syncthreads_count(kk);   /* keep_k is a suffix */
-	float e = kk ? expf(key[0] - mx) : 0.f;
-	float s = row_sum(tmp.sum).Sum(e);
-	if (i == 0)
-		total = s;
-	__syncthreads();
-	p_sorted[i] = kk ? pkb_to_float(pkb_from_float<T>(e / total)) : 0.f;
-	__syncthreads();
-	if (i == 0) {
-		float c = 0.f;
-		for (int j = 0; j < V; j++) {
-			if (j >= first)
-				c = pkb_to_float(pkb_from_float<T>(c + p_sorted[j]));
-			keep_sorted[j] = c > p_cut || j == V - 1;
-		}
-	}
-	__syncthreads();
-	bool keep = kk && keep_sorted[i];
-	float e2 = keep ? expf(key[0] - mx) : 0.f;
-	__syncthreads();   /* tmp is reused */
-	float s2 = row_sum(tmp.sum).Sum(e2);
-	if (i == 0)
-		total = s2;
-	__syncthreads();
-	/* thread i holds sorted entry i, vocabulary entry u */
-	int u = idx[0];
-	float q = e2 / total;
-	float d = u == t ? 1.0f - q : -q;
-	d = __fmul_rn(d, __bfloat162float(g[l]));
-	grad[((int64_t)(u / k) * local + l) * k + u % k] = __fmul_rn(d, keep ? 1.0f : 0.0f);
-}
+#include "logprob_ref.cuh"
+/* defines: struct lp_state, lp_chunk_tokens, lp_init, lp_filter_params, lp_all_to_all,
+ * lp_release, filter_grad */
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	if (ctx->in[0].shape[2] * ctx->world != V) {
-		ctx->svc->log(ctx, "problem %d reference: vocabulary %lld, expected %d",
-			      ctx->problem_id, (long long)(ctx->in[0].shape[2] * ctx->world), V);
-		return 1;
-	}
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
-	s->tokens = ctx->in[0].shape[0] * ctx->in[0].shape[1];
-	int64_t ct = ctx->in[0].shape[0] * (int64_t)pkb_param_get(ctx, "chunk_size", 1);
-	if (ct < 1 || ct % ctx->world) {
-		ctx->svc->log(ctx, "problem %d reference: b * chunk_size = %lld, not a multiple of W",
-			      ctx->problem_id, (long long)ct);
-		return 1;
-	}
-	/* a chunk at most: the last one may be shorter */
-	PKB_CK_CUDA(ctx, cudaMalloc(&s->seq, ct * ctx->in[0].shape[2] *
-					     pkb_dtype_size(ctx->in[0].dtype)));
-	PKB_CK_CUDA(ctx, cudaMalloc(&s->grad, ct * ctx->in[0].shape[2] * sizeof(float)));
-	return 0;
+	int64_t ct = lp_chunk_tokens(ctx);
+	return lp_init(ctx, ct, ct * ctx->in[0].shape[2]);
 }
 
 template <typename T>
-static int launch(pkb_ctx *ctx, struct state *s)
+static int launch(pkb_ctx *ctx, struct lp_state *s)
 {
 	cudaStream_t st = (cudaStream_t)ctx->stream;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
 	ncclDataType_t nt;
 	PKB_CK(pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &nt));
 	int w = ctx->world, k = (int)ctx->in[0].shape[2];
-	int64_t ct = ctx->in[0].shape[0] * (int64_t)pkb_param_get(ctx, "chunk_size", 1);
-	float p_cut = (float)(1.0 - pkb_param_get(ctx, "top_p", 0.9));
-	int top_k = (int)pkb_param_get(ctx, "top_k", 10);
-	top_k = top_k < V ? top_k : V;
+	int64_t ct = lp_chunk_tokens(ctx);
+	struct lp_filter f = lp_filter_params(ctx);
 	for (int64_t start = 0; start < s->tokens; start += ct) {
 		int64_t cur = s->tokens - start < ct ? s->tokens - start : ct;
 		int64_t local = cur / w;
 		size_t chunk = (size_t)(local * k);
-		const T *x = (const T *)ctx->in[0].data + start * k;
-		/* all_to_all_single of the chunk: its rows [j*L, (j+1)*L) go to
-		 * rank j, rank j's block lands in slot j */
-		PKB_CK_NCCL(ctx, ncclGroupStart());
-		for (int j = 0; j < w; j++) {
-			PKB_CK_NCCL(ctx, ncclSend(x + j * chunk, chunk, nt, j, comm, st));
-			PKB_CK_NCCL(ctx, ncclRecv((T *)s->seq + j * chunk, chunk, nt, j, comm, st));
-		}
-		PKB_CK_NCCL(ctx, ncclGroupEnd());
+		PKB_CK(lp_all_to_all<T>(ctx, (const T *)ctx->in[0].data + start * k, (T *)s->seq,
+					chunk, nt));
 		int64_t mine = start + ctx->rank * local;
 		filter_grad<T><<<(unsigned)local, V, 0, st>>>(
 			(const T *)s->seq, (const int64_t *)ctx->in[1].data + mine,
-			(const __nv_bfloat16 *)ctx->in[2].data + mine, s->grad, (int)local, k,
-			top_k, p_cut);
+			(const __nv_bfloat16 *)ctx->in[2].data + mine, s->res, (int)local, k,
+			f.top_k, f.p_cut);
 		PKB_CK_LAUNCH(ctx);
 		/* back: shard j of this rank's tokens goes to rank j; rank j's
 		 * block is its tokens [start + j*L, ...) of our shard */
-		float *out = (float *)ctx->out[0].data + start * k;
-		PKB_CK_NCCL(ctx, ncclGroupStart());
-		for (int j = 0; j < w; j++) {
-			PKB_CK_NCCL(ctx, ncclSend(s->grad + j * chunk, chunk, ncclFloat32, j, comm,
-						  st));
-			PKB_CK_NCCL(ctx, ncclRecv(out + j * chunk, chunk, ncclFloat32, j, comm, st));
-		}
-		PKB_CK_NCCL(ctx, ncclGroupEnd());
+		PKB_CK(lp_all_to_all<float>(ctx, s->res, (float *)ctx->out[0].data + start * k, chunk,
+					    ncclFloat32));
 	}
 	return 0;
 }
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return launch<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return launch<__half>(ctx, s);
-	case PKB_FP32: return launch<float>(ctx, s);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct lp_state *)ctx->user);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->seq);
-		cudaFree(s->grad);
-		free(s);
-	}
-	return 0;
+	return pkb_ref_fini(ctx, lp_release);
 }

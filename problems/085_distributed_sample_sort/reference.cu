@@ -77,10 +77,8 @@ static int temp_size(pkb_ctx *ctx, struct state *s, int n)
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	size_t all = (size_t)ctx->world * ctx->in[0].bytes;
 	int n = (int)(ctx->world * ctx->in[0].numel);
 	switch (ctx->in[0].dtype) {
@@ -123,24 +121,18 @@ static int launch(pkb_ctx *ctx, struct state *s)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return launch<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return launch<__half>(ctx, s);
-	case PKB_FP32: return launch<float>(ctx, s);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
+}
+
+static void release(struct state *s)
+{
+	cudaFree(s->keys_in);
+	cudaFree(s->keys_out);
+	cudaFree(s->counts);
+	cudaFree(s->temp);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->keys_in);
-		cudaFree(s->keys_out);
-		cudaFree(s->counts);
-		cudaFree(s->temp);
-	}
-	free(s);
-	return 0;
+	return pkb_ref_fini(ctx, release);
 }

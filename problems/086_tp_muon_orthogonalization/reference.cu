@@ -29,6 +29,8 @@
 #include <cublasLt.h>
 #include <nccl.h>
 #include "pkb.h"
+#include "pkb_ref.cuh"
+#include "block_sum.cuh"   /* defines: block_sum */
 
 PKB_SOLUTION;
 
@@ -86,17 +88,9 @@ sum_squares(const __nv_bfloat16 *x, int64_t n, float *partial)
 		float v = __bfloat162float(x[i]);
 		acc += v * v;
 	}
-	for (int o = 16; o > 0; o >>= 1)
-		acc += __shfl_xor_sync(0xffffffffu, acc, o);
-	if ((threadIdx.x & 31) == 0)
-		red[threadIdx.x >> 5] = acc;
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		float s = 0.f;
-		for (int w = 0; w < THREADS / 32; w++)
-			s += red[w];
+	float s = block_sum<THREADS>(acc, red);
+	if (threadIdx.x == 0)
 		partial[blockIdx.x] = s;
-	}
 }
 
 /* X = x / max(sqrt(sum of the all-reduced partials), 1e-7) */
@@ -176,10 +170,8 @@ static int lt_run(pkb_ctx *ctx, struct state *s, struct lt_gemm *g, float alpha,
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	if (ctx->in[0].dtype != PKB_BF16 || ctx->in[0].shape[0] != ROWS)
 		return 1;
 	s->c = (int)ctx->in[0].shape[1];

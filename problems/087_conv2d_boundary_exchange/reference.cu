@@ -24,7 +24,9 @@
  * reduction; at fp32 also tensor cores and down-converted inputs: no
  * TF32), finalizes the first MAX_TRY of the rest, times each on scratch
  * data and keeps the fastest. Its buffers are fixed in init, so the
- * variant pack is too; pkb_run only enqueues.
+ * variant pack is too; pkb_run only enqueues. The transpose, the
+ * descriptor bookkeeping and the engine filter are 076's too:
+ * problems/lib/cudnn_conv.cuh.
  */
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -36,69 +38,23 @@
 #include "pkb.h"
 #include "pkb_ref.cuh"
 #include "pkb_device.cuh"   /* pkb_to_float, pkb_from_float */
+#include "cudnn_conv.cuh"
+/* defines: transpose, launch_transpose, dnn_log, PKB_CK_DNN, dnn_type, struct dnn_owned,
+ * dnn_own, dnn_drop, dnn_free_all, dnn_heur_configs, dnn_cfg_ok, now_s, MAX_CFG,
+ * MAX_TRY, MAX_WS, SEARCH_S, UID_X, UID_W, UID_Y */
 
 PKB_SOLUTION;
-
-#define TILE 32
-#define MAX_CFG 64                 /* heuristic results looked at */
-#define MAX_TRY 8                  /* plans finalized and timed */
-#define MAX_WS ((int64_t)512 << 20)
-#define SEARCH_S 15.0              /* init has 60 s in all */
-#define MAX_OWNED 256
-#define UID_X 'x'
-#define UID_W 'w'
-#define UID_Y 'y'
 
 struct state {
 	cudnnHandle_t dnn;
 	cudnnBackendDescriptor_t graph, plan, vp;
-	cudnnBackendDescriptor_t owned[MAX_OWNED]; /* every descriptor, in creation order */
-	int nowned;
+	struct dnn_owned own;          /* every descriptor, in creation order */
 	void *ws;
 	size_t ws_bytes;
 	void *xp, *wt, *yt;            /* (lh+2, 128, C), (K, 3, 3, C), (lh, 128, K) */
 	cudaEvent_t tic, toc;
 	int64_t c, lh, wd;
 };
-
-/*
- * Batched transpose: for each batch b, dst_b[c * ldd + r] = src_b[r * cols + c]
- * (+ bias[c] when given), src_b being rows x cols; batches rows * cols apart
- * in src, ldd * cols apart in dst. grid (cols/TILE, rows/TILE, batches).
- */
-template <typename T>
-__global__ void __launch_bounds__(TILE * 8)
-transpose(const T *src, T *dst, int64_t rows, int64_t cols, int64_t ldd, const T *bias)
-{
-	__shared__ float tile[TILE][TILE + 1];
-	const T *s = src + (int64_t)blockIdx.z * rows * cols;
-	T *d = dst + (int64_t)blockIdx.z * ldd * cols;
-	int64_t c0 = (int64_t)blockIdx.x * TILE, r0 = (int64_t)blockIdx.y * TILE;
-	for (int k = threadIdx.y; k < TILE; k += 8) {
-		int64_t r = r0 + k, c = c0 + threadIdx.x;
-		if (r < rows && c < cols)
-			tile[k][threadIdx.x] = pkb_to_float(s[r * cols + c]);
-	}
-	__syncthreads();
-	for (int k = threadIdx.y; k < TILE; k += 8) {
-		int64_t c = c0 + k, r = r0 + threadIdx.x;
-		if (r < rows && c < cols) {
-			float v = tile[threadIdx.x][k];
-			if (bias)
-				v += pkb_to_float(bias[c]);
-			d[c * ldd + r] = pkb_from_float<T>(v);
-		}
-	}
-}
-
-template <typename T>
-static void launch_transpose(const T *src, T *dst, int64_t rows, int64_t cols, int64_t ldd,
-			     int64_t batches, const T *bias, cudaStream_t st)
-{
-	dim3 grid((unsigned)((cols + TILE - 1) / TILE), (unsigned)((rows + TILE - 1) / TILE),
-		  (unsigned)batches);
-	transpose<T><<<grid, dim3(TILE, 8), 0, st>>>(src, dst, rows, cols, ldd, bias);
-}
 
 /* scratch operands for timing the plans: uniform in [-1, 1) from a hash */
 template <typename T>
@@ -127,50 +83,10 @@ static void fill(pkb_dtype t, void *p, size_t bytes, uint32_t seed, cudaStream_t
 }
 
 /* ------------------------------------------------------------------------ */
-/* cuDNN plumbing: errors are one log line with cuDNN's own message */
+/* cuDNN plumbing: errors are one log line with cuDNN's own message (PKB_CK_DNN) */
 
-static void dnn_log(pkb_ctx *ctx, const char *file, int line, const char *what,
-		    cudnnStatus_t st)
-{
-	char msg[512];
-	cudnnGetLastErrorString(msg, sizeof msg);
-	for (char *c = msg; *c; c++)
-		if (*c == '\n' || *c == '\r')
-			*c = ' ';
-	ctx->svc->log(ctx, "%s:%d %s: %s%s%s", file, line, what, cudnnGetErrorString(st),
-		      *msg ? ": " : "", msg);
-}
-
-#define CK_DNN(ctx, call) do { cudnnStatus_t e_ = (call); if (e_ != CUDNN_STATUS_SUCCESS) { \
-	dnn_log((ctx), __FILE__, __LINE__, #call, e_); return 1; } } while (0)
-#define SET(ctx, d, attr, type, n, val) CK_DNN(ctx, cudnnBackendSetAttribute(d, attr, type, n, val))
-
-/* a new descriptor, remembered for pkb_fini */
-static int own(pkb_ctx *ctx, struct state *s, cudnnBackendDescriptorType_t type,
-	       cudnnBackendDescriptor_t *d)
-{
-	*d = NULL;
-	if (s->nowned == MAX_OWNED) {
-		ctx->svc->log(ctx, "087 reference: more than %d cuDNN descriptors", MAX_OWNED);
-		return 1;
-	}
-	CK_DNN(ctx, cudnnBackendCreateDescriptor(type, d));
-	s->owned[s->nowned++] = *d;
-	return 0;
-}
-
-/* destroy a descriptor made by own() before pkb_fini (a losing plan) */
-static void drop(struct state *s, cudnnBackendDescriptor_t d)
-{
-	for (int i = s->nowned - 1; i >= 0; i--)
-		if (s->owned[i] == d) {
-			cudnnBackendDestroyDescriptor(d);
-			s->owned[i] = NULL;
-			break;
-		}
-	while (s->nowned > 0 && !s->owned[s->nowned - 1])
-		s->nowned--;
-}
+#define SET(ctx, d, attr, type, n, val) \
+	PKB_CK_DNN(ctx, cudnnBackendSetAttribute(d, attr, type, n, val))
 
 /* a 4-d channels-last tensor: dims {N, C, H, W}, strides {C H W, 1, W C, C}
  * (KRSC for a filter {K, C, R, S}) */
@@ -180,7 +96,7 @@ static int make_tensor(pkb_ctx *ctx, struct state *s, int64_t uid, cudnnDataType
 	int64_t dims[4] = { n, c, h, w }, strides[4] = { c * h * w, 1, w * c, c }, align = 16;
 	bool is_virtual = false;
 	cudnnBackendDescriptor_t t;
-	if (own(ctx, s, CUDNN_BACKEND_TENSOR_DESCRIPTOR, &t))
+	if (dnn_own(ctx, &s->own, CUDNN_BACKEND_TENSOR_DESCRIPTOR, &t))
 		return 1;
 	SET(ctx, t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
 	SET(ctx, t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
@@ -188,7 +104,7 @@ static int make_tensor(pkb_ctx *ctx, struct state *s, int64_t uid, cudnnDataType
 	SET(ctx, t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
 	SET(ctx, t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
 	SET(ctx, t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
-	CK_DNN(ctx, cudnnBackendFinalize(t));
+	PKB_CK_DNN(ctx, cudnnBackendFinalize(t));
 	*out = t;
 	return 0;
 }
@@ -204,7 +120,7 @@ static int make_graph(pkb_ctx *ctx, struct state *s, cudnnDataType_t dt)
 	if (make_tensor(ctx, s, UID_X, dt, 1, s->c, s->lh + 2, s->wd, &xd) ||
 	    make_tensor(ctx, s, UID_W, dt, s->c, s->c, 3, 3, &wd) ||
 	    make_tensor(ctx, s, UID_Y, dt, 1, s->c, s->lh, s->wd, &yd) ||
-	    own(ctx, s, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &cd))
+	    dnn_own(ctx, &s->own, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &cd))
 		return 1;
 	SET(ctx, cd, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
 	SET(ctx, cd, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
@@ -213,9 +129,9 @@ static int make_graph(pkb_ctx *ctx, struct state *s, cudnnDataType_t dt)
 	SET(ctx, cd, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, nsp, pad);
 	SET(ctx, cd, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, nsp, one);
 	SET(ctx, cd, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, nsp, one);
-	CK_DNN(ctx, cudnnBackendFinalize(cd));
+	PKB_CK_DNN(ctx, cudnnBackendFinalize(cd));
 
-	if (own(ctx, s, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &op))
+	if (dnn_own(ctx, &s->own, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &op))
 		return 1;
 	SET(ctx, op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR,
 	    1, &xd);
@@ -227,13 +143,13 @@ static int make_graph(pkb_ctx *ctx, struct state *s, cudnnDataType_t dt)
 	    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd);
 	SET(ctx, op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
 	SET(ctx, op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-	CK_DNN(ctx, cudnnBackendFinalize(op));
+	PKB_CK_DNN(ctx, cudnnBackendFinalize(op));
 
-	if (own(ctx, s, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g))
+	if (dnn_own(ctx, &s->own, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g))
 		return 1;
 	SET(ctx, g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op);
 	SET(ctx, g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &s->dnn);
-	CK_DNN(ctx, cudnnBackendFinalize(g));
+	PKB_CK_DNN(ctx, cudnnBackendFinalize(g));
 	s->graph = g;
 	return 0;
 }
@@ -244,62 +160,14 @@ static int make_pack(pkb_ctx *ctx, struct state *s, void *ws, cudnnBackendDescri
 	int64_t uids[3] = { UID_X, UID_W, UID_Y };
 	void *ptrs[3] = { s->xp, s->wt, s->yt };
 	cudnnBackendDescriptor_t vp;
-	if (own(ctx, s, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp))
+	if (dnn_own(ctx, &s->own, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp))
 		return 1;
 	SET(ctx, vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
 	SET(ctx, vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
 	SET(ctx, vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
-	CK_DNN(ctx, cudnnBackendFinalize(vp));
+	PKB_CK_DNN(ctx, cudnnBackendFinalize(vp));
 	*out = vp;
 	return 0;
-}
-
-/* whether config cfg keeps the reference's arithmetic (see the header) */
-static int cfg_ok(pkb_ctx *ctx, struct state *s, cudnnBackendDescriptor_t cfg, pkb_dtype t,
-		  int *ok)
-{
-	cudnnBackendDescriptor_t eng;
-	cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
-	int64_t n = 0;
-	*ok = 0;
-	if (own(ctx, s, CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng))
-		return 1;
-	CK_DNN(ctx, cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
-					     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &eng));
-	n = 0;
-	CK_DNN(ctx, cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
-					     CUDNN_TYPE_NUMERICAL_NOTE,
-					     CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes));
-	drop(s, eng);
-	if (n > CUDNN_NUMERICAL_NOTE_TYPE_COUNT)
-		n = CUDNN_NUMERICAL_NOTE_TYPE_COUNT;
-	*ok = 1;
-	for (int64_t i = 0; i < n; i++)
-		switch (notes[i]) {
-		case CUDNN_NUMERICAL_NOTE_FFT:
-		case CUDNN_NUMERICAL_NOTE_WINOGRAD:
-		case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4:
-		case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6:
-		case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13:
-		case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION:
-			*ok = 0;
-			break;
-		case CUDNN_NUMERICAL_NOTE_TENSOR_CORE:
-		case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS:
-			if (t == PKB_FP32)
-				*ok = 0;
-			break;
-		default:
-			break;
-		}
-	return 0;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /*
@@ -312,50 +180,41 @@ static int search(pkb_ctx *ctx, struct state *s, cudnnBackendHeurMode_t mode, pk
 {
 	cudaStream_t st = (cudaStream_t)ctx->stream;
 	cudnnBackendDescriptor_t heur, cfg[MAX_CFG];
-	int64_t count = 0, got = 0;
+	int64_t got = 0;
 	float best_ms = 0.f;
 	int tried = 0;
 	double t0 = now_s();
-	if (own(ctx, s, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur))
+	if (dnn_own(ctx, &s->own, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur))
 		return 1;
 	SET(ctx, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
 	    &s->graph);
 	SET(ctx, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-	CK_DNN(ctx, cudnnBackendFinalize(heur));
-	CK_DNN(ctx, cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
-					     CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, NULL));
-	if (count > MAX_CFG)
-		count = MAX_CFG;
-	for (int64_t i = 0; i < count; i++)
-		if (own(ctx, s, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfg[i]))
-			return 1;
-	if (count > 0)
-		CK_DNN(ctx, cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
-						     CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
-						     cfg));
-	for (int64_t i = 0; i < got && i < count && tried < MAX_TRY; i++) {
+	PKB_CK_DNN(ctx, cudnnBackendFinalize(heur));
+	if (dnn_heur_configs(ctx, &s->own, heur, cfg, MAX_CFG, &got))
+		return 1;
+	for (int64_t i = 0; i < got && tried < MAX_TRY; i++) {
 		int ok;
 		int64_t ws = 0, n = 0;
 		cudnnBackendDescriptor_t plan, vp;
 		if (s->plan && now_s() - t0 > SEARCH_S)
 			break;
-		if (cfg_ok(ctx, s, cfg[i], t, &ok))
+		if (dnn_cfg_ok(ctx, &s->own, cfg[i], t, &ok, NULL))
 			return 1;
 		if (!ok)
 			continue;
-		if (own(ctx, s, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan))
+		if (dnn_own(ctx, &s->own, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan))
 			return 1;
 		SET(ctx, plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &s->dnn);
 		SET(ctx, plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
 		    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg[i]);
 		if (cudnnBackendFinalize(plan) != CUDNN_STATUS_SUCCESS) {
-			drop(s, plan);   /* the engine refuses this problem */
+			dnn_drop(&s->own, plan);   /* the engine refuses this problem */
 			continue;
 		}
-		CK_DNN(ctx, cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-						     CUDNN_TYPE_INT64, 1, &n, &ws));
+		PKB_CK_DNN(ctx, cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+							 CUDNN_TYPE_INT64, 1, &n, &ws));
 		if (ws < 0 || ws > MAX_WS) {
-			drop(s, plan);
+			dnn_drop(&s->own, plan);
 			continue;
 		}
 		tried++;
@@ -375,28 +234,22 @@ static int search(pkb_ctx *ctx, struct state *s, cudnnBackendHeurMode_t mode, pk
 				ms = -1.f;
 		}
 		PKB_CK_CUDA(ctx, cudaStreamSynchronize(st));
-		drop(s, vp);
+		dnn_drop(&s->own, vp);
 		PKB_CK_CUDA(ctx, cudaFree(buf));
 		if (ms >= 0.f && (!s->plan || ms < best_ms)) {
 			if (s->plan)
-				drop(s, s->plan);
+				dnn_drop(&s->own, s->plan);
 			s->plan = plan;
 			s->ws_bytes = (size_t)ws;
 			best_ms = ms;
 		} else {
-			drop(s, plan);
+			dnn_drop(&s->own, plan);
 		}
 	}
 	if (s->plan)
 		ctx->svc->log(ctx, "087 reference: conv plan %.3f ms of %d tried (heuristic mode %d)",
 			      0.5f * best_ms, tried, (int)mode);
 	return 0;
-}
-
-static cudnnDataType_t dnn_type(pkb_dtype t)
-{
-	return t == PKB_BF16 ? CUDNN_DATA_BFLOAT16 : t == PKB_FP16 ? CUDNN_DATA_HALF
-						      : CUDNN_DATA_FLOAT;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -406,10 +259,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
 	PKB_CK(pkb_ref_float_dtype(ctx, t));
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	if (pkb_param_get(ctx, "stride", 1) != 1 || pkb_param_get(ctx, "padding", 1) != 1) {
 		ctx->svc->log(ctx, "087 reference: only stride 1, padding 1");
 		return 1;
@@ -436,8 +287,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	fill(t, s->wt, ctx->in[1].bytes, 0x85ebca6bu + (uint32_t)ctx->rank, st);
 	PKB_CK_LAUNCH(ctx);
 
-	CK_DNN(ctx, cudnnCreate(&s->dnn));
-	CK_DNN(ctx, cudnnSetStream(s->dnn, st));
+	PKB_CK_DNN(ctx, cudnnCreate(&s->dnn));
+	PKB_CK_DNN(ctx, cudnnSetStream(s->dnn, st));
 	if (make_graph(ctx, s, dnn_type(t)) || search(ctx, s, CUDNN_HEUR_MODE_A, t))
 		return 1;
 	if (!s->plan && search(ctx, s, CUDNN_HEUR_MODE_FALLBACK, t))
@@ -486,8 +337,8 @@ static int run_t(pkb_ctx *ctx, struct state *s)
 	}
 	PKB_CK_NCCL(ctx, ncclGroupEnd());
 
-	CK_DNN(ctx, cudnnSetStream(s->dnn, st));
-	CK_DNN(ctx, cudnnBackendExecute(s->dnn, s->plan, s->vp));
+	PKB_CK_DNN(ctx, cudnnSetStream(s->dnn, st));
+	PKB_CK_DNN(ctx, cudnnBackendExecute(s->dnn, s->plan, s->vp));
 	/* y (P, K) -> out (K, P), + bias, rounded: PyTorch's add_ after the conv */
 	launch_transpose<T>((const T *)s->yt, out, p, s->c, p, 1, bias, st);
 	PKB_CK_LAUNCH(ctx);
@@ -496,26 +347,12 @@ static int run_t(pkb_ctx *ctx, struct state *s)
 
 extern "C" int pkb_run(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)ctx->user;
-	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return run_t<__nv_bfloat16>(ctx, s);
-	case PKB_FP16: return run_t<__half>(ctx, s);
-	case PKB_FP32: return run_t<float>(ctx, s);
-	default: return 1;
-	}
+	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, run_t, ctx, (struct state *)ctx->user);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
+static void release(struct state *s)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (!s)
-		return 0;
-	if (ctx->stream)
-		cudaStreamSynchronize((cudaStream_t)ctx->stream);
-	/* newest first: a plan goes before the config and graph it was built from */
-	for (int i = s->nowned - 1; i >= 0; i--)
-		if (s->owned[i])
-			cudnnBackendDestroyDescriptor(s->owned[i]);
+	dnn_free_all(&s->own);   /* newest first */
 	if (s->dnn)
 		cudnnDestroy(s->dnn);
 	if (s->tic)
@@ -526,7 +363,11 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	cudaFree(s->xp);
 	cudaFree(s->wt);
 	cudaFree(s->yt);
-	free(s);
-	ctx->user = NULL;
-	return 0;
+}
+
+extern "C" int pkb_fini(pkb_ctx *ctx)
+{
+	if (ctx->stream)   /* the plans' last runs are done with the buffers */
+		cudaStreamSynchronize((cudaStream_t)ctx->stream);
+	return pkb_ref_fini(ctx, release);
 }

@@ -2,10 +2,10 @@
  * logprob_host.h -- the host side that 082, 083 and 084 share: the shapes
  * (b, s from M and W; 083/084's chunk), describe's inputs and the
  * forward's output, the logits' generator (N(0, 1) in T with the target's
- * entry raised by 8) and the rounding to T it needs. The targets
- * are each problem's own, handed in as a function (the siblings differ
- * there, so that a candidate tuned on one does not meet the same inputs on
- * another: 082 17 i + 3, 083/084 19 i + 5).
+ * entry raised by 8), the cost. The targets are each problem's own,
+ * handed in as the coefficients of (mul i + add + trial) mod V (the
+ * siblings differ there, so that a candidate tuned on one does not meet
+ * the same inputs on another: 082 17 i + 3, 083/084 19 i + 5).
  */
 #ifndef PKB_LOGPROB_HOST_H
 #define PKB_LOGPROB_HOST_H
@@ -31,12 +31,6 @@ static inline int64_t seq_of(const struct pkb_dims *d)
 	return (s + d->world - 1) / d->world * d->world;
 }
 
-/* v rounded to T and back (fp32: v) */
-static inline float round_to(pkb_dtype t, float v)
-{
-	return t == PKB_BF16 ? pkb_bf16_to_float(pkb_float_to_bf16(v))
-	     : t == PKB_FP16 ? pkb_fp16_to_float(pkb_float_to_fp16(v)) : v;
-}
 
 /* chunk_size (083, 084) = min(roundup(max(W, s // 4), W), s) */
 static inline int64_t chunk_of(const struct pkb_dims *d)
@@ -88,14 +82,18 @@ static inline void logprob_output(const struct pkb_dims *d, struct pkb_io *io)
 	pkb_io_output(io, "logprobs", PKB_FP32, tol, PKB_SHAPE(batch_of(d), seq_of(d)));
 }
 
-/* the target of flat token i at this trial */
-typedef int64_t (*logprob_target_fn)(const struct pkb_dims *d, int64_t i);
+/* the target of flat token i: (mul i + add + trial) mod 256, the same on
+ * every rank */
+static inline int64_t logprob_target(const struct pkb_dims *d, int64_t i, int mul, int add)
+{
+	return (mul * i + add + d->trial) % VOCAB;
+}
 
 /* logits = T(z) with z ~ N(0, 1), then T(logit + 8) where the entry is the
  * token's target, as the original adds the one-hot mask times 8 in T;
- * input 1: the targets */
+ * input 1: the targets (logprob_target's mul, add) */
 static inline int logprob_gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf,
-				   size_t bytes, logprob_target_fn target_of)
+				   size_t bytes, int mul, int add)
 {
 	int64_t nt = batch_of(d) * seq_of(d), k = VOCAB / d->world;
 	uint64_t st = seed;
@@ -104,9 +102,9 @@ static inline int logprob_gen_host(const struct pkb_dims *d, int index, uint64_t
 			return -1;
 		for (int64_t i = 0; i < nt; i++)
 			for (int64_t j = 0; j < k; j++) {
-				float v = round_to(d->dtype, (float)pkb_rng_normal(&st));
-				if (target_of(d, i) == d->rank * k + j)
-					v = round_to(d->dtype, v + 8.0f);
+				float v = pkb_round_to(d->dtype, (float)pkb_rng_normal(&st));
+				if (logprob_target(d, i, mul, add) == d->rank * k + j)
+					v = pkb_round_to(d->dtype, v + 8.0f);
 				pkb_dtype_store(d->dtype, buf, (i * k + j), v);
 			}
 		return 0;
@@ -114,8 +112,22 @@ static inline int logprob_gen_host(const struct pkb_dims *d, int index, uint64_t
 	if (index != 1 || bytes != (size_t)nt * sizeof(int64_t))
 		return -1;
 	for (int64_t i = 0; i < nt; i++)
-		((int64_t *)buf)[i] = target_of(d, i);
+		((int64_t *)buf)[i] = logprob_target(d, i, mul, add);
 	return 0;
+}
+
+/* cost()'s figures, the same in the three but for the bytes a token's
+ * owner sends each other rank on top of the top_k candidates: 4 (082, 083:
+ * its log-prob) or 12 (084: the filter's cut, the max and the kept sum).
+ * Per token: the top-k selection (~V compares), exps and sums over the
+ * kept entries: ~4 V. */
+static inline void logprob_cost(const struct pkb_dims *d, struct pkb_cost *c, double extra)
+{
+	double w = d->world, e = (double)pkb_dtype_size(d->dtype);
+	double nt = (double)(batch_of(d) * seq_of(d));
+	c->net_bytes = (w - 1) / w * nt * (TOP_K * e / w + extra);
+	c->flops = 4.0 * VOCAB * nt / w;
+	c->flop_kind = PKB_FLOPS_VECTOR;
 }
 
 #endif /* PKB_LOGPROB_HOST_H */

@@ -3,8 +3,8 @@
  * run alike: rounding to T, addmm's bias fill, relu and its backward,
  * mse_loss's backward and the bias gradient's column sums, and the forward
  * and backward they make with cuBLAS (mlp_fwd_bwd); Adam's hyper-parameters
- * (adam_hyper) and 041/042's Adam on a slice. Included by the three
- * reference.cu files after pkb_device.cuh and pkb_ref.cuh.
+ * (adam_hyper) and 041/042's Adam on a slice. Included by mlp_ref.cuh,
+ * after pkb_device.cuh and pkb_ref.cuh.
  */
 #ifndef PKB_MLP_KERNELS_CUH
 #define PKB_MLP_KERNELS_CUH

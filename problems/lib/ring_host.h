@@ -1,8 +1,9 @@
 /*
  * ring_host.h -- the host side that 055, 056 and 057 share: the attention
  * shapes (8 heads of 64; cp = W/2, the other axis -- 055's tp, 056's pp,
- * 057's dp -- being 2; B, T, S from M, N), the unit roundoff, the input
- * stream (splitmix64 one gamma ahead, Box-Muller) and the rounding to T.
+ * 057's dp -- being 2; B, T, S from M, N), the unit roundoff and the input
+ * stream (splitmix64 one gamma ahead, Box-Muller), describe()'s first
+ * checks and the draw of hidden states and weights (attn_fill).
  * Included by the three problem.c files (one translation unit each).
  */
 #ifndef PKB_RING_HOST_H
@@ -42,11 +43,26 @@ static inline double normal(uint64_t *st)
 	return pkb_rng_box_muller(u1, u2);
 }
 
-/* v rounded to T and back (fp32: v) */
-static inline float round_to(pkb_dtype t, float v)
+
+/* describe()'s first checks, the same in the three */
+static inline int attn_check(const struct pkb_dims *d, struct pkb_io *io)
 {
-	return t == PKB_BF16 ? pkb_bf16_to_float(pkb_float_to_bf16(v))
-	     : t == PKB_FP16 ? pkb_fp16_to_float(pkb_float_to_fp16(v)) : v;
+	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
+		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
+	if (d->m < 1 || d->n < 1)
+		return pkb_io_fail(io, "M and N must be >= 1");
+	return 0;
+}
+
+/* n values of N(0, 1) in T from stream *st into buf, as the original draws
+ * hidden states (weight 0) and weights (weight 1: T(T(N(0, 1)) * 0.02)) */
+static inline void attn_fill(const struct pkb_dims *d, void *buf, size_t n, uint64_t *st,
+			     int weight)
+{
+	for (size_t i = 0; i < n; i++) {
+		float v = pkb_round_to(d->dtype, (float)normal(st));
+		pkb_dtype_store(d->dtype, buf, i, weight ? pkb_round_to(d->dtype, v * 0.02f) : v);
+	}
 }
 
 #endif
