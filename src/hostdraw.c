@@ -66,13 +66,12 @@ static void *draw_some(void *arg)
 int hostdraw_many(const struct hostdraw *h, int n, const int *trials, void *const *const *staging,
 		  int threads)
 {
-	enum { MAX_THREADS = 16 };
-	int T = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+	int T = threads < 1 ? 1 : threads > HOSTDRAW_MAX_THREADS ? HOSTDRAW_MAX_THREADS : threads;
 	if (T > n)
 		T = n > 0 ? n : 1;
-	struct draw_job jobs[MAX_THREADS];
-	pthread_t th[MAX_THREADS];
-	int made[MAX_THREADS] = { 0 };
+	struct draw_job jobs[HOSTDRAW_MAX_THREADS];
+	pthread_t th[HOSTDRAW_MAX_THREADS];
+	int made[HOSTDRAW_MAX_THREADS] = { 0 };
 	for (int t = 0; t < T; t++) {
 		jobs[t] = (struct draw_job){ h, n, T, t, trials, staging, -1 };
 		made[t] = t > 0 && pthread_create(&th[t], NULL, draw_some, &jobs[t]) == 0;
@@ -94,5 +93,5 @@ int hostdraw_threads(int host_size)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	long per = cpus / (host_size > 0 ? host_size : 1);
-	return per < 1 ? 1 : per > 16 ? 16 : (int)per;
+	return per < 1 ? 1 : per > HOSTDRAW_MAX_THREADS ? HOSTDRAW_MAX_THREADS : (int)per;
 }

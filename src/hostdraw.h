@@ -30,12 +30,15 @@ struct pkb_dims hostdraw_dims(const struct hostdraw *h, int trial);
  * input, present for each host-drawn one): -1, or the index of the input
  * whose gen_host failed */
 int hostdraw_one(const struct hostdraw *h, int trial, void *const *staging);
+/* at most this many threads draw at once */
+#define HOSTDRAW_MAX_THREADS 16
 /* n trials at once, trials[k] into staging[k], on `threads` threads (at
- * most 16, none past n; 1 draws in the caller's); -1 or a failed input */
+ * most HOSTDRAW_MAX_THREADS, none past n; 1 draws in the caller's); -1 or
+ * a failed input */
 int hostdraw_many(const struct hostdraw *h, int n, const int *trials, void *const *const *staging,
 		  int threads);
 /* the threads a rank may draw on: this machine's CPUs over the ranks on
- * it (host_size), at least 1 */
+ * it (host_size), at least 1, at most HOSTDRAW_MAX_THREADS */
 int hostdraw_threads(int host_size);
 
 #endif

@@ -3,7 +3,7 @@
  * its input groups with it, and it calls nothing above it.
  */
 #include "inputs.h"
-#include "hostdraw.h"  /* defines: hostdraw_key, hostdraw_dims, hostdraw_many */
+#include "hostdraw.h"  /* defines: hostdraw_key, hostdraw_one, hostdraw_many */
 #include "kernels.h"   /* defines: kern_fill */
 #include "problem.h"   /* defines: problem_find, problem_describe, tensor_desc_bytes */
 #include "rank_link.h" /* defines: rank_fail, CUDA_OR */
@@ -64,32 +64,42 @@ void gen_inputs_async(struct rank_env *E, int trial, void *const *bufs, void **s
 		      enum gen_what what)
 {
 	struct hostdraw hd = drawer(E);
-	struct pkb_dims d = hostdraw_dims(&hd, trial);
+	/* host-drawn tensors: in the caller's pinned staging, reused only once
+	 * the stream has passed these copies; else in buffers of this call's
+	 * own, waited for and freed. Drawn by hostdraw_one, as the threads of
+	 * draw_host_many draw them (GEN_STAGED: already there). */
+	void *own[PKB_MAX_TENSORS] = { 0 };
+	void **host = staging ? staging : own;
+	int copied = 0;
+	if (what != GEN_DEVICE_ONLY) {
+		if (staging)
+			stage_host_inputs(E, staging);
+		else
+			for (int i = 0; i < E->io.n_in; i++)
+				if (E->io.in[i].dist.kind == PKB_DIST_HOST)
+					own[i] = xmalloc(tensor_desc_bytes(&E->io.in[i]) + 16);
+		int failed = what == GEN_ALL ? hostdraw_one(&hd, trial, host) : -1;
+		if (failed >= 0)
+			rank_fail(E, OUT_INTERNAL, "gen_host of input '%s' failed", E->io.in[failed].name);
+	}
 	for (int i = 0; i < E->io.n_in; i++) {
 		const struct pkb_tensor_desc *t = &E->io.in[i];
-		size_t bytes = tensor_desc_bytes(t);
-		uint64_t key = hostdraw_key(&hd, trial, i, t->same_on_all_ranks);
 		if (t->dist.kind == PKB_DIST_HOST) {
 			if (what == GEN_DEVICE_ONLY)
 				continue;
-			/* staging: pinned, the caller's, reused only once the stream
-			 * has passed this copy; else a buffer of its own, waited for */
-			void *h = staging ? staging[i] : xmalloc(bytes);
-			if (staging && !h) {
-				CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMallocHost(&h, bytes + 16));
-				staging[i] = h;
-			}
-			if (what != GEN_STAGED && E->p->gen_host(&d, i, key, h, bytes) != 0)
-				rank_fail(E, OUT_INTERNAL, "gen_host of input '%s' failed", t->name);
-			CUDA_OR(E, OUT_RUNTIME_ERROR,
-				cudaMemcpyAsync(bufs[i], h, bytes, cudaMemcpyHostToDevice, E->stream));
-			if (staging)
-				continue;
-			CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamSynchronize(E->stream));
-			free(h);
+			CUDA_OR(E, OUT_RUNTIME_ERROR, cudaMemcpyAsync(bufs[i], host[i], tensor_desc_bytes(t),
+								     cudaMemcpyHostToDevice, E->stream));
+			copied = 1;
 		} else if (kern_fill(bufs[i], t->dtype, tensor_desc_numel(t), (int)t->dist.kind,
-				     t->dist.a, t->dist.b, key, (struct CUstream_st *)E->stream)) {
+				     t->dist.a, t->dist.b,
+				     hostdraw_key(&hd, trial, i, t->same_on_all_ranks),
+				     (struct CUstream_st *)E->stream)) {
 			rank_fail(E, OUT_RUNTIME_ERROR, "input generation failed for '%s'", t->name);
 		}
 	}
+	if (staging || !copied)
+		return;
+	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamSynchronize(E->stream));
+	for (int i = 0; i < E->io.n_in; i++)
+		free(own[i]);
 }

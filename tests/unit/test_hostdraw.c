@@ -137,7 +137,7 @@ int main(void)
 	release(be);
 
 	int t = hostdraw_threads(4);
-	CHECK(t >= 1 && t <= 16);
+	CHECK(t >= 1 && t <= HOSTDRAW_MAX_THREADS);
 	CHECK(hostdraw_threads(0) >= 1 && hostdraw_threads(1 << 20) == 1);
 	return t_done("test_hostdraw");
 }
