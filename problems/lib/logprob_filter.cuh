@@ -16,27 +16,16 @@
 typedef cub::BlockRadixSort<float, V, 1, int> row_sort;
 typedef cub::BlockReduce<float, V> row_sum;
 
-/* One block per local token l. seq holds shard q of token l at
- * seq[(q*L + l)*K ...] (the all-to-all's layout); target points at this
- * rank's tokens' targets. */
-template <typename T>
-__global__ void __launch_bounds__(V)
-filter_logprob(const T *seq, const int64_t *target, float *lp, int local, int k, int top_k,
-	       float p_cut)
+/* The filter, shared by both kernels: the block sorts the row's V values
+ * (thread i then holds sorted entry i: key[0], its vocabulary index idx[0]),
+ * keeps the top_k largest, then of those the smallest suffix whose
+ * probabilities, rounded to T as the original's cumsum is, pass p_cut (the
+ * largest always); whether thread i's entry is kept. mx: the row's maximum. */
+template <typename T, typename Tmp>
+__device__ __forceinline__ bool filter_keep(Tmp &tmp, float (&key)[1], int (&idx)[1],
+					    float *p_sorted, unsigned char *keep_sorted, float &thr,
+					    float &mx, float &total, int top_k, float p_cut)
 {
-	__shared__ union {
-		typename row_sort::TempStorage sort;
-		typename row_sum::TempStorage sum;
-	} tmp;
-	__shared__ float p_sorted[V];
-	__shared__ unsigned char keep_sorted[V], keep_vocab[V];
-	__shared__ float thr, mx, total, x_target;
-	int l = blockIdx.x, v = threadIdx.x;
-	int64_t t = target[l];
-	float key[1] = { pkb_to_float(seq[((int64_t)(v / k) * local + l) * k + v % k]) };
-	int idx[1] = { v };
-	if (v == t)
-		x_target = key[0];
 	row_sort(tmp.sort).Sort(key, idx);   /* thread i now holds sorted position i */
 	int i = threadIdx.x;
 	if (i == V - top_k)
@@ -62,7 +51,32 @@ filter_logprob(const T *seq, const int64_t *target, float *lp, int local, int k,
 		}
 	}
 	__syncthreads();
-	bool keep = kk && keep_sorted[i];
+	return kk && keep_sorted[i];
+}
+
+/* One block per local token l. seq holds shard q of token l at
+ * seq[(q*L + l)*K ...] (the all-to-all's layout); target points at this
+ * rank's tokens' targets. */
+template <typename T>
+__global__ void __launch_bounds__(V)
+filter_logprob(const T *seq, const int64_t *target, float *lp, int local, int k, int top_k,
+	       float p_cut)
+{
+	__shared__ union {
+		typename row_sort::TempStorage sort;
+		typename row_sum::TempStorage sum;
+	} tmp;
+	__shared__ float p_sorted[V];
+	__shared__ unsigned char keep_sorted[V], keep_vocab[V];
+	__shared__ float thr, mx, total, x_target;
+	int l = blockIdx.x, v = threadIdx.x;
+	int64_t t = target[l];
+	float key[1] = { pkb_to_float(seq[((int64_t)(v / k) * local + l) * k + v % k]) };
+	int idx[1] = { v };
+	if (v == t)
+		x_target = key[0];
+	int i = threadIdx.x;
+	bool keep = filter_keep<T>(tmp, key, idx, p_sorted, keep_sorted, thr, mx, total, top_k, p_cut);
 	keep_vocab[idx[0]] = keep;
 	float e2 = keep ? expf(key[0] - mx) : 0.f;
 	__syncthreads();   /* tmp is reused; keep_vocab complete */
@@ -90,32 +104,8 @@ filter_grad(const T *seq, const int64_t *target, const __nv_bfloat16 *g, float *
 	int64_t t = target[l];
 	float key[1] = { pkb_to_float(seq[((int64_t)(v / k) * local + l) * k + v % k]) };
 	int idx[1] = { v };
-	row_sort(tmp.sort).Sort(key, idx);   /* thread i now holds sorted position i */
 	int i = threadIdx.x;
-	if (i == V - top_k)
-		thr = key[0];
-	if (i == V - 1)
-		mx = key[0];
-	__syncthreads();
-	bool kk = key[0] >= thr;
-	int first = V - __syncthreads_count(kk);   /* keep_k is a suffix */
-	float e = kk ? expf(key[0] - mx) : 0.f;
-	float s = row_sum(tmp.sum).Sum(e);
-	if (i == 0)
-		total = s;
-	__syncthreads();
-	p_sorted[i] = kk ? pkb_to_float(pkb_from_float<T>(e / total)) : 0.f;
-	__syncthreads();
-	if (i == 0) {
-		float c = 0.f;
-		for (int j = 0; j < V; j++) {
-			if (j >= first)
-				c = pkb_to_float(pkb_from_float<T>(c + p_sorted[j]));
-			keep_sorted[j] = c > p_cut || j == V - 1;
-		}
-	}
-	__syncthreads();
-	bool keep = kk && keep_sorted[i];
+	bool keep = filter_keep<T>(tmp, key, idx, p_sorted, keep_sorted, thr, mx, total, top_k, p_cut);
 	float e2 = keep ? expf(key[0] - mx) : 0.f;
 	__syncthreads();   /* tmp is reused */
 	float s2 = row_sum(tmp.sum).Sum(e2);
