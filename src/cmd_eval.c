@@ -233,6 +233,7 @@ int cmd_eval(int argc, char **argv)
 	}
 	json_object_set_new(rec, "launch", report_launch_json(&res));
 	json_object_set_new(rec, "trial_records", json_incref(R.trial));
+	json_object_set_new(rec, "processes", json_incref(R.proc));
 	job_stamp_gpus(rec, R.trial);
 	char msg[4096];
 	snprintf(msg, sizeof msg, "%s", res.message);
@@ -246,6 +247,7 @@ int cmd_eval(int argc, char **argv)
 	json_decref(R.trial);
 	json_decref(R.run);
 	json_decref(R.perf);
+	json_decref(R.proc);
 	for (int i = 0; i < 2; i++) {
 		build_result_free(sols[i].build);
 		free(sols[i].build);

@@ -161,6 +161,7 @@ int cmd_run(int argc, char **argv)
 	if (out == OUT_PASS) {
 		print_outputs(R.run);
 		json_object_set_new(rec, "ranks", json_incref(R.run));
+		json_object_set_new(rec, "processes", json_incref(R.proc));
 		job_stamp_gpus(rec, R.run);
 		if (o.measure_perf)
 			out = run_perf(&o, sol.role, R.perf, rec, &trace_failed, msg, sizeof msg);
@@ -170,6 +171,7 @@ int cmd_run(int argc, char **argv)
 	json_decref(R.trial);
 	json_decref(R.run);
 	json_decref(R.perf);
+	json_decref(R.proc);
 	free(src);
 	free(save_abs);
 	if (sol.build) {

@@ -575,13 +575,15 @@ static int check_record(void *arg, int rank, json_t *rec, char *why, size_t n)
 			return -1;
 		}
 		snprintf(which, sizeof which, "%lld", (long long)t);
-	} else if (!strcmp(kind, "perf")) {
+	} else if (!strcmp(kind, "perf") || !strcmp(kind, "proc")) {
+		/* one of each per solution process: its timing, its steps */
 		const char *sol = json_string_value(json_object_get(rec, "solution"));
-		int known = 0;
+		int perf = !strcmp(kind, "perf"), known = 0;
 		for (int i = 0; i < j->n_sol; i++)
 			known |= sol && !strcmp(sol, j->sol[i].role);
-		if (!j->has_perf || !known) {
-			snprintf(why, n, "rank %d sent a timing record the job does not ask for", rank);
+		if ((perf && !j->has_perf) || !known) {
+			snprintf(why, n, "rank %d sent a %s record the job does not ask for", rank,
+				 perf ? "timing" : "process");
 			return -1;
 		}
 		snprintf(which, sizeof which, "%s", sol);
@@ -608,7 +610,8 @@ static void collect(void *arg, int rank, json_t *rec)
 	(void)rank;
 	const char *kind = json_string_value(json_object_get(rec, "kind"));
 	json_t *dst = !kind ? NULL : !strcmp(kind, "trial") ? R->trial
-		      : !strcmp(kind, "run") ? R->run : !strcmp(kind, "perf") ? R->perf : NULL;
+		      : !strcmp(kind, "run") ? R->run : !strcmp(kind, "perf") ? R->perf
+		      : !strcmp(kind, "proc") ? R->proc : NULL;
 	if (dst)
 		json_array_append(dst, rec);
 }
@@ -761,6 +764,7 @@ int job_launch(struct job_opts *o, enum wire_mode mode, struct job_solution *sol
 	rec->trial = json_array();
 	rec->run = json_array();
 	rec->perf = json_array();
+	rec->proc = json_array();
 	/* a timed launch needs MPS (docs/MPS.md): the user's daemon, or one of
 	 * its own for this launch, stopped after it */
 	struct mps mps;

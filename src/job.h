@@ -91,6 +91,7 @@ enum pkb_outcome job_build(const struct job_opts *o, struct job_solution *s,
 /* collected MSG_RESULT records, one array per kind */
 struct job_records {
 	json_t *trial, *run, *perf;
+	json_t *proc;   /* each solution process's steps (rank.c:send_steps) */
 	/* during the launch: the job, against which job_launch checks each
 	 * record before it is taken (its own rank number, a trial of the
 	 * job's, one timing record per solution, each at most once), and

@@ -73,6 +73,21 @@ static void check_gpu_view(struct rank_env *E, int s, json_t *ready)
 			  "the candidate ran" : " (docs/MPS.md)");
 }
 
+/* What a solution process says of its own set-up (its "setup" reply, sent
+ * before any solution code ran), kept to the fields solhost.c writes: each
+ * a number of seconds, 0 to 3600. */
+static json_t *own_steps(json_t *said)
+{
+	static const char *const keys[] = { "context", "idle", "device", "open", "nccl",
+					    "python", "sandbox" };
+	json_t *o = json_object();
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+		double v = json_number_value(json_object_get(said, keys[i]));
+		json_object_set_new(o, keys[i], json_real(v >= 0 && v <= 3600 ? v : 0));
+	}
+	return o;
+}
+
 /* Fork and exec solution s's process, which makes its CUDA context on this
  * rank's GPU at once and then waits for sol_start's set-up: its start-up
  * runs while the judge makes its own context (the first solution) or while
@@ -84,6 +99,7 @@ static void sol_spawn(struct rank_env *E, struct solproc *sp, int s)
 	char dev[16], err[300];
 	snprintf(dev, sizeof dev, "%d", E->job.local_rank);
 	const char *argv[] = { pkb_self_exe(), "__sol", dev, NULL };
+	E->steps[s].spawn = now_ns();
 	if (solproc_spawn(sp, argv, w->role, s == 0 && !strcmp(w->role, "reference"), err,
 			  sizeof err) < 0)
 		rank_fail(E, OUT_ENV_ERROR, "cannot start the %s's process: %s", w->role, err);
@@ -109,24 +125,49 @@ static void sol_start(struct rank_env *E, struct solproc *sp, int s)
 				  "out", ipc_handles(E, E->out_dev, E->io.n_out),
 				  "flags", ipc_handles(E, (void *const *)&E->flags, 1));
 	E->proc = sp;
+	struct proc_steps *st = &E->steps[s];
+	st->mark = now_ns();
+	st->before_setup = (double)(st->mark - st->spawn) / 1e9;
 	if (solproc_send(sp, MSG_SOL_SETUP, setup) < 0)
 		rank_fail(E, OUT_RUNTIME_ERROR, "the %s's process is gone", w->role);
-	sol_command(E, NULL, "setup");
+	json_t *said = sol_wait(E, NULL, "setup");
+	st->setup = lap_s(&st->mark);
+	st->own = own_steps(json_object_get(said, "steps"));
+	json_decref(said);
 	sp->trusted = 0;   /* it loads the solution next */
 	json_t *ready = sol_wait(E, NULL, "ready");
+	st->dlopen = lap_s(&st->mark);
 	check_gpu_view(E, s, ready);
 	json_decref(ready);
 	phase(E, PH_INIT, "pkb_init of the %s", w->role);
 	sol_command(E, json_pack("{s:s}", "op", "init"), "ok");
+	st->init = lap_s(&st->mark);
+}
+
+/* The steps of solution s's process, to the parent (a "proc" record). */
+static void send_steps(struct rank_env *E, int s)
+{
+	const struct proc_steps *st = &E->steps[s];
+	json_t *own = st->own ? json_incref(st->own) : json_object();
+	send_result(E, json_pack("{s:s,s:i,s:s,s:{s:f,s:f,s:f,s:f,s:f,s:f},s:o}", "kind", "proc",
+				 "rank", E->rank, "solution", E->job.sol[s].role, "seconds",
+				 "before_setup", st->before_setup, "setup", st->setup, "dlopen",
+				 st->dlopen, "init", st->init, "fini", st->fini, "exit", st->exit,
+				 "own", own));
 }
 
 static void sol_stop(struct rank_env *E, int s)
 {
 	phase(E, PH_FINI, "pkb_fini of the %s", E->job.sol[s].role);
 	int before = perf_heat_mark(E);
+	struct proc_steps *st = &E->steps[s];
+	st->mark = now_ns();
 	sol_command(E, json_pack("{s:s}", "op", "fini"), "ok");
+	st->fini = lap_s(&st->mark);
 	solproc_reap(E->proc, 5000);
+	st->exit = lap_s(&st->mark);
 	E->proc = NULL;
+	send_steps(E, s);
 	perf_heat_fini(E, s, before);
 	if (strcmp(E->job.sol[s].role, "candidate"))
 		return;

@@ -18,6 +18,7 @@
 #include "wire.h"      /* defines: struct wire_job */
 
 #include <cuda_runtime_api.h>
+#include <jansson.h>
 #include <nccl.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,6 +55,20 @@ struct solution {
 	int in_setup;                 /* services are allowed (init/fini) */
 };
 
+/* The judge's clock over one solution process's life (issue 40): where a
+ * launch's load and fini phases go. Seconds of each step; spawn and mark in
+ * ns (its spawn, the end of the last step timed). */
+struct proc_steps {
+	uint64_t spawn, mark;
+	double before_setup;  /* spawned to its set-up sent: the judge's own start */
+	double setup;         /* set-up sent to its "setup" reply: context, mappings, sandbox */
+	double dlopen;        /* "setup" to "ready": the solution loaded */
+	double init;          /* pkb_init */
+	double fini;          /* pkb_fini and its last checks */
+	double exit;          /* its last reply to its exit, reaped */
+	json_t *own;          /* its own split of its set-up, before any solution code */
+};
+
 struct rank_env {
 	int fd, rank, world, local_rank, device;
 	struct wire_job job;          /* what the parent sent (wire.h) */
@@ -78,6 +93,7 @@ struct rank_env {
 	int sms;                      /* the judge: the SMs its context may use */
 	char gpu[96];                 /* its GPU's name, as CUDA gives it */
 	struct solproc *proc;         /* the judge: the solution process now running */
+	struct proc_steps steps[MAX_SOL]; /* the judge: each solution process's steps */
 	uint32_t *flags;              /* the judge: the go and done words it shares */
 	struct perf_set *perf;        /* the judge: the timing engine's state */
 	const struct nccl_api *nccl_api; /* a solution process with a communicator */

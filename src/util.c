@@ -237,6 +237,14 @@ double now_s(void)
 	return now_ns() / 1e9;
 }
 
+double lap_s(uint64_t *mark)
+{
+	uint64_t t = now_ns();
+	double s = (double)(t - *mark) / 1e9;
+	*mark = t;
+	return s;
+}
+
 char *read_file(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");

@@ -90,6 +90,7 @@ const char *json_str(struct json_t *o, const char *key, const char *absent);
 
 uint64_t now_ns(void);         /* CLOCK_MONOTONIC */
 double now_s(void);            /* the same, in seconds */
+double lap_s(uint64_t *mark);  /* seconds since *mark (now_ns), which moves to now */
 /* 0 for a regular readable file, else error() naming why and -1: a
  * directory given as a candidate was an I/O error, then compile_error. */
 int check_source_file(const char *path);

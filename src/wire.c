@@ -478,9 +478,31 @@ int wire_perf_unpack(json_t *in, struct wire_perf *p, char *err, size_t n)
 	return 0;
 }
 
+/* a "proc" record (rank.c:send_steps): the rank, the solution's role, and
+ * two objects of seconds */
+static int proc_check(json_t *in, char *err, size_t n)
+{
+	int bad = 0, rank;
+	get_int(in, "proc record", "rank", &rank, &bad, err, n);
+	want(in, "proc record", "solution", JSON_STRING, 1, &bad, err, n);
+	const char *objs[] = { "seconds", "own" };
+	for (int k = 0; k < 2 && !bad; k++) {
+		json_t *o = want(in, "proc record", objs[k], JSON_OBJECT, 1, &bad, err, n), *v;
+		const char *key;
+		json_object_foreach(o, key, v)
+			if (!json_is_number(v) && !bad) {
+				snprintf(err, n, "proc record: '%s.%s' is not a number", objs[k], key);
+				bad = 1;
+			}
+	}
+	return bad ? -1 : 0;
+}
+
 int wire_record_check(json_t *in, char *err, size_t n)
 {
 	const char *k = json_string_value(json_object_get(in, "kind"));
+	if (k && !strcmp(k, "proc"))
+		return proc_check(in, err, n);
 	if (k && !strcmp(k, "trial")) {
 		struct wire_trial t;
 		return wire_trial_unpack(in, &t, err, n);

@@ -115,6 +115,18 @@ expect_grep "^flagged: rank 1 announced phase kind 'trial' 3 times; the job has 
 PKB_FAKE_MODE=forge PKB_FAKE_RANK_ONLY=0 expect_exit 8 "$PKB" eval 1 "$P" --gpus 2 -q --measure-perf --json "$TMP/forge.json"
 expect_grep "^flagged: rank 0 sent a second perf record of reference: a record the harness.s rank does not send" "$TMP/out"
 expect_grep '"outcome": "flagged"' "$TMP/forge.json"
+# issue 40: each solution process's steps, one "proc" record per process
+# and rank, in the eval's JSON; a second one is a record the rank never sends
+expect_exit 0 "$PKB" eval 1 "$P" --gpus 2 -q --json "$TMP/proc.json"
+expect_exit 0 python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["processes"]; assert sorted("%d %s %g" % (x["rank"], x["solution"], x["seconds"]["exit"]) for x in p) == ["0 candidate 0.3", "0 reference 0.3", "1 candidate 0.3", "1 reference 0.3"], p' "$TMP/proc.json"
+# tools/phase-table sums them: the slowest process of each role per launch
+expect_exit 0 "$ROOT/tools/phase-table" "$TMP/proc.json"
+expect_grep '^\| candidate \| exit \| 1 \| 0\.300 \| 0\.300 \| 0\.3 \|$' "$TMP/out"
+expect_grep '^\| reference \| own\.context \| 1 \| 0\.400 \| 0\.400 \| 0\.4 \|$' "$TMP/out"
+expect_exit 1 "$ROOT/tools/phase-table" "$TMP/proc.json" -w 4
+expect_grep '^phase-table: no passing evaluation in ' "$TMP/err"
+PKB_FAKE_MODE=procdup PKB_FAKE_RANK_ONLY=1 expect_exit 8 "$PKB" eval 1 "$P" --gpus 2 -q
+expect_grep "^flagged: rank 1 sent a second proc record of " "$TMP/out"
 # a record in another rank's name
 PKB_FAKE_MODE=alias PKB_FAKE_RANK_ONLY=1 expect_exit 8 "$PKB" eval 1 "$P" --gpus 2 -q
 expect_grep "^flagged: rank 1 sent a record in rank 0.s name" "$TMP/out"

@@ -18,6 +18,7 @@
  *   forge     as ok, then a second timing record of the reference (the
  *             candidate writing one from pkb_fini, after the real ones)
  *   alias     a trial record in rank (rank + 1) % W's name
+ *   procdup   as ok, with a second "proc" record of the first solution
  *   load      as the real rank does (issue 30): the exit guard, the sandbox
  *             (unless the job says --no-sandbox), dlopen of every solution
  *             (constructors run), then the candidate's pkb_init, pkb_run per
@@ -382,6 +383,15 @@ int main(void)
 		send_record(wire_perf_pack(&wp));
 		json_decref(wp.recheck);
 	}
+	/* each solution process's steps, as rank.c:send_steps sends them at
+	 * its end; procdup sends the candidate's twice */
+	for (int i = 0; i < job.n_sol; i++)
+		for (int k = 0; k < 1 + (!strcmp(mode, "procdup") && i == 0); k++)
+			send_record(json_pack("{s:s,s:i,s:s,s:{s:f,s:f,s:f,s:f,s:f,s:f},s:{s:f}}",
+					      "kind", "proc", "rank", rank, "solution",
+					      job.sol[i].role, "seconds", "before_setup", 0.5,
+					      "setup", 0.1, "dlopen", 0.02, "init", 0.001, "fini",
+					      0.01, "exit", 0.3, "own", "context", 0.4));
 	phase(PH_FINI, "tearing down");
 	say(MSG_DONE, NULL);
 	finishing = 1;
