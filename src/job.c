@@ -748,6 +748,17 @@ int job_launch(struct job_opts *o, enum wire_mode mode, struct job_solution *sol
 	launch_opts_init(&lo, o->world);
 	memcpy(lo.deadline_s, o->deadline_s, sizeof lo.deadline_s);
 	lo.log_dir = dir;
+	/* the ranks' TMPDIR, removed after the launch whatever happened in it */
+	const char *tmpdir = getenv("TMPDIR");
+	char *tmp = xstrfmt("%s/pkb-tmp.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+	if (!mkdtemp(tmp)) {
+		error("cannot create a temporary folder '%s': %s", tmp, strerror(errno));
+		free(tmp);
+		json_decref(job);
+		free(dir);
+		return -1;
+	}
+	lo.tmp_dir = tmp;
 	lo.job = job;
 	lo.on_result = collect;
 	lo.check_result = check_record;
@@ -782,6 +793,8 @@ int job_launch(struct job_opts *o, enum wire_mode mode, struct job_solution *sol
 			json_decref(rec->seen);
 			rec->seen = NULL;
 			rec->job = NULL;
+			rm_rf(tmp);
+			free(tmp);
 			*log_dir_out = dir;
 			return 0;
 		}
@@ -789,6 +802,8 @@ int job_launch(struct job_opts *o, enum wire_mode mode, struct job_solution *sol
 	job_progress(o, "launching %d ranks (logs in %s)", o->world, dir);
 	int r = launch_run(&lo, res);
 	mps_stop(&mps);
+	rm_rf(tmp);
+	free(tmp);
 	json_decref(rec->seen);
 	rec->seen = NULL;
 	rec->job = NULL;

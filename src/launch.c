@@ -317,6 +317,8 @@ static pid_t spawn_rank(const struct launch_opts *o, int r, int sock)
 	close_range(4, ~0u, 0);
 	/* the rank's number, world and host ranks travel in its job (wire.h) */
 	setenv("PKB_FD", "3", 1);
+	if (o->tmp_dir)
+		setenv("TMPDIR", o->tmp_dir, 1);
 	/* never NVLink multicast: it can take shared GPUs out of service */
 	setenv("NCCL_NVLS_ENABLE", "0", 1);
 	setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);

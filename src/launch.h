@@ -19,6 +19,11 @@ struct launch_opts {
 	int world;                 /* ranks in all, over every node */
 	const char *const *argv;   /* rank program; NULL: this binary's __rank */
 	const char *log_dir;       /* rank_<r>.log files go here */
+	/* the ranks' TMPDIR, or NULL (theirs is the parent's): job.c makes one a
+	 * launch and removes it after, however the ranks ended, so that nothing
+	 * a solution process leaves there (a Python solution's scratch folder,
+	 * Triton's cache) outlives its evaluation */
+	const char *tmp_dir;
 	json_t *job;               /* sent to each rank with "rank" filled in */
 	double deadline_s[PH_KIND_COUNT];
 	double grace_s;            /* after a failure, time the others get */

@@ -20,6 +20,13 @@ expect_grep '"outcome": "mismatch"' "$TMP/mm.json"
 PKB_FAKE_MODE=hang PKB_FAKE_RANK_ONLY=1 expect_exit 7 "$PKB" eval 1 "$P" --gpus 2 -q --deadline trial=1
 expect_grep "^timeout: rank 1: phase 'trial 0: candidate' passed its 1 s deadline" "$TMP/out"
 expect_grep "rank logs kept in" "$TMP/err"
+# the ranks' TMPDIR is the launch's own folder, gone after it however it
+# ended: what a solution process leaves there (Triton's cache) never
+# outlives its evaluation, a timeout included
+PKB_FAKE_MODE=litter PKB_FAKE_RANK_ONLY=1 expect_exit 7 "$PKB" eval 1 "$P" --gpus 2 -q --deadline trial=1 --log-dir "$TMP/litter"
+litter=$(sed -n 's/^litter: //p' "$TMP/litter/rank_1.log")
+case $litter in */pkb-tmp.*/litter.1) ok ;; *) not_ok "litter at '$litter'" ;; esac
+[ -n "$litter" ] && [ ! -e "$litter" ] && [ ! -e "$(dirname "$litter")" ] && ok || not_ok "'$litter' outlived its launch"
 PKB_FAKE_MODE=crash PKB_FAKE_RANK_ONLY=1 expect_exit 6 "$PKB" eval 1 "$P" --gpus 2 -q
 expect_grep "^runtime_error: rank 1 killed by signal 11" "$TMP/out"
 # both ranks crash: whichever the parent sees first is named, never both lost

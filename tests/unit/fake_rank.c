@@ -19,6 +19,8 @@
  *             candidate writing one from pkb_fini, after the real ones)
  *   alias     a trial record in rank (rank + 1) % W's name
  *   procdup   as ok, with a second "proc" record of the first solution
+ *   litter    writes a file into its TMPDIR, names it in its log, then
+ *             hangs as hang does
  *   load      as the real rank does (issue 30): the exit guard, the sandbox
  *             (unless the job says --no-sandbox), dlopen of every solution
  *             (constructors run), then the candidate's pkb_init, pkb_run per
@@ -253,7 +255,16 @@ int main(void)
 			usleep(300000);
 			phase(PH_TRIAL, "trial 0: candidate (again)");
 		}
-	if (!strcmp(mode, "hang"))
+	if (!strcmp(mode, "litter")) {   /* a file in its TMPDIR, named in its log */
+		const char *tmp = getenv("TMPDIR");
+		char *path = xstrfmt("%s/litter.%d", tmp ? tmp : "/tmp", rank);
+		FILE *f = fopen(path, "w");
+		if (f)
+			fclose(f);
+		fprintf(stderr, "litter: %s\n", path);
+		free(path);
+	}
+	if (!strcmp(mode, "hang") || !strcmp(mode, "litter"))
 		for (;;)
 			pause();
 	if (!strcmp(mode, "crash"))
