@@ -1,4 +1,4 @@
-# The triton backend's Triton part without a GPU (tests/cli/triton_launcher.py):
+# The triton backend's Triton part without a GPU (tests/cli/t0127-triton-launcher.py):
 # python/pkb_triton.py primes Triton before the sandbox so that no process
 # starts after it (the ptxas version, the driver module, ldconfig, file), and
 # its ctypes launcher packs a kernel's arguments as Triton 3.6's C launcher
@@ -13,4 +13,4 @@ if ! "$PY" -c 'import triton' > /dev/null 2>&1; then
 	echo "$name: 0 passed, 0 failed"
 	exit 0
 fi
-"$PY" -I "$ROOT/tests/cli/triton_launcher.py" "$ROOT"
+"$PY" -I "$ROOT/tests/cli/t0127-triton-launcher.py" "$ROOT"

@@ -1,5 +1,5 @@
-"""tests/cli/triton_launcher.py -- python/pkb_triton.py's Triton part without
-a GPU or torch (run by triton_launcher.sh with a Python that imports Triton).
+"""tests/cli/t0127-triton-launcher.py -- python/pkb_triton.py's Triton part without
+a GPU or torch (run by t0127-triton-launcher.sh with a Python that imports Triton).
 
 Triton's driver is a stand-in (a CudaDriver with no C module: load_binary,
 the device and the stream are the test's) and so is libcuda: the driver
@@ -8,7 +8,7 @@ CUlaunchConfig, its attributes and the kernel's parameters from memory as
 the driver would, and check each parameter against the .param list of the
 kernel's own PTX. An audit hook sees every process start: the priming in
 _triton_setup may start some (ptxas --version, file), nothing after it may.
-Prints "triton_launcher.py: N passed, N failed".
+Prints "t0127-triton-launcher.py: N passed, N failed".
 """
 import atexit
 import ctypes
@@ -35,7 +35,7 @@ def check(cond, what):
         _pass += 1
     else:
         _fail += 1
-        print("FAIL triton_launcher.py: %s" % what, file=sys.stderr)
+        print("FAIL t0127-triton-launcher.py: %s" % what, file=sys.stderr)
 
 
 # ---- process starts: allowed while priming, refused (and counted) after -----
@@ -68,9 +68,9 @@ if why:   # another Triton: refused in one line, before anything is changed
     msg = pkb_triton._triton_setup(triton, None, 0, None)
     check(msg.startswith("Triton %s is not the Triton pkb's launcher copies (3.6): "
                          % triton.__version__) and "\n" not in msg, "the refusal: %r" % msg)
-    print("triton_launcher.py: the rest skipped: Triton %s is not 3.6's layout: %s"
+    print("t0127-triton-launcher.py: the rest skipped: Triton %s is not 3.6's layout: %s"
           % (triton.__version__, why))
-    print("triton_launcher.py: %d passed, %d failed" % (_pass, _fail))
+    print("t0127-triton-launcher.py: %d passed, %d failed" % (_pass, _fail))
     sys.exit(1 if _fail else 0)
 
 # ---- memory standing in for the device's --------------------------------------
@@ -303,7 +303,7 @@ PHASE["now"] = "priming"
 why = pkb_triton._triton_setup(triton, FakeTorch, 0, cu)
 PHASE["now"] = "sandbox"   # from here on, as in the solution process's sandbox
 check(why == "", "the priming failed: %s" % why)
-print("triton_launcher.py: the priming started %d processes: %s"
+print("t0127-triton-launcher.py: the priming started %d processes: %s"
       % (len(PHASE.get("priming", [])), "; ".join(a for _, a in PHASE.get("priming", []))))
 check(drv.CudaLauncher.__name__ == "PkbCudaLauncher" and
       active.launcher_cls is drv.CudaLauncher, "Triton's C launcher is still in place")
@@ -537,5 +537,5 @@ check(why.startswith("Triton %s is not the Triton pkb's launcher copies (3.6): t
                      "arguments are 'iiiKKpOOOOO'" % triton.__version__) and "\n" not in why,
       "another launcher layout: %r" % why)
 
-print("triton_launcher.py: %d passed, %d failed" % (_pass, _fail))
+print("t0127-triton-launcher.py: %d passed, %d failed" % (_pass, _fail))
 sys.exit(1 if _fail else 0)
