@@ -42,19 +42,15 @@
 #include <stdlib.h>
 #include "pkb_problem.h"
 #include "routing_host.h"
-/* defines: EXPERTS, TOPK, min64, keep_cap, capacity, stream, split_matrix,
- * expert_counts, routing_pairs */
+/* defines: EXPERTS, TOPK, min64, routing_check, keep_cap, capacity, stream,
+ * split_matrix, expert_counts, routing_pairs */
 
 #define ROUTING_SALT 0x28d15ull   /* this problem's routing streams start here */
 
 static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
-	if (d->m < 1 || d->n < 1)
-		return pkb_io_fail(io, "M and N must be >= 1");
-	if (EXPERTS % d->world)
-		return pkb_io_fail(io, "W = %d does not divide the 8 experts", d->world);
-	if (d->m > (1 << 26))
-		return pkb_io_fail(io, "M = %lld: at most 2^26 tokens", (long long)d->m);
+	if (routing_check(d, io) < 0)
+		return -1;
 	int64_t el = EXPERTS / d->world, m2 = TOPK * d->m;
 	pkb_io_input(io, "hidden_states", d->dtype, PKB_NORMAL(0, 1), PKB_SHAPE(d->m, d->n));
 	pkb_io_input(io, "expert_mask", PKB_FP32, PKB_HOSTGEN, PKB_SHAPE(EXPERTS, TOPK, d->m));

@@ -41,8 +41,8 @@
 #include <string.h>
 #include "pkb_problem.h"
 #include "routing_host.h"
-/* defines: EXPERTS, TOPK, min64, keep_cap, capacity, stream, split_matrix,
- * expert_counts, routing_pairs */
+/* defines: EXPERTS, TOPK, min64, routing_check, keep_cap, capacity, stream,
+ * split_matrix, expert_counts, routing_pairs */
 
 #define ROUTING_SALT 0x29c0bull   /* this problem's routing streams start here */
 
@@ -50,12 +50,8 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 {
 	if (d->dtype != PKB_BF16 && d->dtype != PKB_FP16 && d->dtype != PKB_FP32)
 		return pkb_io_fail(io, "dtype must be bf16, fp16 or fp32");
-	if (d->m < 1 || d->n < 1)
-		return pkb_io_fail(io, "M and N must be >= 1");
-	if (EXPERTS % d->world)
-		return pkb_io_fail(io, "W = %d does not divide the 8 experts", d->world);
-	if (d->m > (1 << 26))
-		return pkb_io_fail(io, "M = %lld: at most 2^26 tokens", (long long)d->m);
+	if (routing_check(d, io) < 0)
+		return -1;
 	int64_t el = EXPERTS / d->world, m2 = TOPK * d->m;
 	pkb_io_input(io, "expert_outputs", d->dtype, PKB_NORMAL(0, 1), PKB_SHAPE(m2, d->n));
 	pkb_io_input(io, "routing_weights", d->dtype, PKB_HOSTGEN, PKB_SHAPE(d->m, TOPK));

@@ -12,11 +12,22 @@
 
 #include <stdlib.h>
 #include "pkb_problem.h"
-
-#define EXPERTS 8
-#define TOPK 2
+#include "moe_routing.h"   /* defines: EXPERTS, TOPK */
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* describe()'s checks of the dims, 028's and 029's alike: M, N >= 1, W
+ * dividing the experts, M at most 2^26 tokens */
+static inline int routing_check(const struct pkb_dims *d, struct pkb_io *io)
+{
+	if (d->m < 1 || d->n < 1)
+		return pkb_io_fail(io, "M and N must be >= 1");
+	if (EXPERTS % d->world)
+		return pkb_io_fail(io, "W = %d does not divide the 8 experts", d->world);
+	if (d->m > (1 << 26))
+		return pkb_io_fail(io, "M = %lld: at most 2^26 tokens", (long long)d->m);
+	return 0;
+}
 
 /* ceil(2M/W): the most rows a rank keeps (S[r][r]) */
 static inline int64_t keep_cap(const struct pkb_dims *d)
