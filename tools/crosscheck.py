@@ -493,6 +493,17 @@ def readme_of(pid):
     return os.path.relpath(paths[0], root) if len(paths) == 1 else None
 
 
+def die_with_parent():
+    """this process is killed when its parent ends (prctl PR_SET_PDEATHSIG):
+    a rank outlives neither crosscheck.py nor a --within runner killed at
+    its deadline"""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 def write_report(path, report):
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -510,6 +521,7 @@ def rank_main(rank, world, opts):
     out_path = os.path.join(opts.out, f"rank_{rank}_outputs.safetensors")
     report_path = os.path.join(opts.out, f"rank_{rank}_report.json")
     try:
+        die_with_parent()
         import torch
         import torch.distributed as dist
 
@@ -567,8 +579,10 @@ def rank_main(rank, world, opts):
                                  lambda v: list(v.named_parameters())
                                  if isinstance(v, torch.nn.Module) else None)
         report["notes"] += notes
+        t0 = time.monotonic()
         y = solution(*args)
         torch.cuda.synchronize()
+        first_call = time.monotonic() - t0
         written, notes = gather(y, args, names, ours_out, lambda v: isinstance(v, torch.Tensor),
                                 to_bytes, adapter)
         report["notes"] += notes
@@ -589,7 +603,8 @@ def rank_main(rank, world, opts):
                                 "failed, or the time limit)")
         write_report(report_path, report)
         try:
-            report["perf"] = time_original(opts.orig, solution, args, opts.warmup, opts.iters)
+            report["perf"] = time_original(opts.orig, solution, args, opts.warmup, opts.iters,
+                                           first_call, opts.deadline, report["notes"])
             del report["perf_error"]
         except Exception as e:
             report["perf_error"] = f"{type(e).__name__}: {e}".splitlines()[0][:400]
@@ -623,13 +638,45 @@ def cached_new_group(dist):
     return real, new_group
 
 
-def time_original(orig, solution, args, warmup, iters):
+def agreed(per_call, budget):
+    """(the largest per_call, the smallest budget) of every rank: one
+    all-reduce on the default group, which every rank calls at the same
+    point, so that every rank sizes its timing from the same figures"""
+    import torch
+    import torch.distributed as dist
+    t = torch.tensor([float(per_call), -float(budget)], dtype=torch.float64,
+                     device=torch.device("cuda", torch.cuda.current_device()))
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    v = t.tolist()
+    return v[0], -v[1]
+
+
+def timing_counts(warmup, iters, per_call, budget):
+    """(warmup, iters) that fit `budget` seconds at `per_call` seconds a
+    call, in the original's 5 : 1 proportion (500 : 100), at least 1 and 5;
+    the original's own counts when they fit"""
+    if budget is None or per_call <= 0 or (warmup + iters) * per_call <= budget:
+        return warmup, iters
+    calls = int(budget / per_call)
+    it = max(5, min(iters, calls // 6))
+    return max(1, min(warmup, calls - it)), it
+
+
+def time_original(orig, solution, args, warmup, iters, first_call=0.0, deadline=0.0, notes=None):
     """the original's own timing of its reference, as its worker runs it
     with --measure_perf: scripts/worker.py picks the tensor to rotate
     through L2-sized input groups, utils/performance.py times it (per-call
     CUDA events after `warmup` calls). The original's summary takes the
     slowest rank's wall_time_ms (a mean over the calls). dist.new_group is
-    cached while it runs (cached_new_group)."""
+    cached while it runs (cached_new_group).
+    Fewer calls when the original's 500 + 100 would outlast the case's
+    deadline (an epoch time; 0: none): 064's original takes most of a
+    second a call (a Python loop with .item()s per frontier node), its 600
+    calls five to ten minutes. The slowest rank's first call (first_call seconds) decides
+    whether a second, warm one is timed to size the counts; every rank
+    takes the same counts (an all-reduce), or the collectives would not
+    pair up. The notes say so."""
+    import torch
     import torch.distributed as dist
     spec = importlib.util.spec_from_file_location("pkb_original_worker",
                                                   os.path.join(orig, "scripts", "worker.py"))
@@ -637,6 +684,18 @@ def time_original(orig, solution, args, warmup, iters):
     spec.loader.exec_module(worker)
     from utils.performance import measure_solution_performance
     tensor, run_fn = worker._perf_run_fn_and_first_tensor(solution, args)
+    if deadline:
+        per_call, budget = agreed(first_call, max(0.0, deadline - time.time()))
+        if (warmup + iters) * per_call > budget:
+            t0 = time.monotonic()
+            run_fn(tensor)
+            torch.cuda.synchronize()
+            per_call, budget = agreed(time.monotonic() - t0, max(0.0, deadline - time.time()))
+        w, i = timing_counts(warmup, iters, per_call, budget)
+        if (w, i) != (warmup, iters) and notes is not None:
+            notes.append(f"the original timed over {w} + {i} calls, not {warmup} + {iters}: "
+                         f"one takes {per_call:.2g} s, {budget:.0f} s were left for them")
+        warmup, iters = w, i
     real, dist.new_group = cached_new_group(dist)
     try:
         m = measure_solution_performance(run_fn, tensor, warmup_iters=warmup, measure_iters=iters)
@@ -646,6 +705,83 @@ def time_original(orig, solution, args, warmup, iters):
                               "iterations", "warmup_iterations", "num_input_groups")}
 
 
+def children_of_me():
+    """the pids whose parent is this process (any of its threads)"""
+    pids = []
+    for task in os.listdir(f"/proc/{os.getpid()}/task"):
+        try:
+            with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
+                pids += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return pids
+
+
+def end_descendants():
+    """Kill what is left below this process, a subreaper: the command's
+    process group, then whatever was orphaned onto it (pkb's ranks live in
+    process groups of their own), their groups too, until none is left"""
+    for _ in range(100):
+        kids = children_of_me()
+        if not kids:
+            return
+        for pid in kids:
+            for k in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+                try:
+                    k()
+                except OSError:
+                    pass
+        time.sleep(0.05)
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            pass
+
+
+def within(limit, argv, grace=3.0):
+    """`crosscheck.py --within SECONDS -- COMMAND...`: COMMAND in a session
+    of its own, killed with everything it started when SECONDS pass (TERM
+    to its process group, KILL after `grace` seconds, then every process
+    orphaned onto this one, a subreaper). Exit status: COMMAND's (128 +
+    the signal that killed it), or 124 when the time ran out, as
+    timeout(1) says. A TERM or INT to this process ends COMMAND at once
+    the same way, then this. Nothing is left behind when COMMAND ends by
+    itself either."""
+    import ctypes
+    import subprocess
+    try:   # PR_SET_CHILD_SUBREAPER: the ranks a killed command orphans come here
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    p = subprocess.Popen(argv, start_new_session=True, preexec_fn=die_with_parent)
+
+    def stop(p, sig):
+        try:
+            os.killpg(p.pid, sig)
+        except OSError:
+            pass
+
+    def on_signal(signum, frame):
+        stop(p, signal.SIGKILL)
+        end_descendants()
+        os._exit(128 + signum)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        rc = p.wait(timeout=max(0.0, limit))
+    except subprocess.TimeoutExpired:
+        stop(p, signal.SIGTERM)
+        try:
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            stop(p, signal.SIGKILL)
+            p.wait()
+        rc = 124
+    end_descendants()
+    return rc if rc >= 0 else 128 - rc
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -653,6 +789,14 @@ def free_port():
 
 
 def main():
+    if sys.argv[1:2] == ["--within"]:
+        try:
+            limit, sep, argv = float(sys.argv[2]), sys.argv[3], sys.argv[4:]
+        except (IndexError, ValueError):
+            sep, argv = None, []
+        if sep != "--" or not argv:
+            sys.exit("usage: crosscheck.py --within SECONDS -- COMMAND [ARG...]")
+        sys.exit(within(limit, argv))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--orig", required=True, help="a checkout of the original repository")
     ap.add_argument("--ours", required=True, help="a `pkb run --save` folder")
@@ -662,6 +806,8 @@ def main():
                     help="also time the original's reference as its own worker does")
     ap.add_argument("--warmup", type=int, default=500)
     ap.add_argument("--iters", type=int, default=100)
+    ap.add_argument("--deadline", type=float, default=0.0,
+                    help="the epoch time by which the timing must be done (fewer calls then)")
     opts = ap.parse_args()
     needs = ["utils/input_output_tensors.py", "utils/init_and_finalize_backends.py", "reference"]
     if opts.time:

@@ -312,6 +312,42 @@ mkdir -p "$TMP/orig/utils" "$TMP/orig/reference"
 touch "$TMP/orig/utils/input_output_tensors.py" "$TMP/orig/utils/init_and_finalize_backends.py"
 expect_exit 2 "$ROOT/tools/crosscheck" -r "$TMP/orig" -t 5s
 expect_grep "^crosscheck: -t wants whole seconds, not '5s'" "$TMP/err"
+expect_exit 2 "$ROOT/tools/crosscheck" -r "$TMP/orig" -c 2m
+expect_grep "^crosscheck: -c wants whole seconds, not '2m'" "$TMP/err"
+
+# --within: a command under a deadline, killed with everything it started,
+# a process that left its group (setsid, as pkb's ranks setpgid) too: 124
+# when the time ran out, the command's own status otherwise
+expect_exit 124 python3 "$ROOT/tools/crosscheck.py" --within 1 -- sh -c \
+	"setsid sh -c 'echo \$\$ > $TMP/w.pid; exec sleep 300' & echo \$\$ > $TMP/w0.pid; sleep 300"
+expect_exit 0 python3 - "$TMP/w.pid" "$TMP/w0.pid" <<'EOF'
+import os, sys, time
+time.sleep(0.3)
+for f in sys.argv[1:]:
+    pid = int(open(f).read())
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        continue
+    raise AssertionError(f"{f}: process {pid} outlived --within")
+EOF
+expect_exit 3 python3 "$ROOT/tools/crosscheck.py" --within 5 -- sh -c 'exit 3'
+# ended by itself, what it orphaned goes too
+expect_exit 0 python3 "$ROOT/tools/crosscheck.py" --within 5 -- sh -c \
+	"setsid sh -c 'echo \$\$ > $TMP/w2.pid; exec sleep 300' & sleep 0.3"
+expect_exit 1 python3 -c "import os, sys; os.kill(int(open(sys.argv[1]).read()), 0)" "$TMP/w2.pid"
+expect_exit 1 python3 "$ROOT/tools/crosscheck.py" --within 5 sleep 1
+expect_grep "usage: crosscheck.py --within SECONDS -- COMMAND" "$TMP/err"
+# the original's timing in fewer calls when its 500 + 100 would not fit
+expect_exit 0 python3 - <<'EOF'
+from crosscheck import timing_counts
+assert timing_counts(500, 100, 0.001, 60) == (500, 100)
+assert timing_counts(500, 100, 0.1, None) == (500, 100)
+assert timing_counts(500, 100, 1.0, 60) == (50, 10)     # 064's: about a second a call
+assert timing_counts(500, 100, 0.05, 5) == (84, 16)
+assert timing_counts(500, 100, 100, 60) == (1, 5)       # the least: 1 + 5
+EOF
+
 # the driver's flow on fake ranks (pkb run passes, saves nothing) with a
 # stand-in torch package that has no torch.distributed: each case is an
 # original_failed line naming the error, the table is written, a second
@@ -360,7 +396,7 @@ def save(pid, r, ins, outs, **meta):
         write_st(os.path.join(d, f"{pid:03d}", f"rank_{r}_{what}.safetensors"), ts, m)
 for r in range(2):
     x = bf16([0.25 * i + r for i in range(6)])
-    for pid in (1, 2, 3, 4, 5, 6, 48):
+    for pid in (1, 2, 3, 4, 5, 6, 7, 8, 48):
         save(pid, r, [("x", "BF16", [2, 3], x)], [("out", "BF16", [2, 3], x)])
     save(40, r, [("x", "BF16", [2], bf16([0, 0])), ("step", "I64", [], struct.pack("<q", 3))],
          [("out", "F32", [3], struct.pack("<3f", 1e-3, 0.9, 3))],
@@ -445,10 +481,95 @@ assert r["005"]["perf_error"].startswith("rank "), r["005"]
 assert "RuntimeError: a timed call failed" in r["005"]["perf_error"], r["005"]
 EOF
 expect_grep "^\| 005_scatter \| 2 \| bf16 \| agree \|.*timing failed: rank" "$TMP/z.md"
+# Deadlines. 007's original never returns (nor writes a report): past the
+# per-case cap (-c 8) it is a timeout in phase "original", its line and
+# record written when it ends, its rank processes gone; the cases around it
+# run as ever. 008's calls take 50 ms: its 500 + 100 timed calls would
+# outlast the cap (-c 15), fewer are made, and the notes say so
+mkdir -p "$TMP/pids"
+t0=$(date +%s)
+XC_PIDS=$TMP/pids PYTHONPATH=$XC expect_exit 1 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 1,7,85 -w 2 -c 8 \
+	-o "$TMP/d.jsonl"
+t1=$(date +%s)
+expect_grep "^agree +001_allreduce W=2 bf16" "$TMP/out"
+expect_grep "^timeout \(original\) +007_reducescatter W=2 bf16 +the original ran past the case's 8 s \(the per-case cap, -c\)" "$TMP/out"
+expect_grep "^agree +085_distributed_sample_sort W=2 bf16" "$TMP/out"
+expect_grep "^\| 007_reducescatter \| 2 \| bf16 \| timeout \(original\) \|" "$TMP/d.md"
+expect_exit 0 test $((t1 - t0)) -lt 40
+expect_exit 0 python3 - "$TMP/d.jsonl" "$TMP/pids" <<'EOF'
+import json, os, sys, time
+r = {x["problem"][:3]: x for x in map(json.loads, open(sys.argv[1]))}
+assert r["007"]["result"] == "timeout" and r["007"]["phase"] == "original", r["007"]
+assert r["007"]["limit_s"] == 8 and r["007"]["cut_by_budget"] is False, r["007"]
+assert "phase" not in r["001"] and r["001"]["result"] == "agree", r["001"]
+pids = os.listdir(sys.argv[2])
+assert len(pids) == 2, pids
+time.sleep(0.5)
+for p in pids:
+    try:
+        os.kill(int(p), 0)
+    except ProcessLookupError:
+        continue
+    raise AssertionError(f"rank process {p} outlived its case")
+EOF
+for p in $(ls "$TMP/pids"); do kill -9 "$p" 2>/dev/null; done   # left behind: this test's own
+rm -f "$TMP/pids"/*
+PYTHONPATH=$XC expect_exit 0 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 8 -w 2 -c 15 -T -o "$TMP/s.jsonl"
+expect_grep "^agree +008_alltoall W=2 bf16" "$TMP/out"
+expect_exit 0 python3 - "$TMP/s.jsonl" <<'EOF'
+import json, re, sys
+(r,) = map(json.loads, open(sys.argv[1]))
+assert r["original_ms"] == 0.5 and "perf_error" not in r, r
+n = [x for x in r["notes"] if x.startswith("the original timed over ")]
+# (each rank's note: the stand-in's all-reduce sees one rank's figures)
+assert 1 <= len(n) <= 2 and all(re.match(r"the original timed over \d+ \+ \d+ calls, not 500 \+ 100: one takes 0\.05 s, \d+ s were left", x) for x in n), n
+EOF
+# pkb's own run past the deadline (its ranks hang, in process groups of
+# their own): a timeout in phase "ours", and no rank left
+cp "$ROOT/build/tests/fake_rank" "$TMP/fr_hang"
+PKB_RANK_CMD=$TMP/fr_hang PKB_FAKE_MODE=hang PYTHONPATH=$XC expect_exit 1 "$ROOT/tools/crosscheck" \
+	-r "$XC/orig" -p 1 -w 2 -c 5 -o "$TMP/h.jsonl"
+expect_grep "^timeout \(ours\) +001_allreduce W=2 bf16 +pkb run --save ran past the case's 5 s" "$TMP/out"
+sleep 0.3
+expect_exit 1 pgrep -f "$TMP/fr_hang"
+# -t: a case is cut short by what the budget has left (then the next call
+# runs it again), and none starts once it is spent (not_run)
+XC_PIDS=$TMP/pids PYTHONPATH=$XC expect_exit 1 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 7 -w 2 -c 0 -t 12 \
+	-o "$TMP/b.jsonl"
+expect_grep "^timeout \(original\) +007_reducescatter W=2 bf16 +the original ran past the case's 1[12] s \(what was left of the -t budget\)" "$TMP/out"
+for p in $(ls "$TMP/pids"); do kill -9 "$p" 2>/dev/null; done
+PYTHONPATH=$XC expect_exit 1 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 1,7 -w 2 -t 5 -o "$TMP/b.jsonl"
+expect_grep "^not_run +001_allreduce W=2 bf16 +the 5 s budget \(-t\) was spent \([0-5] s left, a case needs 10\)" "$TMP/out"
+expect_grep "^not_run +007_reducescatter W=2 bf16" "$TMP/out"
+expect_exit 0 python3 - "$TMP/b.jsonl" <<'EOF'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+assert [(x["problem"][:3], x["result"], x.get("cut_by_budget")) for x in r] == [
+    ("007", "timeout", True), ("001", "not_run", None), ("007", "not_run", None)], r
+EOF
+# a run killed from outside keeps every case it finished, in the results,
+# the table and on stdout, and leaves no rank behind
+XC_PIDS=$TMP/pids PYTHONPATH=$XC expect_exit 124 timeout 10 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 1,7 -w 2 \
+	-c 0 -o "$TMP/k.jsonl"
+expect_grep "^agree +001_allreduce W=2 bf16" "$TMP/out"
+expect_grep "^\| 001_allreduce \| 2 \| bf16 \| agree \|" "$TMP/k.md"
+expect_exit 0 python3 - "$TMP/k.jsonl" "$TMP/pids" <<'EOF'
+import json, os, sys, time
+assert [json.loads(l)["problem"] for l in open(sys.argv[1])] == ["001_allreduce"]
+time.sleep(0.5)
+for p in os.listdir(sys.argv[2]):
+    try:
+        os.kill(int(p), 0)
+    except ProcessLookupError:
+        continue
+    raise AssertionError(f"rank process {p} outlived the killed run")
+EOF
+for p in $(ls "$TMP/pids"); do kill -9 "$p" 2>/dev/null; done
+rm -f "$TMP/pids"/*
+
 # a timing that never returns: a SIGTERM to crosscheck.py alone (a time
 # limit, --foreground: not to its process group) ends the rank processes
 # too, and their reports, written before the timing, keep the comparison
-mkdir -p "$TMP/pids"
 XC_PIDS=$TMP/pids PYTHONPATH=$XC expect_exit 124 timeout --foreground 8 python3 "$ROOT/tools/crosscheck.py" \
 	--orig "$XC/orig" --ours "$TMP/saves/006" --out "$TMP/hang" --world 2 --time
 expect_exit 0 python3 - "$TMP/hang" "$TMP/pids" <<'EOF'

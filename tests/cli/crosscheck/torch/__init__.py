@@ -156,3 +156,7 @@ class cuda:
     @staticmethod
     def set_device(i):
         pass
+
+    @staticmethod
+    def current_device():
+        return 0
