@@ -154,6 +154,20 @@ def write_st(path, tensors, meta):
 #   counts    {output: of}: pkb's 0-dim output `output`, which the original
 #             lacks, is the original's row count of its output `of` (before
 #             padding)
+#   stacked   arguments the original takes as a list of S tensors of one
+#             shape, where pkb passes one input of the same name stacked
+#             along a new first dimension of S: element k gets pkb's row k
+#   stacked_out  pkb's outputs (S, ...) that the original returns as a
+#             list of S tensors (...): its next S results, stacked
+#   sparse    {argument: (indices, values)}: the original's argument is a
+#             sparse COO tensor, pkb passes its indices (D, nnz) and values
+#             (nnz,) as two inputs; the tensor is rebuilt from them with the
+#             original's size (another D or nnz is a layout)
+#   upcast    "float32": pkb's reference computes in fp32 from its
+#             lower-precision inputs, where the original runs the same ops
+#             in that precision (a deviation its README names); the
+#             original is run on the inputs cast to fp32 (exact) and its
+#             results rounded once to pkb's dtypes, as pkb's are
 ADAPTERS = {
     21: {"in_place": ["grad_tensors"],
          "why": "the original clips grad_tensors in place and returns total_norm; "
@@ -182,11 +196,22 @@ ADAPTERS = {
     49: {"modules": ["gate_proj", "up_proj", "down_proj"],
          "why": "the original's expert MLP is three nn.Linear modules; pkb passes their "
                 "weights and biases as inputs, loaded into them by name"},
+    50: {"modules": ["gate_proj", "up_proj", "down_proj"],
+         "why": "the original's expert MLP is three nn.Linear modules; pkb passes their "
+                "weights and biases as inputs, loaded into them by name"},
     61: {"padded": {"camera_ids": -1, "gaussian_ids": -1, "radii": 0, "means2d": 0,
                     "depths": 0, "conics": 0, "opacities": 0, "colors": 0},
-         "counts": {"count": "camera_ids"},
+         "counts": {"count": "camera_ids"}, "upcast": "float32",
          "why": "the original returns the K visible pairs; pkb's outputs have W n rows, "
-                "padded with -1 (ids) and 0 after K, and `count` = K"},
+                "padded with -1 (ids) and 0 after K, and `count` = K; pkb projects in "
+                "fp32 where the original's ops run in bf16, so the original runs on the "
+                "bf16 inputs cast to fp32"},
+    62: {"sparse": {"psi": ("psi_indices", "psi_values")},
+         "why": "the original's filter psi is a sparse COO tensor; pkb passes its indices "
+                "and values as two inputs, rebuilt into one of the original's size"},
+    63: {"stacked": ["H", "weights", "P"], "stacked_out": ["weights", "P"],
+         "why": "the original's H, weights and P, and its weights and P results, are "
+                "lists of tensors; pkb's are stacked along the first dimension, in order"},
     64: {"padded": {"node": -1, "row": -1, "col": -1, "edge": -1},
          "why": "the original's node, row, col and edge have data-dependent lengths; "
                 "pkb pads them with -1 to the largest possible"},
@@ -245,18 +270,20 @@ def adapter_note(pid, adapter, readme):
 
 
 def substitute(args, names, ours, is_tensor, shape_of, take, params=None, adapter=None,
-               dims=None, module_params=None):
+               dims=None, module_params=None, sparse=None):
     """Replace the tensors of the original's argument tuple `args` (nested
     in lists, tuples and dicts too) by pkb's inputs `ours` ([(name, dtype,
     shape, bytes)]) in order; a Python int or float at the top level takes
     pkb's 0-dim input of its name (names: the original's parameter names,
     in order) and is otherwise kept, checked against pkb's `params`; the
-    adapter's as_list, sliced, summed, rows and modules arguments as
-    ADAPTERS says. take(entry, leaf) makes pkb's input entry into what
-    replaces leaf (a module's parameter: loads it). dims: {"m", "world",
-    "rank"} of the run (for rows); module_params(v): [(name, parameter)] of
-    a module argument, None for anything else. Returns (new args, notes);
-    raises Layout when a shape, a name or the count differs."""
+    adapter's as_list, sliced, summed, rows, modules, stacked and sparse
+    arguments as ADAPTERS says. take(entry, leaf) makes pkb's input entry
+    into what replaces leaf (a module's parameter: loads it). dims: {"m",
+    "world", "rank"} of the run (for rows); module_params(v): [(name,
+    parameter)] of a module argument, None for anything else;
+    sparse(indices entry, values entry, leaf): the sparse tensor that
+    replaces leaf. Returns (new args, notes); raises Layout when a shape, a
+    name or the count differs."""
     adapter = adapter or {}
     params = params or {}
     ours = list(ours)
@@ -301,9 +328,13 @@ def substitute(args, names, ours, is_tensor, shape_of, take, params=None, adapte
     for a, n in zip(args, names):
         if n in index and isinstance(a, (int, float)) and not isinstance(a, bool):
             claimed.add(index[n])
-    # and a module's parameters are loaded by name, not by position
+    # and a module's parameters are loaded by name, not by position, as are
+    # the stacked and sparse arguments' inputs
     mods = adapter.get("modules", [])
     claimed |= {i for i, o in enumerate(ours) for m in mods if o[0].startswith(m + ".")}
+    stacked, sparsed = adapter.get("stacked", []), adapter.get("sparse", {})
+    claimed |= {index[x] for x in list(stacked) + [y for v in sparsed.values() for y in v]
+                if x in index}
 
     def scalar(v, path):
         key, p = pkb_param(params, path) if path else (None, None)
@@ -366,6 +397,34 @@ def substitute(args, names, ours, is_tensor, shape_of, take, params=None, adapte
                 done.add(i)
                 take(ours[i], leaf)
             new.append(a)
+        elif n in stacked:
+            i = named(n, f"argument '{n}'")
+            name, dt, shape, data = ours[i]
+            if not isinstance(a, (list, tuple)) or not shape or len(a) != shape[0]:
+                raise Layout(f"argument '{n}': the original's is not a list of "
+                             f"{shape[0] if shape else 0} tensors (pkb's '{name}' is {shape})")
+            per = len(data) // shape[0]
+            got = []
+            for k, leaf in enumerate(a):
+                if not is_tensor(leaf) or list(shape_of(leaf)) != shape[1:]:
+                    what = list(shape_of(leaf)) if is_tensor(leaf) else type(leaf).__name__
+                    raise Layout(f"argument '{n}[{k}]': the original's is {what}, a row of "
+                                 f"pkb's '{name}' {shape[1:]}")
+                got.append(take((f"{name}[{k}]", dt, shape[1:], data[k * per:(k + 1) * per]), leaf))
+            done.add(i)
+            new.append(type(a)(got))
+        elif n in sparsed:
+            ii, vi = (named(x, f"argument '{n}'") for x in sparsed[n])
+            ishape, vshape, want = ours[ii][2], ours[vi][2], list(shape_of(a)) if is_tensor(a) else None
+            if want is None or len(ishape) != 2 or ishape[0] != len(want) or vshape != ishape[1:]:
+                raise Layout(f"argument '{n}': the original's {want} does not take pkb's "
+                             f"'{ours[ii][0]}' {ishape} and '{ours[vi][0]}' {vshape} as a sparse tensor")
+            if sparse is None:
+                raise Layout(f"argument '{n}': no sparse tensors here")
+            done |= {ii, vi}
+            new.append(sparse(ours[ii], ours[vi], a))
+            notes.append(f"input '{n}': a sparse {want} tensor of pkb's '{ours[ii][0]}' and "
+                         f"'{ours[vi][0]}' ({ishape[1]} entries)")
         elif n in adapter.get("as_list", []):
             i = named(n, f"argument '{n}'")
             vals = decode_ints(ours[i][1], ours[i][3])
@@ -389,6 +448,10 @@ def substitute(args, names, ours, is_tensor, shape_of, take, params=None, adapte
 
 class Ints(list):
     """a torch.Size of the original's result, which pkb returns as a tensor"""
+
+
+class Stack(list):
+    """the original's results that one of pkb's outputs stacks (stacked_out)"""
 
 
 class Count:
@@ -427,9 +490,20 @@ def gather(y, args, names, ours_out, is_tensor, to_bytes, adapter=None):
         got += flatten(args[names.index(n)], is_tensor)
     # pkb's counts, where pkb has them, among the original's results
     out_names, counts = [o[0] for o in ours_out], adapter.get("counts", {})
-    for o in [x for c in counts.items() for x in c]:
+    for o in [x for c in counts.items() for x in c] + adapter.get("stacked_out", []):
         if o not in out_names:
             raise Layout(f"pkb's problem has no output '{o}'")
+    # pkb's stacked outputs take as many of the original's results as
+    # their first dimension says
+    if adapter.get("stacked_out"):
+        mine = [o for o in ours_out if o[0] not in counts]
+        want = [o[2][0] if o[0] in adapter["stacked_out"] and o[2] else 1 for o in mine]
+        if len(got) != sum(want):
+            raise Layout(f"the original returns {len(got)} tensors, pkb's problem's outputs "
+                         f"take {sum(want)} (" + ", ".join(f"{o[0]}: {k}" for o, k in zip(mine, want)) + ")")
+        it = iter(got)
+        got = [Stack(next(it) for _ in range(k)) if o[0] in adapter["stacked_out"] else next(it)
+               for o, k in zip(mine, want)]
     for c in sorted(counts, key=out_names.index):
         got.insert(out_names.index(c), Count(counts[c]))
     if len(got) != len(ours_out):
@@ -444,6 +518,17 @@ def gather(y, args, names, ours_out, is_tensor, to_bytes, adapter=None):
             gshape, b = [], encode(dt, [rows[g.of]])
         elif isinstance(g, Ints):
             gshape, b = [len(g)], encode(dt, g)
+        elif isinstance(g, Stack):
+            parts = []
+            for k, leaf in enumerate(g):
+                lshape, lb, more = to_bytes(leaf, dt)
+                notes += more
+                if list(lshape) != list(shape[1:]):
+                    raise Layout(f"output '{name}[{k}]': the original's shape is {list(lshape)}, "
+                                 f"a row of pkb's {list(shape)}")
+                parts.append(lb)
+            gshape, b = [len(g)] + list(shape[1:]), b"".join(parts)
+            notes.append(f"output '{name}': the original's {len(g)} tensors {list(shape[1:])} stacked")
         else:
             gshape, b, more = to_bytes(g, dt)
             notes += more
@@ -504,6 +589,34 @@ def die_with_parent():
         pass
 
 
+def full_precision_gemms(torch, notes):
+    """bf16 and fp16 GEMMs reduce in fp32, as pkb's references do
+    (include/pkb_ref.cuh: CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
+    and its tolerances assume. torch lets cuBLAS keep split-K partial sums
+    in the output type by default (allow_bf16/fp16_reduced_precision_
+    reduction, both True; recent torch has cuBLASLt honour them too, as
+    cuBLAS does). A skinny GEMM such as 031's router (K = N = 1024, 8
+    columns, 8192 outputs for 132 SMs) is one cuBLAS splits over K: with
+    bf16 partial sums its logits can miss the exact sum that pkb's
+    sixteenths guarantee by an ulp or more, which flips a near-tied top-2
+    choice (031, 032) or moves a routing weight (049 at W = 2). -g
+    (--torch-gemms) leaves torch's defaults: the control. Returns what
+    puts them back (the original's timing runs with its own settings)."""
+    try:
+        m = torch.backends.cuda.matmul
+        old = (m.allow_bf16_reduced_precision_reduction, m.allow_fp16_reduced_precision_reduction)
+        m.allow_bf16_reduced_precision_reduction = False
+        m.allow_fp16_reduced_precision_reduction = False
+    except AttributeError:
+        return lambda: None
+    notes.append("crosscheck: the original's bf16/fp16 GEMMs reduce in fp32, as pkb's do "
+                 "(torch's allow_*_reduced_precision_reduction off; on again for its timing)")
+
+    def restore():
+        m.allow_bf16_reduced_precision_reduction, m.allow_fp16_reduced_precision_reduction = old
+    return restore
+
+
 def write_report(path, report):
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -525,6 +638,12 @@ def rank_main(rank, world, opts):
         import torch
         import torch.distributed as dist
 
+        restore_gemms = lambda: None
+        if opts.torch_gemms:
+            report["notes"].append("crosscheck: the original's GEMMs with torch's default "
+                                   "reductions (-g: the control)")
+        else:
+            restore_gemms = full_precision_gemms(torch, report["notes"])
         sys.path.insert(0, opts.orig)
         from utils.init_and_finalize_backends import init_reference, finalize_reference
         from utils.input_output_tensors import create_input_tensor
@@ -549,14 +668,24 @@ def rank_main(rank, world, opts):
         if adapter:
             report["notes"].append(adapter_note(pid, adapter, readme_of(pid)))
 
-        def take(entry, leaf):
+        upcast = getattr(torch, adapter["upcast"]) if adapter and adapter.get("upcast") else None
+
+        def load(entry):
             name, dt, shape, data = entry
             t = torch.frombuffer(bytearray(data), dtype=getattr(torch, ST_DTYPES[dt][0]))
-            t = t.reshape(shape).to(dev)
+            return t.reshape(shape).to(dev)
+
+        def take(entry, leaf):
+            name = entry[0]
+            t = load(entry)
             if isinstance(leaf, torch.Tensor):
-                if leaf.dtype != t.dtype:
-                    report["notes"].append(f"input '{name}' cast from {t.dtype} to the original's {leaf.dtype}")
-                    t = t.to(leaf.dtype)
+                want = leaf.dtype
+                if upcast is not None and leaf.is_floating_point() and not isinstance(leaf, torch.nn.Parameter):
+                    want = upcast
+                if want != t.dtype:
+                    whose = "the adapter's" if want is not leaf.dtype else "the original's"
+                    report["notes"].append(f"input '{name}' cast from {t.dtype} to {whose} {want}")
+                    t = t.to(want)
                 if isinstance(leaf, torch.nn.Parameter):   # a module's (modules): loaded
                     with torch.no_grad():
                         leaf.copy_(t)
@@ -573,11 +702,19 @@ def rank_main(rank, world, opts):
                 g = g.to(want)
             return list(g.shape), g.detach().contiguous().cpu().view(-1).view(torch.uint8).numpy().tobytes(), notes
 
+        def sparse(ie, ve, leaf):   # the original's sparse COO tensor, of pkb's two inputs
+            if leaf.layout != torch.sparse_coo or leaf._nnz() != ie[2][1]:
+                raise Layout(f"input '{ie[0]}': the original's is {leaf.layout} with "
+                             f"{leaf._nnz() if leaf.layout == torch.sparse_coo else '?'} entries, "
+                             f"pkb's {ie[2][1]}")
+            v = take(ve, leaf.values())
+            return torch.sparse_coo_tensor(load(ie), v, size=leaf.shape, device=dev).coalesce()
+
         dims = {"m": int(meta["m"]), "world": world, "rank": rank}
         args, notes = substitute(args, names, ours, lambda v: isinstance(v, torch.Tensor),
                                  lambda v: v.shape, take, read_params(meta), adapter, dims,
                                  lambda v: list(v.named_parameters())
-                                 if isinstance(v, torch.nn.Module) else None)
+                                 if isinstance(v, torch.nn.Module) else None, sparse)
         report["notes"] += notes
         t0 = time.monotonic()
         y = solution(*args)
@@ -603,6 +740,7 @@ def rank_main(rank, world, opts):
                                 "failed, or the time limit)")
         write_report(report_path, report)
         try:
+            restore_gemms()
             report["perf"] = time_original(opts.orig, solution, args, opts.warmup, opts.iters,
                                            first_call, opts.deadline, report["notes"])
             del report["perf_error"]
@@ -806,6 +944,8 @@ def main():
                     help="also time the original's reference as its own worker does")
     ap.add_argument("--warmup", type=int, default=500)
     ap.add_argument("--iters", type=int, default=100)
+    ap.add_argument("--torch-gemms", action="store_true",
+                    help="leave torch's default GEMM reductions (the control for the fp32 ones)")
     ap.add_argument("--deadline", type=float, default=0.0,
                     help="the epoch time by which the timing must be done (fewer calls then)")
     opts = ap.parse_args()

@@ -293,7 +293,59 @@ y = {"lengths": T([3], i64(2, 0, 1)), "values": T([3], i64(7, 8, 9)), "stride": 
      "stride_per_rank": T([1], i64(1))}
 w, _ = gather(y, new, names, ours_out, is_t, to_bytes, a70)
 assert w[1][3] == i64(7, 8, 9, 0, 0, 0) and w[2][3] == i64(1), w
-assert sorted(ADAPTERS) == [21, 22, 27, 28, 29, 31, 32, 35, 49, 61, 64, 70, 85]
+# 050: 049's modules (two experts a rank); 061: the original runs in fp32
+assert ADAPTERS[50]["modules"] == ADAPTERS[49]["modules"] and ADAPTERS[61]["upcast"] == "float32"
+# 062: psi, a sparse COO tensor there, is pkb's psi_indices and psi_values;
+# its size is the original's, another nnz or rank a layout
+a62 = ADAPTERS[62]
+names = ["x", "psi", "weight", "groups", "nlon_out", "nlon_in", "azimuth_group", "polar_group", "bias"]
+ours = [("x", "F32", [2, 8, 4, 4], b""), ("psi_indices", "I64", [3, 6], i64(*range(18))),
+        ("psi_values", "F32", [6], b"v" * 24), ("weight", "F32", [8, 8, 3], b""), ("bias", "F32", [8], b"")]
+args = (T([2, 8, 4, 4]), T([3, 4, 32]), T([8, 8, 3]), 1, 8, 8, None, None, T([8]))
+built = []
+def sp(ie, ve, leaf):
+    built.append((ie[0], ie[2], ve[0], ve[3], leaf.shape))
+    return T(leaf.shape, b"sparse")
+new, notes = substitute(args, names, ours, is_t, shape, take, {"groups": 1, "nlon_out": 8, "nlon_in": 8},
+                        a62, None, None, sp)
+assert built == [("psi_indices", [3, 6], "psi_values", b"v" * 24, (3, 4, 32))], built
+assert new[1].data == b"sparse" and new[2].shape == (8, 8, 3) and new[8].shape == (8,), new
+assert "input 'psi': a sparse [3, 4, 32] tensor of pkb's 'psi_indices' and 'psi_values' (6 entries)" in notes, notes
+refused(lambda: substitute(args, names, ours, is_t, shape, take, {}),
+        "input 1 'psi_indices': the original's shape is [3, 4, 32], pkb's [3, 6]")
+refused(lambda: substitute((args[0], T([4, 32])) + args[2:], names, ours, is_t, shape, take, {}, a62, None,
+                           None, sp), "argument 'psi': the original's [4, 32] does not take pkb's 'psi_indices' [3, 6]")
+# 063: H, weights and P are lists of 8 there, stacked here; the results too
+a63 = ADAPTERS[63]
+f64 = lambda *v: struct.pack(f"<{len(v)}d", *v)
+names = ["H", "error", "weights", "P", "kalman_lambda", "kalman_nue"]
+ours = [("H", "F64", [2, 3, 1], f64(1, 2, 3, 4, 5, 6)), ("error", "F64", [], f64(9)),
+        ("weights", "F64", [2, 3, 1], f64(*range(6))), ("P", "F64", [2, 3, 3], f64(*range(18)))]
+args = ([T([3, 1]), T([3, 1])], T([]), [T([3, 1]), T([3, 1])], [T([3, 3]), T([3, 3])], 0.98, 0.9987)
+p63 = {"kalman_lambda": 0.98, "kalman_nue": 0.9987}
+new, notes = substitute(args, names, ours, is_t, shape, take, p63, a63)
+assert [x.data for x in new[0]] == [f64(1, 2, 3), f64(4, 5, 6)] and new[1].data == f64(9), new
+assert new[3][1].shape == (3, 3) and new[3][1].data == f64(*range(9, 18)) and new[4] == 0.98, new
+refused(lambda: substitute(args, names, ours, is_t, shape, take, p63),
+        "input 0 'H': the original's shape is [3, 1], pkb's [2, 3, 1]")
+refused(lambda: substitute(([T([3, 1])],) + args[1:], names, ours, is_t, shape, take, p63, a63),
+        "argument 'H': the original's is not a list of 2 tensors")
+refused(lambda: substitute(([T([3, 1]), T([1, 3])],) + args[1:], names, ours, is_t, shape, take, p63, a63),
+        "argument 'H[1]': the original's is [1, 3], a row of pkb's 'H' [3, 1]")
+ours_out = [("weights", "F64", [4, 3, 1], b""), ("P", "F64", [2, 3, 3], b""),
+            ("kalman_lambda_next", "F64", [], b"")]
+y = ([T([3, 1], f64(k, k, k)) for k in range(4)], [T([3, 3], f64(*[k] * 9)) for k in range(2)], T([], f64(0.5)))
+w, notes = gather(y, new, names, ours_out, is_t, to_bytes, a63)
+assert w[0] == ("weights", "F64", [4, 3, 1], f64(*[k for k in range(4) for _ in range(3)])), w[0]
+assert w[1][3] == f64(*[0] * 9, *[1] * 9) and w[2] == ("kalman_lambda_next", "F64", [], f64(0.5)), w
+assert "output 'weights': the original's 4 tensors [3, 1] stacked" in notes, notes
+refused(lambda: gather(y, new, names, ours_out, is_t, to_bytes), "the original returns 7 tensors, pkb's problem 3")
+refused(lambda: gather((y[0][:3],) + y[1:], new, names, ours_out, is_t, to_bytes, a63),
+        "the original returns 6 tensors, pkb's problem's outputs take 7 (weights: 4, P: 2, kalman_lambda_next: 1)")
+y2 = ([T([3, 1])] * 3 + [T([1, 3])],) + y[1:]
+refused(lambda: gather(y2, new, names, ours_out, is_t, to_bytes, a63),
+        "output 'weights[3]': the original's shape is [1, 3], a row of pkb's [4, 3, 1]")
+assert sorted(ADAPTERS) == [21, 22, 27, 28, 29, 31, 32, 35, 49, 50, 61, 62, 63, 64, 70, 85]
 assert all(a["why"] for a in ADAPTERS.values())
 # each is its problem's README's deviation, and that README says so
 import glob, os
@@ -398,6 +450,7 @@ for r in range(2):
     x = bf16([0.25 * i + r for i in range(6)])
     for pid in (1, 2, 3, 4, 5, 6, 7, 8, 48):
         save(pid, r, [("x", "BF16", [2, 3], x)], [("out", "BF16", [2, 3], x)])
+    save(9, r, [("x", "BF16", [2, 3], x)], [("out", "BF16", [2], bf16([0, 0]))])
     save(40, r, [("x", "BF16", [2], bf16([0, 0])), ("step", "I64", [], struct.pack("<q", 3))],
          [("out", "F32", [3], struct.pack("<3f", 1e-3, 0.9, 3))],
          params='{"lr": 0.001, "beta1": 0.8}')
@@ -524,6 +577,15 @@ n = [x for x in r["notes"] if x.startswith("the original timed over ")]
 # (each rank's note: the stand-in's all-reduce sees one rank's figures)
 assert 1 <= len(n) <= 2 and all(re.match(r"the original timed over \d+ \+ \d+ calls, not 500 \+ 100: one takes 0\.05 s, \d+ s were left", x) for x in n), n
 EOF
+# the original's bf16/fp16 GEMMs reduce in fp32, as pkb's (009's stand-in
+# returns the flags it runs under: 0 = torch's reduced-precision split-K
+# reductions off), and the notes say so; -g leaves torch's defaults on
+PYTHONPATH=$XC expect_exit 0 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 9 -w 2 -o "$TMP/g.jsonl"
+expect_grep "^agree +009_layernorm_backward W=2 bf16" "$TMP/out"
+expect_grep "the original's bf16/fp16 GEMMs reduce in fp32" "$TMP/g.jsonl"
+PYTHONPATH=$XC expect_exit 1 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 9 -w 2 -g -o "$TMP/g2.jsonl"
+expect_grep "^disagree +009_layernorm_backward W=2 bf16 +rank 0 out +MISMATCH: 2 of 2 wrong" "$TMP/out"
+expect_grep "with torch's default reductions \(-g: the control\)" "$TMP/g2.jsonl"
 # pkb's own run past the deadline (its ranks hang, in process groups of
 # their own): a timeout in phase "ours", and no rank left
 cp "$ROOT/build/tests/fake_rank" "$TMP/fr_hang"

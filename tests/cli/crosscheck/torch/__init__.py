@@ -148,6 +148,14 @@ def as_tensor(x, device=None):
     return Tensor(float32, [], _pack(float32, [x]))
 
 
+class backends:
+    """torch.backends.cuda.matmul's reduction flags, torch's defaults"""
+    class cuda:
+        class matmul:
+            allow_bf16_reduced_precision_reduction = True
+            allow_fp16_reduced_precision_reduction = True
+
+
 class cuda:
     @staticmethod
     def synchronize():
