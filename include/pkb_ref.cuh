@@ -2,8 +2,9 @@
  * pkb_ref.cuh -- the host helpers every problem reference shares: check
  * macros for CUDA, NCCL, cuBLAS and cuFFT calls, the entry points' common parts
  * (the state pkb_init makes and pkb_fini frees, pkb_run's switch over the
- * dtype), checked dtype mappings, the all-to-all NCCL does not have, a
- * cuBLAS handle bound to the harness stream, and the row-major GEMM call.
+ * dtype) and whole entry points made of them, checked dtype mappings, the
+ * all-to-all NCCL does not have, a cuBLAS handle bound to the harness
+ * stream, and the row-major GEMM call.
  *
  * References only. A candidate stays one self-contained file (it is what a
  * model writes and what a prompt shows): it does not include this header.
@@ -157,6 +158,89 @@ static inline int pkb_ref_float_dtype(pkb_ctx *ctx, pkb_dtype t)
 		return 0;
 	ctx->svc->log(ctx, "problem %d reference: unsupported dtype %s",
 		      ctx->problem_id, pkb_ref_dtype_name(t));
+	return 1;
+}
+
+/* ---- whole entry points ------------------------------------------------------ */
+
+/*
+ * pkb_run hands a reference's run function ctx (and the state pkb_init made)
+ * with ctx's stream and communicator typed: run(ctx, [s,] st, comm). A
+ * "FLOAT" macro calls the template launch<T> instead, T the element type of
+ * in[0]'s float dtype (PKB_REF_FLOAT_CALL), as pkb_init has checked it.
+ */
+#define PKB_REF_RUN_ARGS_(ctx) (cudaStream_t)(ctx)->stream, (ncclComm_t)(ctx)->nccl_comm
+
+/* pkb_init's checks of a stateless reference: none; in[0]'s dtype one NCCL
+ * can move; in[0]'s dtype bf16, fp16 or fp32 */
+static inline int pkb_ref_init_none(pkb_ctx *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+static inline int pkb_ref_init_nccl(pkb_ctx *ctx)
+{
+	ncclDataType_t t;
+	return pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &t);
+}
+
+static inline int pkb_ref_init_float(pkb_ctx *ctx)
+{
+	return pkb_ref_float_dtype(ctx, ctx->in[0].dtype);
+}
+
+/* The three entry points of a reference without state: pkb_init is
+ * init(ctx), pkb_run run(ctx, st, comm) (FLOAT: launch<T>(ctx, st, comm)),
+ * pkb_fini has nothing to free. */
+#define PKB_REF_STATELESS(init, run)                                          \
+	extern "C" int pkb_init(pkb_ctx *ctx) { return init(ctx); }           \
+	extern "C" int pkb_run(pkb_ctx *ctx)                                  \
+	{                                                                     \
+		return run(ctx, PKB_REF_RUN_ARGS_(ctx));                      \
+	}                                                                     \
+	extern "C" int pkb_fini(pkb_ctx *ctx) { (void)ctx; return 0; }
+#define PKB_REF_FLOAT_STATELESS(init, launch)                                 \
+	extern "C" int pkb_init(pkb_ctx *ctx) { return init(ctx); }           \
+	extern "C" int pkb_run(pkb_ctx *ctx)                                  \
+	{                                                                     \
+		return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx,      \
+					  PKB_REF_RUN_ARGS_(ctx));            \
+	}                                                                     \
+	extern "C" int pkb_fini(pkb_ctx *ctx) { (void)ctx; return 0; }
+
+/* pkb_init's usual start: refuse in[0]'s dtype unless it is a float one
+ * (pkb_ref_float_dtype), then *s = a zeroed S (pkb_ref_state) */
+template <typename S>
+static inline int pkb_ref_float_state(pkb_ctx *ctx, S **s)
+{
+	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
+	return pkb_ref_state(ctx, s);
+}
+
+/* pkb_run and pkb_fini of a reference whose pkb_init made an S
+ * (pkb_ref_state): pkb_run is run(ctx, s, st, comm) (FLOAT: launch<T>(ctx,
+ * s, st, comm)), pkb_fini frees s with release (pkb_ref_fini). */
+#define PKB_REF_RUN_FINI(S, run, release)                                     \
+	extern "C" int pkb_run(pkb_ctx *ctx)                                  \
+	{                                                                     \
+		return run(ctx, (S *)ctx->user, PKB_REF_RUN_ARGS_(ctx));      \
+	}                                                                     \
+	extern "C" int pkb_fini(pkb_ctx *ctx) { return pkb_ref_fini(ctx, release); }
+#define PKB_REF_FLOAT_RUN_FINI(S, launch, release)                            \
+	extern "C" int pkb_run(pkb_ctx *ctx)                                  \
+	{                                                                     \
+		return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx,      \
+					  (S *)ctx->user, PKB_REF_RUN_ARGS_(ctx)); \
+	}                                                                     \
+	extern "C" int pkb_fini(pkb_ctx *ctx) { return pkb_ref_fini(ctx, release); }
+
+/* Refuse a world above `most`, the ranks a reference's fixed tables hold. */
+static inline int pkb_ref_max_world(pkb_ctx *ctx, int most)
+{
+	if (ctx->world <= most)
+		return 0;
+	ctx->svc->log(ctx, "problem %d reference: at most %d ranks", ctx->problem_id, most);
 	return 1;
 }
 

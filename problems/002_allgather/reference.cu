@@ -9,22 +9,14 @@
  * Bytes each rank must receive: (W-1) * M*N*e (the ring forwards each slab
  * W-1 times), 6 MiB at M = N = 1024, bf16, W = 4.
  */
-#include <nccl.h>
-#include "pkb.h"
+#include "pkb_ref.cuh"
 
 PKB_SOLUTION;
 
-extern "C" int pkb_init(pkb_ctx *ctx)
-{
-	(void)ctx;
-	return 0;
-}
-
-extern "C" int pkb_run(pkb_ctx *ctx)
+static int run(pkb_ctx *ctx, cudaStream_t st, ncclComm_t comm)
 {
 	const pkb_tensor *x = &ctx->in[0];
-	ncclResult_t r = ncclAllGather(x->data, ctx->out[0].data, x->bytes, ncclUint8,
-				       (ncclComm_t)ctx->nccl_comm, (cudaStream_t)ctx->stream);
+	ncclResult_t r = ncclAllGather(x->data, ctx->out[0].data, x->bytes, ncclUint8, comm, st);
 	if (r != ncclSuccess) {
 		ctx->svc->log(ctx, "ncclAllGather: %s", ncclGetErrorString(r));
 		return 1;
@@ -32,8 +24,4 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	(void)ctx;
-	return 0;
-}
+PKB_REF_STATELESS(pkb_ref_init_none, run)

@@ -14,29 +14,18 @@
 
 PKB_SOLUTION;
 
-extern "C" int pkb_init(pkb_ctx *ctx)
-{
-	ncclDataType_t t;
-	return pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &t);
-}
-
-extern "C" int pkb_run(pkb_ctx *ctx)
+static int run(pkb_ctx *ctx, cudaStream_t st, ncclComm_t comm)
 {
 	const pkb_tensor *x = &ctx->in[0];
 	int dst = (int)pkb_param_get(ctx, "dst", 0);
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	ncclDataType_t t;
 	PKB_CK(pkb_ref_nccl_type(ctx, x->dtype, &t));
 	PKB_CK_NCCL(ctx, ncclReduce(x->data, ctx->out[0].data, (size_t)x->numel, t, ncclSum, dst,
-				    (ncclComm_t)ctx->nccl_comm, st));
+				    comm, st));
 	if (ctx->rank != dst)
 		PKB_CK_CUDA(ctx, cudaMemcpyAsync(ctx->out[0].data, x->data, x->bytes,
 						 cudaMemcpyDeviceToDevice, st));
 	return 0;
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	(void)ctx;
-	return 0;
-}
+PKB_REF_STATELESS(pkb_ref_init_nccl, run)

@@ -12,24 +12,14 @@
 
 PKB_SOLUTION;
 
-extern "C" int pkb_init(pkb_ctx *ctx)
-{
-	ncclDataType_t t;
-	return pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &t);
-}
-
-extern "C" int pkb_run(pkb_ctx *ctx)
+static int run(pkb_ctx *ctx, cudaStream_t st, ncclComm_t comm)
 {
 	const pkb_tensor *y = &ctx->out[0];
 	ncclDataType_t t;
 	PKB_CK(pkb_ref_nccl_type(ctx, y->dtype, &t));
 	PKB_CK_NCCL(ctx, ncclReduceScatter(ctx->in[0].data, y->data, (size_t)y->numel, t, ncclSum,
-					   (ncclComm_t)ctx->nccl_comm, (cudaStream_t)ctx->stream));
+					   comm, st));
 	return 0;
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	(void)ctx;
-	return 0;
-}
+PKB_REF_STATELESS(pkb_ref_init_nccl, run)

@@ -10,26 +10,15 @@
  * Bytes each rank must receive: (W-1) * M*N*e, 6 MiB at M = N = 1024, bf16,
  * W = 4.
  */
-#include <nccl.h>
-#include "pkb.h"
-#include "pkb_ref.cuh"   /* pkb_ref_all_to_all */
+#include "pkb_ref.cuh"   /* pkb_ref_all_to_all, PKB_REF_STATELESS */
 
 PKB_SOLUTION;
 
-extern "C" int pkb_init(pkb_ctx *ctx)
-{
-	(void)ctx;
-	return 0;
-}
-
-extern "C" int pkb_run(pkb_ctx *ctx)
+/* pkb_ref_all_to_all takes the stream and communicator from ctx */
+static int run(pkb_ctx *ctx, cudaStream_t, ncclComm_t)
 {
 	return pkb_ref_all_to_all(ctx, ctx->in[0].data, ctx->out[0].data,
 				  ctx->in[0].bytes / ctx->world);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	(void)ctx;
-	return 0;
-}
+PKB_REF_STATELESS(pkb_ref_init_none, run)

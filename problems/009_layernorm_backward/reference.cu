@@ -92,9 +92,8 @@ __global__ void colsum_final(const float *ws, T *partial, int chunks, int64_t n2
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	int64_t m = ctx->in[0].shape[0], n = ctx->in[0].shape[1];
 
 	/* about four blocks per SM, chunks of at least MIN_CHUNK_ROWS rows */

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include "pkb_ref.cuh"
+#include "gemm_ops.cuh"   /* defines: struct gemm_ops, gemm_ops_begin */
 
 PKB_SOLUTION;
 
@@ -54,41 +55,33 @@ __global__ void transpose(const E *in, E *out, int64_t rows, int64_t cols)
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->at_local, ctx->in[0].bytes));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->at_full, ctx->in[0].bytes * ctx->world));
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
+static int run(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	struct state *s = (struct state *)ctx->user;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	const pkb_tensor *a = &ctx->in[0], *b = &ctx->in[1];
-	pkb_dtype t = a->dtype;
-	int64_t m = a->shape[0], kl = a->shape[1], k = b->shape[0], n = b->shape[1];
-
-	PKB_CK(pkb_ref_blas_bind(ctx, &s->blas, st));
+	struct gemm_ops g;
+	PKB_CK(gemm_ops_begin(ctx, &s->blas, st, &g));
+	int64_t m = g.a->shape[0], kl = g.a->shape[1], k = g.b->shape[0], n = g.b->shape[1];
 
 	dim3 tb(32, 8), grid((unsigned)((m + 31) / 32), (unsigned)((kl + 31) / 32));
-	if (pkb_dtype_size(t) == 2)
-		transpose<uint16_t><<<grid, tb, 0, st>>>((const uint16_t *)a->data,
+	if (pkb_dtype_size(g.t) == 2)
+		transpose<uint16_t><<<grid, tb, 0, st>>>((const uint16_t *)g.a->data,
 							 (uint16_t *)s->at_local, m, kl);
 	else
-		transpose<uint32_t><<<grid, tb, 0, st>>>((const uint32_t *)a->data,
+		transpose<uint32_t><<<grid, tb, 0, st>>>((const uint32_t *)g.a->data,
 							 (uint32_t *)s->at_local, m, kl);
 	PKB_CK_LAUNCH(ctx);
 
-	ncclDataType_t nt;
-	PKB_CK(pkb_ref_nccl_type(ctx, t, &nt));
-	PKB_CK_NCCL(ctx, ncclAllGather(s->at_local, s->at_full, (size_t)(kl * m), nt,
-				       (ncclComm_t)ctx->nccl_comm, st));
+	PKB_CK_NCCL(ctx, ncclAllGather(s->at_local, s->at_full, (size_t)(kl * m), g.nt, comm, st));
 	/* out (M, N) = (A^T)^T @ B: A^T is the row-major (K, M) at_full, lda M */
-	PKB_CK(pkb_ref_gemm_rm(ctx, s->blas.h, 1, 0, m, n, k, 1.0, s->at_full, m, b->data, n,
-			       0.0, ctx->out[0].data, n, t));
+	PKB_CK(pkb_ref_gemm_rm(ctx, s->blas.h, 1, 0, m, n, k, 1.0, s->at_full, m, g.b->data, n,
+			       0.0, ctx->out[0].data, n, g.t));
 	return 0;
 }
 
@@ -99,7 +92,4 @@ static void release(struct state *s)
 	cudaFree(s->at_full);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_RUN_FINI(struct state, run, release)

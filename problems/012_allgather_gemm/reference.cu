@@ -17,6 +17,7 @@
  */
 #include <stdlib.h>
 #include "pkb_ref.cuh"
+#include "gemm_ops.cuh"      /* defines: struct gemm_ops, gemm_ops_begin */
 #include "cat_columns.cuh"   /* defines: cat_columns, launch_cat */
 
 PKB_SOLUTION;
@@ -29,33 +30,26 @@ struct state {
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->gathered, ctx->in[0].bytes * ctx->world));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->a_full, ctx->in[0].bytes * ctx->world));
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
+static int run(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	struct state *s = (struct state *)ctx->user;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	const pkb_tensor *a = &ctx->in[0], *b = &ctx->in[1];
-	pkb_dtype t = a->dtype;
-	int64_t m = a->shape[0], kl = a->shape[1], k = b->shape[0], n = b->shape[1];
+	struct gemm_ops g;
+	PKB_CK(gemm_ops_begin(ctx, &s->blas, st, &g));
+	int64_t m = g.a->shape[0], kl = g.a->shape[1], k = g.b->shape[0], n = g.b->shape[1];
 
-	PKB_CK(pkb_ref_blas_bind(ctx, &s->blas, st));
-	ncclDataType_t nt;
-	PKB_CK(pkb_ref_nccl_type(ctx, t, &nt));
-	PKB_CK_NCCL(ctx, ncclAllGather(a->data, s->gathered, (size_t)a->numel, nt,
-				       (ncclComm_t)ctx->nccl_comm, st));
-	launch_cat(s->gathered, s->a_full, m, kl * (int64_t)pkb_dtype_size(t), ctx->world, st);
+	PKB_CK_NCCL(ctx, ncclAllGather(g.a->data, s->gathered, (size_t)g.a->numel, g.nt, comm, st));
+	launch_cat(s->gathered, s->a_full, m, kl * (int64_t)pkb_dtype_size(g.t), ctx->world, st);
 	PKB_CK_LAUNCH(ctx);
 	/* out (M, N) = A (M, K) @ B (K, N), row-major */
-	PKB_CK(pkb_ref_gemm_rm(ctx, s->blas.h, 0, 0, m, n, k, 1.0, s->a_full, k, b->data, n,
-			       0.0, ctx->out[0].data, n, t));
+	PKB_CK(pkb_ref_gemm_rm(ctx, s->blas.h, 0, 0, m, n, k, 1.0, s->a_full, k, g.b->data, n,
+			       0.0, ctx->out[0].data, n, g.t));
 	return 0;
 }
 
@@ -66,7 +60,4 @@ static void release(struct state *s)
 	cudaFree(s->a_full);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_RUN_FINI(struct state, run, release)

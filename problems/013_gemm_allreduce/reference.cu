@@ -18,42 +18,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "pkb_ref.cuh"
+#include "gemm_ops.cuh"   /* defines: struct gemm_ops, gemm_ops_begin */
 
 PKB_SOLUTION;
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	struct pkb_ref_blas *b;
-	PKB_CK(pkb_ref_state(ctx, &b));
+	PKB_CK(pkb_ref_float_state(ctx, &b));
 	return pkb_ref_blas_init(ctx, b);
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
+static int run(pkb_ctx *ctx, struct pkb_ref_blas *blas, cudaStream_t st, ncclComm_t comm)
 {
-	struct pkb_ref_blas *b = (struct pkb_ref_blas *)ctx->user;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	const pkb_tensor *a = &ctx->in[0], *w = &ctx->in[1];
+	struct gemm_ops g;
+	PKB_CK(gemm_ops_begin(ctx, blas, st, &g));
 	pkb_tensor *c = &ctx->out[0];
-	pkb_dtype t = a->dtype;
-	int64_t m = a->shape[0], k = a->shape[1], n = w->shape[1];
-	ncclDataType_t nt;
+	int64_t m = g.a->shape[0], k = g.a->shape[1], n = g.b->shape[1];
 
-	PKB_CK(pkb_ref_nccl_type(ctx, t, &nt));
-	PKB_CK(pkb_ref_blas_bind(ctx, b, st));
-	PKB_CK(pkb_ref_gemm_rm(ctx, b->h, 0, 0, m, n, k, 1.0, a->data, k, w->data, n,
-			       0.0, c->data, n, t));
-	PKB_CK_NCCL(ctx, ncclAllReduce(c->data, c->data, (size_t)c->numel, nt, ncclSum,
-				       (ncclComm_t)ctx->nccl_comm, st));
+	PKB_CK(pkb_ref_gemm_rm(ctx, blas->h, 0, 0, m, n, k, 1.0, g.a->data, k, g.b->data, n,
+			       0.0, c->data, n, g.t));
+	PKB_CK_NCCL(ctx, ncclAllReduce(c->data, c->data, (size_t)c->numel, g.nt, ncclSum,
+				       comm, st));
 	return 0;
 }
 
-static void release(struct pkb_ref_blas *b)
-{
-	pkb_ref_blas_fini(b);
-}
-
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_RUN_FINI(struct pkb_ref_blas, run, pkb_ref_blas_fini)

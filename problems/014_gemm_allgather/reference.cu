@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <cuda_runtime.h>
 #include "pkb_ref.cuh"
+#include "gemm_ops.cuh"      /* defines: struct gemm_ops, gemm_ops_begin */
 #include "cat_columns.cuh"   /* defines: cat_columns, launch_cat */
 
 PKB_SOLUTION;
@@ -34,32 +35,26 @@ struct state {
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->gathered, ctx->out[0].bytes));
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
+static int run(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	struct state *s = (struct state *)ctx->user;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	const pkb_tensor *a = &ctx->in[0], *b = &ctx->in[1];
-	pkb_dtype t = a->dtype;
-	size_t e = pkb_dtype_size(t);
-	int64_t m = a->shape[0], k = a->shape[1], nl = b->shape[1];
+	struct gemm_ops g;
+	PKB_CK(gemm_ops_begin(ctx, &s->blas, st, &g));
+	size_t e = pkb_dtype_size(g.t);
+	int64_t m = g.a->shape[0], k = g.a->shape[1], nl = g.b->shape[1];
 	size_t count = (size_t)(m * nl);
 	char *mine = (char *)s->gathered + (size_t)ctx->rank * count * e;
 
-	PKB_CK(pkb_ref_blas_bind(ctx, &s->blas, st));
 	/* mine (M, Nl) = A (M, K) @ B (K, Nl), row-major */
-	PKB_CK(pkb_ref_gemm_rm(ctx, s->blas.h, 0, 0, m, nl, k, 1.0, a->data, k, b->data, nl,
-			       0.0, mine, nl, t));
-	ncclDataType_t nt;
-	PKB_CK(pkb_ref_nccl_type(ctx, t, &nt));
-	PKB_CK_NCCL(ctx, ncclAllGather(mine, s->gathered, count, nt, (ncclComm_t)ctx->nccl_comm, st));
+	PKB_CK(pkb_ref_gemm_rm(ctx, s->blas.h, 0, 0, m, nl, k, 1.0, g.a->data, k, g.b->data, nl,
+			       0.0, mine, nl, g.t));
+	PKB_CK_NCCL(ctx, ncclAllGather(mine, s->gathered, count, g.nt, comm, st));
 	launch_cat(s->gathered, ctx->out[0].data, m, nl * (int64_t)e, ctx->world, st);
 	PKB_CK_LAUNCH(ctx);
 	return 0;
@@ -71,7 +66,4 @@ static void release(struct state *s)
 	cudaFree(s->gathered);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_RUN_FINI(struct state, run, release)

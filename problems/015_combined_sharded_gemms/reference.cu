@@ -67,9 +67,8 @@ static void launch_silu(void *h, int64_t n, pkb_dtype t, cudaStream_t st)
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	PKB_CK(pkb_ref_float_dtype(ctx, t));
 	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	size_t e = pkb_dtype_size(t);
 	int64_t ml = ctx->out[0].shape[0], hd = ctx->out[0].shape[1], f = ctx->in[1].shape[1];
 	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));

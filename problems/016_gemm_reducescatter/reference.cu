@@ -19,6 +19,7 @@
  */
 #include <stdlib.h>
 #include "pkb_ref.cuh"
+#include "gemm_ops.cuh"   /* defines: struct gemm_ops, gemm_ops_begin */
 
 PKB_SOLUTION;
 
@@ -29,31 +30,25 @@ struct state {
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->partial, ctx->out[0].bytes * ctx->world));
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
+static int run(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	struct state *s = (struct state *)ctx->user;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	const pkb_tensor *a = &ctx->in[0], *b = &ctx->in[1];
+	struct gemm_ops g;
+	PKB_CK(gemm_ops_begin(ctx, &s->blas, st, &g));
 	pkb_tensor *c = &ctx->out[0];
-	pkb_dtype t = a->dtype;
-	int64_t m = a->shape[0], kl = a->shape[1], n = b->shape[1];
+	int64_t m = g.a->shape[0], kl = g.a->shape[1], n = g.b->shape[1];
 
-	PKB_CK(pkb_ref_blas_bind(ctx, &s->blas, st));
 	/* C_r (M, N) = A_r (M, Kl) @ B_r (Kl, N), row-major */
-	PKB_CK(pkb_ref_gemm_rm(ctx, s->blas.h, 0, 0, m, n, kl, 1.0, a->data, kl, b->data, n,
-			       0.0, s->partial, n, t));
-	ncclDataType_t nt;
-	PKB_CK(pkb_ref_nccl_type(ctx, t, &nt));
-	PKB_CK_NCCL(ctx, ncclReduceScatter(s->partial, c->data, (size_t)c->numel, nt, ncclSum,
-					   (ncclComm_t)ctx->nccl_comm, st));
+	PKB_CK(pkb_ref_gemm_rm(ctx, s->blas.h, 0, 0, m, n, kl, 1.0, g.a->data, kl, g.b->data, n,
+			       0.0, s->partial, n, g.t));
+	PKB_CK_NCCL(ctx, ncclReduceScatter(s->partial, c->data, (size_t)c->numel, g.nt, ncclSum,
+					   comm, st));
 	return 0;
 }
 
@@ -63,7 +58,4 @@ static void release(struct state *s)
 	cudaFree(s->partial);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_RUN_FINI(struct state, run, release)

@@ -103,9 +103,8 @@ static void scatter(pkb_ctx *ctx, struct state *s, int64_t b, int64_t sl, size_t
 }
 
 template <typename T>
-static int launch(pkb_ctx *ctx, struct state *s)
+static int launch(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	const pkb_tensor *q = &ctx->in[0];
 	int64_t b = q->shape[0], sl = q->shape[1], len = q->numel;
 	int64_t blocks = (2 * len + THREADS - 1) / THREADS;
@@ -113,8 +112,7 @@ static int launch(pkb_ctx *ctx, struct state *s)
 		(const T *)q->data, (const T *)ctx->in[1].data, (const T *)ctx->in[2].data,
 		(const T *)ctx->in[3].data, (T *)s->send, len);
 
-	ncclResult_t r = ncclAllGather(s->send, s->recv, 2 * q->bytes, ncclInt8,
-				       (ncclComm_t)ctx->nccl_comm, st);
+	ncclResult_t r = ncclAllGather(s->send, s->recv, 2 * q->bytes, ncclInt8, comm, st);
 	if (r != ncclSuccess) {
 		ctx->svc->log(ctx, "ncclAllGather: %s", ncclGetErrorString(r));
 		return 1;
@@ -128,18 +126,10 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	return cudaGetLastError() == cudaSuccess ? 0 : 1;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
-}
-
 static void release(struct state *s)
 {
 	cudaFree(s->send);
 	cudaFree(s->recv);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_FLOAT_RUN_FINI(struct state, launch, release)

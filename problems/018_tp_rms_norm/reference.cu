@@ -79,15 +79,13 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 }
 
 template <typename T>
-static int launch(pkb_ctx *ctx, struct state *s)
+static int launch(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	int64_t m = ctx->in[0].shape[0], n = ctx->in[0].shape[1];
 	int64_t blocks = (m + WARPS - 1) / WARPS;
 	unsigned g = (unsigned)(blocks > 4096 ? 4096 : blocks);
 	row_sumsq<T><<<g, THREADS, 0, st>>>((const T *)ctx->in[0].data, s->ss, m, n);
-	ncclResult_t r = ncclAllReduce(s->ss, s->ss, (size_t)m, ncclFloat32, ncclSum,
-				       (ncclComm_t)ctx->nccl_comm, st);
+	ncclResult_t r = ncclAllReduce(s->ss, s->ss, (size_t)m, ncclFloat32, ncclSum, comm, st);
 	if (r != ncclSuccess) {
 		ctx->svc->log(ctx, "ncclAllReduce: %s", ncclGetErrorString(r));
 		return 1;
@@ -99,17 +97,9 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	return cudaGetLastError() == cudaSuccess ? 0 : 1;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
-}
-
 static void release(struct state *s)
 {
 	cudaFree(s->ss);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_FLOAT_RUN_FINI(struct state, launch, release)

@@ -55,7 +55,8 @@ quantize(const T *x, uint8_t *y, float *s, int64_t nblocks)
 	}
 }
 
-extern "C" int pkb_init(pkb_ctx *ctx)
+/* what pkb_init refuses */
+static int check(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
 	PKB_CK(pkb_ref_float_dtype(ctx, t));
@@ -76,7 +77,7 @@ static void launch(pkb_ctx *ctx, uint8_t *y, float *s, int64_t nblocks)
 		(const T *)ctx->in[0].data, y, s, nblocks);
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
+static int run(pkb_ctx *ctx, cudaStream_t st, ncclComm_t comm)
 {
 	int64_t mn = ctx->in[0].numel, nblocks = mn / QBLOCK;
 	/* quantize straight into this rank's slot; the gathers run in place */
@@ -93,8 +94,6 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	if (cudaGetLastError() != cudaSuccess)
 		return 1;
 
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	ncclResult_t r = ncclGroupStart();
 	if (r == ncclSuccess)
 		r = ncclAllGather(y_mine, y, (size_t)mn, ncclUint8, comm, st);
@@ -109,8 +108,4 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	(void)ctx;
-	return 0;
-}
+PKB_REF_STATELESS(check, run)

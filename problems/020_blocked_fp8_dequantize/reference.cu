@@ -51,10 +51,8 @@ dequant(const T *y, const T *s, float *out, float *send, int64_t chunk, int bs,
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	pkb_dtype t = ctx->in[0].dtype;
-	PKB_CK(pkb_ref_float_dtype(ctx, t));
 	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	s->chunk = ctx->in[0].numel / ctx->world;
 	s->bs = (int)pkb_param_get(ctx, "block_size", 128);
 	if (s->bs <= 0 || s->bs % 4 || s->chunk % s->bs) {

@@ -24,6 +24,7 @@
 #include "pkb_device.cuh"
 #include "pkb_ref.cuh"
 #include "block_sum.cuh"   /* defines: block_sum */
+#include "part_val.cuh"    /* defines: struct part_val, part_val_init, part_val_release */
 
 PKB_SOLUTION;
 
@@ -31,10 +32,8 @@ PKB_SOLUTION;
 #define THREADS 256
 #define PART_BLOCKS 256 /* partial sums per tensor */
 
-struct state {
-	float *part;   /* [NT][PART_BLOCKS] block partial sums of squares */
-	float *val;    /* [1] the local value, all-reduced in place */
-};
+/* the state, a struct part_val: part [NT][PART_BLOCKS] the blocks' partial
+ * sums of squares, val [1] the local value */
 
 template <typename T> struct grads { const T *g[NT]; };
 template <typename T> struct outs { T *o[NT]; };
@@ -100,18 +99,12 @@ clip(grads<T> in, outs<T> out, const float *val, float *total_norm, int64_t n, f
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
-	PKB_CK_CUDA(ctx, cudaMalloc(&s->part, NT * PART_BLOCKS * sizeof(float)));
-	PKB_CK_CUDA(ctx, cudaMalloc(&s->val, sizeof(float)));
-	return 0;
+	return part_val_init(ctx, NT * PART_BLOCKS, 1);
 }
 
 template <typename T>
-static int launch(pkb_ctx *ctx, struct state *s)
+static int launch(pkb_ctx *ctx, struct part_val *s, cudaStream_t st, ncclComm_t comm)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	int64_t n = ctx->in[0].shape[0] * ctx->in[0].shape[1];
 	grads<T> in;
 	outs<T> out;
@@ -122,8 +115,7 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	sumsq_part<T><<<dim3(PART_BLOCKS, NT), THREADS, 0, st>>>(in, s->part, n);
 	local_value<<<1, 32, 0, st>>>(s->part, s->val);
 	PKB_CK_LAUNCH(ctx);
-	PKB_CK_NCCL(ctx, ncclAllReduce(s->val, s->val, 1, ncclFloat32, ncclSum,
-				       (ncclComm_t)ctx->nccl_comm, st));
+	PKB_CK_NCCL(ctx, ncclAllReduce(s->val, s->val, 1, ncclFloat32, ncclSum, comm, st));
 	float max_norm = (float)pkb_param_get(ctx, "max_norm", 1.0);
 	clip<T><<<pkb_ref_blocks(NT * n, THREADS, 4096), THREADS, 0, st>>>(
 		in, out, s->val, (float *)ctx->out[0].data, n, max_norm);
@@ -131,18 +123,4 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
-}
-
-static void release(struct state *s)
-{
-	cudaFree(s->part);
-	cudaFree(s->val);
-}
-
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_FLOAT_RUN_FINI(struct part_val, launch, part_val_release)

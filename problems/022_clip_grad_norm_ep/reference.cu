@@ -25,16 +25,15 @@
 #include "pkb_device.cuh"
 #include "pkb_ref.cuh"
 #include "block_sum.cuh"   /* defines: block_sum */
+#include "part_val.cuh"    /* defines: struct part_val, part_val_init, part_val_release */
 
 PKB_SOLUTION;
 
 #define THREADS 256
 #define PART_BLOCKS 256
 
-struct state {
-	float *part;   /* [2][PART_BLOCKS] */
-	float *val;    /* [2]: non-expert and expert sums, all-reduced in place */
-};
+/* the state, a struct part_val: part [2][PART_BLOCKS], val [2] the
+ * non-expert and expert sums */
 
 /* the expert element after the original's in-place mul_(1/ep_size) */
 template <typename T>
@@ -100,18 +99,12 @@ clip(const T *g0, const T *g1, T *o0, T *o1, const float *val, float *total_norm
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
-	PKB_CK_CUDA(ctx, cudaMalloc(&s->part, 2 * PART_BLOCKS * sizeof(float)));
-	PKB_CK_CUDA(ctx, cudaMalloc(&s->val, 2 * sizeof(float)));
-	return 0;
+	return part_val_init(ctx, 2 * PART_BLOCKS, 2);
 }
 
 template <typename T>
-static int launch(pkb_ctx *ctx, struct state *s)
+static int launch(pkb_ctx *ctx, struct part_val *s, cudaStream_t st, ncclComm_t comm)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	int64_t n = ctx->in[0].shape[0] * ctx->in[0].shape[1];
 	int ep_size = ctx->world / 2 > 1 ? ctx->world / 2 : 1;
 	bool scale = ep_size > 1;
@@ -120,8 +113,7 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	sumsq_part<T><<<dim3(PART_BLOCKS, 2), THREADS, 0, st>>>(g0, g1, s->part, n, sc, scale);
 	local_values<<<1, 32, 0, st>>>(s->part, s->val);
 	PKB_CK_LAUNCH(ctx);
-	PKB_CK_NCCL(ctx, ncclAllReduce(s->val, s->val, 2, ncclFloat32, ncclSum,
-				       (ncclComm_t)ctx->nccl_comm, st));
+	PKB_CK_NCCL(ctx, ncclAllReduce(s->val, s->val, 2, ncclFloat32, ncclSum, comm, st));
 	float max_norm = (float)pkb_param_get(ctx, "max_norm", 1.0);
 	clip<T><<<pkb_ref_blocks(2 * n, THREADS, 4096), THREADS, 0, st>>>(
 		g0, g1, (T *)ctx->out[1].data, (T *)ctx->out[2].data, s->val,
@@ -130,18 +122,4 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
-}
-
-static void release(struct state *s)
-{
-	cudaFree(s->part);
-	cudaFree(s->val);
-}
-
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_FLOAT_RUN_FINI(struct part_val, launch, part_val_release)

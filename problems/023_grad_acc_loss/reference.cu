@@ -63,15 +63,9 @@ __global__ void normalize(const T *loss_sum, const int64_t *g_tok, T *out)
 	*out = pkb_from_float<T>(__fdiv_rn(pkb_to_float(*loss_sum), count_as<T>(*g_tok)));
 }
 
-extern "C" int pkb_init(pkb_ctx *ctx)
-{
-	return pkb_ref_float_dtype(ctx, ctx->in[0].dtype);
-}
-
 template <typename T>
-static int launch(pkb_ctx *ctx)
+static int launch(pkb_ctx *ctx, cudaStream_t st, ncclComm_t comm)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	ncclDataType_t nt;
 	PKB_CK(pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &nt));
 	const int64_t *n_r = (const int64_t *)ctx->in[1].data, *g_tok = (const int64_t *)ctx->in[2].data;
@@ -80,20 +74,10 @@ static int launch(pkb_ctx *ctx)
 					(const T *)ctx->in[3].data, (const T *)ctx->in[4].data,
 					loss_sum, (T *)ctx->out[2].data);
 	PKB_CK_LAUNCH(ctx);
-	PKB_CK_NCCL(ctx, ncclAllReduce(loss_sum, loss_sum, 1, nt, ncclSum,
-				       (ncclComm_t)ctx->nccl_comm, st));
+	PKB_CK_NCCL(ctx, ncclAllReduce(loss_sum, loss_sum, 1, nt, ncclSum, comm, st));
 	normalize<T><<<1, 1, 0, st>>>(loss_sum, g_tok, normalized);
 	PKB_CK_LAUNCH(ctx);
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx);
-}
-
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	(void)ctx;
-	return 0;
-}
+PKB_REF_FLOAT_STATELESS(pkb_ref_init_float, launch)

@@ -23,6 +23,7 @@
 #include "pkb.h"
 #include "pkb_device.cuh"
 #include "pkb_ref.cuh"
+#include "part_val.cuh"   /* defines: struct part_val, part_val_init, part_val_release */
 
 PKB_SOLUTION;
 
@@ -31,10 +32,8 @@ PKB_SOLUTION;
 #define PART_BLOCKS 128
 #define STATS (3 * E)   /* per block: top-1 counts, top-2 counts, sums of p */
 
-struct state {
-	float *part;   /* [PART_BLOCKS][STATS] */
-	float *val;    /* [1] this rank's loss, all-reduced in place */
-};
+/* the state, a struct part_val: part [PART_BLOCKS][STATS], val [1] this
+ * rank's loss */
 
 /* grid-stride over tokens, one thread per token; the block's statistics in
  * part[blockIdx.x] (counts held in fp32: exact below 2^24) */
@@ -124,41 +123,20 @@ __global__ void mean_over_ranks(const float *val, float *out, int world)
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
-	PKB_CK_CUDA(ctx, cudaMalloc(&s->part, PART_BLOCKS * STATS * sizeof(float)));
-	PKB_CK_CUDA(ctx, cudaMalloc(&s->val, sizeof(float)));
-	return 0;
+	return part_val_init(ctx, PART_BLOCKS * STATS, 1);
 }
 
 template <typename T>
-static int launch(pkb_ctx *ctx, struct state *s)
+static int launch(pkb_ctx *ctx, struct part_val *s, cudaStream_t st, ncclComm_t comm)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	int64_t m = ctx->in[0].shape[0];
 	route_part<T><<<PART_BLOCKS, THREADS, 0, st>>>((const T *)ctx->in[0].data, s->part, m);
 	local_loss<T><<<1, 32, 0, st>>>(s->part, s->val, m);
 	PKB_CK_LAUNCH(ctx);
-	PKB_CK_NCCL(ctx, ncclAllReduce(s->val, s->val, 1, ncclFloat32, ncclSum,
-				       (ncclComm_t)ctx->nccl_comm, st));
+	PKB_CK_NCCL(ctx, ncclAllReduce(s->val, s->val, 1, ncclFloat32, ncclSum, comm, st));
 	mean_over_ranks<<<1, 1, 0, st>>>(s->val, (float *)ctx->out[0].data, ctx->world);
 	PKB_CK_LAUNCH(ctx);
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
-}
-
-static void release(struct state *s)
-{
-	cudaFree(s->part);
-	cudaFree(s->val);
-}
-
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_FLOAT_RUN_FINI(struct part_val, launch, part_val_release)

@@ -158,9 +158,8 @@ __global__ void finish(const T *sums, const T *mnmx, const T *sur, const float *
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	int64_t m = ctx->in[0].shape[0], v = ctx->in[1].shape[0];
 	size_t e = pkb_dtype_size(ctx->in[0].dtype);
 	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));
@@ -174,10 +173,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 }
 
 template <typename T>
-static int launch(pkb_ctx *ctx, struct state *s)
+static int launch(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
 	pkb_dtype dt = ctx->in[0].dtype;
 	int64_t m = ctx->in[0].shape[0], n = ctx->in[0].shape[1], v = ctx->in[1].shape[0];
 	int64_t ignore = (int64_t)pkb_param_get(ctx, "ignore_index", -100);
@@ -209,11 +206,6 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
-}
-
 static void release(struct state *s)
 {
 	pkb_ref_blas_fini(&s->blas);
@@ -225,7 +217,4 @@ static void release(struct state *s)
 	cudaFree(s->count);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_FLOAT_RUN_FINI(struct state, launch, release)

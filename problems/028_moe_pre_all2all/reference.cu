@@ -14,13 +14,9 @@
  *                         local_expert[j][l] rows each)
  *     output            = for l, for j: chunk (j, l)
  *
- * Why fixed slots of C rows: the splits are device tensors, and NCCL needs
- * counts on the host -- a device-to-host copy and a wait in every call
- * (the original's .tolist()), which stalls the stream and cannot be
- * captured in a CUDA graph. Every split is at most C = min(2M, E_l M,
- * 2 ceil(2M/W)) (the problem's capacity factor of 2), so slots of C rows
- * carry every routing, at up to twice the minimum traffic (GShard /
- * Tutel-style capacity dispatch).
+ * Why fixed slots of C rows: see problems/lib/moe_slots.cuh. Every split is
+ * at most C = min(2M, E_l M, 2 ceil(2M/W)) (the problem's capacity factor
+ * of 2).
  *
  * Scratch: send and receive slots, W * C * N * e bytes each (4 MiB each
  * at M = N = 1024, bf16, W = 4), and CUB's temporary storage.
@@ -33,17 +29,19 @@
 #include <thrust/iterator/transform_iterator.h>
 #include "pkb.h"
 #include "pkb_ref.cuh"
+#include "moe_routing.h"   /* defines: EXPERTS, TOPK */
+#include "moe_slots.cuh"
+/* defines: struct moe_slots, moe_slots_cap, moe_slots_init, moe_slots_exchange,
+ * moe_slots_release, moe_split_offsets, moe_slot_row, moe_chunk_offsets, moe_chunk_row,
+ * moe_chunk_copy */
 
 PKB_SOLUTION;
 
-#define EXPERTS 8
-#define TOPK 2
 #define THREADS 256
 #define MAX_BLOCKS 1024
 
 struct state {
-	int64_t cap;        /* C: rows per slot */
-	char *send, *recv;  /* [W][C][N] each */
+	struct moe_slots slots;   /* [W][C][N] each way */
 	int64_t *selected;  /* CUB's count of selected items (2M) */
 	void *temp;
 	size_t temp_bytes;
@@ -86,21 +84,14 @@ pack_rows(const U *hidden, const int64_t *perm, const int64_t *splits, int world
 	  int64_t rows, int64_t upr, int64_t cap)
 {
 	__shared__ int64_t off[EXPERTS + 1];
-	if (threadIdx.x == 0) {
-		off[0] = 0;
-		for (int d = 0; d < world; d++)
-			off[d + 1] = off[d] + splits[d];
-	}
-	__syncthreads();
+	moe_split_offsets(splits, world, off);
 	int lane = threadIdx.x & 31;
 	int64_t warps = (int64_t)gridDim.x * (THREADS / 32);
 	for (int64_t p = blockIdx.x * (int64_t)(THREADS / 32) + (threadIdx.x >> 5); p < rows;
 	     p += warps) {
-		int d = 0;
-		while (d + 1 < world && off[d + 1] <= p)
-			d++;
+		int64_t slot_row = moe_slot_row(off, world, cap, p);
 		const U *s = hidden + perm[p] * upr;
-		U *t = send + ((int64_t)d * cap + p - off[d]) * upr;
+		U *t = send + slot_row * upr;
 		for (int64_t u = lane; u < upr; u += 32)
 			t[u] = s[u];
 	}
@@ -115,35 +106,8 @@ regroup_rows(const U *recv, const int64_t *counts, int world, U *out, int64_t ro
 	     int64_t upr, int64_t cap)
 {
 	__shared__ int64_t out_off[EXPERTS + 1], in_off[EXPERTS];
-	int el = EXPERTS / world;
-	if (threadIdx.x == 0) {
-		for (int j = 0; j < world; j++) {
-			int64_t o = 0;
-			for (int l = 0; l < el; l++) {
-				in_off[j * el + l] = o;
-				o += counts[j * el + l];
-			}
-		}
-		out_off[0] = 0;
-		for (int c = 0; c < EXPERTS; c++) {   /* chunk c = l * W + j */
-			int l = c / world, j = c % world;
-			out_off[c + 1] = out_off[c] + counts[j * el + l];
-		}
-	}
-	__syncthreads();
-	int lane = threadIdx.x & 31;
-	int64_t warps = (int64_t)gridDim.x * (THREADS / 32);
-	for (int64_t o = blockIdx.x * (int64_t)(THREADS / 32) + (threadIdx.x >> 5); o < rows;
-	     o += warps) {
-		int c = 0;
-		while (c + 1 < EXPERTS && out_off[c + 1] <= o)
-			c++;
-		int l = c / world, j = c % world;
-		const U *s = recv + ((int64_t)j * cap + in_off[j * el + l] + o - out_off[c]) * upr;
-		U *t = out + o * upr;
-		for (int64_t u = lane; u < upr; u += 32)
-			t[u] = s[u];
-	}
+	moe_chunk_copy<THREADS>(recv, out, counts, world, EXPERTS, in_off, out_off, rows, upr, cap,
+				0);
 }
 
 extern "C" int pkb_init(pkb_ctx *ctx)
@@ -156,12 +120,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	struct state *s;
 	PKB_CK(pkb_ref_state(ctx, &s));
 	int64_t m = ctx->in[0].shape[0], m2 = TOPK * m, el = EXPERTS / w;
-	int64_t keep = (m2 + w - 1) / w;
-	s->cap = m2 < el * m ? m2 : el * m;
-	s->cap = s->cap < 2 * keep ? s->cap : 2 * keep;
-	size_t slot = (size_t)s->cap * (ctx->in[0].bytes / m);
-	PKB_CK_CUDA(ctx, cudaMalloc(&s->send, w * slot));
-	PKB_CK_CUDA(ctx, cudaMalloc(&s->recv, w * slot));
+	int64_t cap = moe_slots_cap(m2, m2 < el * m ? m2 : el * m, w);
+	PKB_CK(moe_slots_init(ctx, &s->slots, cap, ctx->in[0].bytes / m));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->selected, sizeof(int64_t)));
 	thrust::counting_iterator<int64_t> zero(0);
 	token_iter tokens(zero, token_of{ m });
@@ -173,51 +133,29 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 }
 
 template <typename U>
-static int move(pkb_ctx *ctx)
+static int move(pkb_ctx *ctx, struct moe_slots *sl, cudaStream_t st)
 {
-	struct state *s = (struct state *)ctx->user;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	int me = ctx->rank, w = ctx->world;
+	int w = ctx->world;
 	int64_t m = ctx->in[0].shape[0], m2 = TOPK * m;
 	int64_t upr = (int64_t)(ctx->in[0].bytes / m / sizeof(U));
-	size_t slot = (size_t)s->cap * upr * sizeof(U);
 	unsigned blocks = pkb_ref_blocks(m2, THREADS / 32, MAX_BLOCKS);
 
 	pack_rows<U><<<blocks, THREADS, 0, st>>>((const U *)ctx->in[0].data,
 						 (const int64_t *)ctx->out[2].data,
-						 (const int64_t *)ctx->in[2].data, w, (U *)s->send,
-						 m2, upr, s->cap);
+						 (const int64_t *)ctx->in[2].data, w, (U *)sl->send,
+						 m2, upr, sl->cap);
 	PKB_CK_LAUNCH(ctx);
-	ncclResult_t r = ncclGroupStart();
-	for (int k = 0; k < w && r == ncclSuccess; k++) {
-		/* pair up with rank me+k sending and me-k receiving: every step is
-		   a permutation, so no rank is flooded */
-		int to = (me + k) % w, from = (me - k + w) % w;
-		r = ncclSend(s->send + to * slot, slot, ncclUint8, to, comm, st);
-		if (r == ncclSuccess)
-			r = ncclRecv(s->recv + from * slot, slot, ncclUint8, from, comm, st);
-	}
-	/* the group is closed whatever happened inside it */
-	ncclResult_t e = ncclGroupEnd();
-	if (r == ncclSuccess)
-		r = e;
-	if (r != ncclSuccess) {
-		ctx->svc->log(ctx, "problem 28 reference: all-to-all send/recv: %s",
-			      ncclGetErrorString(r));
-		return 1;
-	}
-	regroup_rows<U><<<blocks, THREADS, 0, st>>>((const U *)s->recv,
+	PKB_CK(moe_slots_exchange(ctx, sl));
+	regroup_rows<U><<<blocks, THREADS, 0, st>>>((const U *)sl->recv,
 						    (const int64_t *)ctx->in[4].data, w,
-						    (U *)ctx->out[0].data, m2, upr, s->cap);
+						    (U *)ctx->out[0].data, m2, upr, sl->cap);
 	PKB_CK_LAUNCH(ctx);
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
+/* moe_slots_exchange takes the communicator from ctx */
+static int run(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t)
 {
-	struct state *s = (struct state *)ctx->user;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	int64_t m = ctx->in[0].shape[0], n = ctx->in[0].shape[1];
 	float *map = (float *)ctx->out[1].data;
 	int64_t *perm = (int64_t *)ctx->out[2].data;
@@ -234,25 +172,21 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	/* rows in the widest unit their byte length allows */
 	size_t row = ctx->in[0].bytes / m;
 	if (row % 16 == 0)
-		return move<uint4>(ctx);
+		return move<uint4>(ctx, &s->slots, st);
 	if (row % 8 == 0)
-		return move<uint2>(ctx);
+		return move<uint2>(ctx, &s->slots, st);
 	if (row % 4 == 0)
-		return move<uint32_t>(ctx);
+		return move<uint32_t>(ctx, &s->slots, st);
 	if (row % 2 == 0)
-		return move<uint16_t>(ctx);
-	return move<uint8_t>(ctx);
+		return move<uint16_t>(ctx, &s->slots, st);
+	return move<uint8_t>(ctx, &s->slots, st);
 }
 
 static void release(struct state *s)
 {
-	cudaFree(s->send);
-	cudaFree(s->recv);
+	moe_slots_release(&s->slots);
 	cudaFree(s->selected);
 	cudaFree(s->temp);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_RUN_FINI(struct state, run, release)

@@ -17,11 +17,8 @@
  * Every output row gets two contributions added into zero, so the atomic
  * order cannot change the result: out[t] = T(T(x_a w_a) + T(x_b w_b)).
  *
- * Why fixed slots of C rows: the splits are device tensors, and NCCL needs
- * counts on the host -- a device-to-host copy and a wait in every call,
- * which stalls the stream and cannot be captured in a CUDA graph. Every
- * split is at most C = min(2M, E_l M, 2 ceil(2M/W)), so slots of C rows
- * carry every routing, at up to twice the minimum traffic.
+ * Why fixed slots of C rows: see problems/lib/moe_slots.cuh. Every split
+ * is at most C = min(2M, E_l M, 2 ceil(2M/W)).
  *
  * Scratch: send and receive slots, W * C * N * e bytes each (4 MiB each
  * at M = N = 1024, bf16, W = 4), wT and tw, CUB's temporary storage.
@@ -36,17 +33,19 @@
 #include "pkb.h"
 #include "pkb_device.cuh"
 #include "pkb_ref.cuh"
+#include "moe_routing.h"   /* defines: EXPERTS, TOPK */
+#include "moe_slots.cuh"
+/* defines: struct moe_slots, moe_slots_cap, moe_slots_init, moe_slots_exchange,
+ * moe_slots_release, moe_split_offsets, moe_slot_row, moe_chunk_offsets, moe_chunk_row,
+ * moe_chunk_copy */
 
 PKB_SOLUTION;
 
-#define EXPERTS 8
-#define TOPK 2
 #define THREADS 256
 #define MAX_BLOCKS 1024
 
 struct state {
-	int64_t cap;        /* C: rows per slot */
-	char *send, *recv;  /* [W][C][N] each */
+	struct moe_slots slots;   /* [W][C][N] each way */
 	void *wt, *tw;      /* (8, M) and (2M,) in T */
 	int64_t *selected;  /* CUB's count of selected items (2M) */
 	void *temp;
@@ -68,33 +67,8 @@ pack_rows(const U *x, const int64_t *counts, int world, U *send, int64_t rows, i
 	  int64_t cap)
 {
 	__shared__ int64_t out_off[EXPERTS + 1], in_off[EXPERTS];
-	int el = EXPERTS / world;
-	if (threadIdx.x == 0) {
-		for (int j = 0; j < world; j++) {
-			int64_t o = 0;
-			for (int l = 0; l < el; l++) {
-				in_off[j * el + l] = o;
-				o += counts[j * el + l];
-			}
-		}
-		out_off[0] = 0;
-		for (int c = 0; c < EXPERTS; c++)
-			out_off[c + 1] = out_off[c] + counts[(c % world) * el + c / world];
-	}
-	__syncthreads();
-	int lane = threadIdx.x & 31;
-	int64_t warps = (int64_t)gridDim.x * (THREADS / 32);
-	for (int64_t o = blockIdx.x * (int64_t)(THREADS / 32) + (threadIdx.x >> 5); o < rows;
-	     o += warps) {
-		int c = 0;
-		while (c + 1 < EXPERTS && out_off[c + 1] <= o)
-			c++;
-		int l = c / world, j = c % world;
-		const U *s = x + o * upr;
-		U *d = send + ((int64_t)j * cap + in_off[j * el + l] + o - out_off[c]) * upr;
-		for (int64_t u = lane; u < upr; u += 32)
-			d[u] = s[u];
-	}
+	moe_chunk_copy<THREADS>(x, send, counts, world, EXPERTS, in_off, out_off, rows, upr, cap,
+				1);
 }
 
 /* weights_idx.T: wT[sel[t, k], t] = 0 + w[t, k] (wT zeroed before; the
@@ -118,20 +92,12 @@ unpermute(const T *recv, const int64_t *splits, const int64_t *perm, const T *tw
 	  int world, int64_t rows, int64_t n, int64_t cap)
 {
 	__shared__ int64_t off[EXPERTS + 1];
-	if (threadIdx.x == 0) {
-		off[0] = 0;
-		for (int j = 0; j < world; j++)
-			off[j + 1] = off[j] + splits[j];
-	}
-	__syncthreads();
+	moe_split_offsets(splits, world, off);
 	int lane = threadIdx.x & 31;
 	int64_t warps = (int64_t)gridDim.x * (THREADS / 32);
 	for (int64_t i = blockIdx.x * (int64_t)(THREADS / 32) + (threadIdx.x >> 5); i < rows;
 	     i += warps) {
-		int j = 0;
-		while (j + 1 < world && off[j + 1] <= i)
-			j++;
-		const T *s = recv + ((int64_t)j * cap + i - off[j]) * n;
+		const T *s = recv + moe_slot_row(off, world, cap, i) * n;
 		T *d = out + perm[i] * n;
 		float w = pkb_to_float(tw[i]);
 		for (int64_t c = lane; c < n; c += 32)
@@ -148,18 +114,12 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 			      "the dtype, routing_map bool");
 		return 1;
 	}
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	int64_t m = ctx->in[1].shape[0], m2 = TOPK * m, el = EXPERTS / w;
 	size_t e = pkb_dtype_size(ctx->in[0].dtype);
-	int64_t keep = (m2 + w - 1) / w;
-	s->cap = m2 < el * m ? m2 : el * m;
-	s->cap = s->cap < 2 * keep ? s->cap : 2 * keep;
-	size_t slot = (size_t)s->cap * (ctx->in[0].bytes / m2);
-	PKB_CK_CUDA(ctx, cudaMalloc(&s->send, w * slot));
-	PKB_CK_CUDA(ctx, cudaMalloc(&s->recv, w * slot));
+	int64_t cap = moe_slots_cap(m2, m2 < el * m ? m2 : el * m, w);
+	PKB_CK(moe_slots_init(ctx, &s->slots, cap, ctx->in[0].bytes / m2));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->wt, EXPERTS * m * e));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->tw, m2 * e));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->selected, sizeof(int64_t)));
@@ -184,20 +144,17 @@ static int pack(pkb_ctx *ctx, struct state *s, unsigned blocks)
 	int64_t upr = (int64_t)(ctx->in[0].bytes / m2 / sizeof(U));
 	pack_rows<U><<<blocks, THREADS, 0, (cudaStream_t)ctx->stream>>>(
 		(const U *)ctx->in[0].data, (const int64_t *)ctx->in[5].data, ctx->world,
-		(U *)s->send, m2, upr, s->cap);
+		(U *)s->slots.send, m2, upr, s->slots.cap);
 	PKB_CK_LAUNCH(ctx);
 	return 0;
 }
 
 template <typename T, typename B>
-static int combine(pkb_ctx *ctx)
+static int combine(pkb_ctx *ctx, struct state *s, cudaStream_t st)
 {
-	struct state *s = (struct state *)ctx->user;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	int me = ctx->rank, w = ctx->world;
+	int w = ctx->world;
 	int64_t m = ctx->in[1].shape[0], m2 = TOPK * m, n = ctx->in[0].shape[1];
-	size_t row = ctx->in[0].bytes / m2, slot = (size_t)s->cap * row;
+	size_t row = ctx->in[0].bytes / m2;
 	unsigned blocks = pkb_ref_blocks(m2, THREADS / 32, MAX_BLOCKS);
 
 	/* 1. regroup the chunks to (source rank, local expert) into slots */
@@ -211,24 +168,7 @@ static int combine(pkb_ctx *ctx)
 		PKB_CK(pack<uint16_t>(ctx, s, blocks));
 
 	/* 2. all-to-all back: slot j to rank j, slot j from rank j */
-	ncclResult_t r = ncclGroupStart();
-	for (int k = 0; k < w && r == ncclSuccess; k++) {
-		/* pair up with rank me+k sending and me-k receiving: every step is
-		   a permutation, so no rank is flooded */
-		int to = (me + k) % w, from = (me - k + w) % w;
-		r = ncclSend(s->send + to * slot, slot, ncclUint8, to, comm, st);
-		if (r == ncclSuccess)
-			r = ncclRecv(s->recv + from * slot, slot, ncclUint8, from, comm, st);
-	}
-	/* the group is closed whatever happened inside it */
-	ncclResult_t e = ncclGroupEnd();
-	if (r == ncclSuccess)
-		r = e;
-	if (r != ncclSuccess) {
-		ctx->svc->log(ctx, "problem 29 reference: all-to-all send/recv: %s",
-			      ncclGetErrorString(r));
-		return 1;
-	}
+	PKB_CK(moe_slots_exchange(ctx, &s->slots));
 
 	/* 3. weights_idx.T and its masked_select by routing_map */
 	PKB_CK_CUDA(ctx, cudaMemsetAsync(s->wt, 0, EXPERTS * m * sizeof(T), st));
@@ -241,35 +181,32 @@ static int combine(pkb_ctx *ctx)
 
 	/* 4. the scaled scatter-add into zeros */
 	PKB_CK_CUDA(ctx, cudaMemsetAsync(ctx->out[0].data, 0, ctx->out[0].bytes, st));
-	unpermute<T><<<blocks, THREADS, 0, st>>>((const T *)s->recv,
+	unpermute<T><<<blocks, THREADS, 0, st>>>((const T *)s->slots.recv,
 						 (const int64_t *)ctx->in[3].data,
 						 (const int64_t *)ctx->in[7].data, (const T *)s->tw,
-						 (T *)ctx->out[0].data, w, m2, n, s->cap);
+						 (T *)ctx->out[0].data, w, m2, n, s->slots.cap);
 	PKB_CK_LAUNCH(ctx);
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
+/* moe_slots_exchange takes the communicator from ctx */
+static int run(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t)
 {
 	switch (ctx->in[0].dtype) {
-	case PKB_BF16: return combine<__nv_bfloat16, uint16_t>(ctx);
-	case PKB_FP16: return combine<__half, uint16_t>(ctx);
-	case PKB_FP32: return combine<float, uint32_t>(ctx);
+	case PKB_BF16: return combine<__nv_bfloat16, uint16_t>(ctx, s, st);
+	case PKB_FP16: return combine<__half, uint16_t>(ctx, s, st);
+	case PKB_FP32: return combine<float, uint32_t>(ctx, s, st);
 	default: return 1;
 	}
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
+static void release(struct state *s)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->send);
-		cudaFree(s->recv);
-		cudaFree(s->wt);
-		cudaFree(s->tw);
-		cudaFree(s->selected);
-		cudaFree(s->temp);
-	}
-	free(s);
-	return 0;
+	moe_slots_release(&s->slots);
+	cudaFree(s->wt);
+	cudaFree(s->tw);
+	cudaFree(s->selected);
+	cudaFree(s->temp);
 }
+
+PKB_REF_RUN_FINI(struct state, run, release)

@@ -8,28 +8,16 @@
 
 PKB_SOLUTION;
 
-extern "C" int pkb_init(pkb_ctx *ctx)
-{
-	ncclDataType_t t;
-	return pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &t);
-}
-
-extern "C" int pkb_run(pkb_ctx *ctx)
+static int run(pkb_ctx *ctx, cudaStream_t st, ncclComm_t comm)
 {
 	ncclDataType_t t;
 	PKB_CK(pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &t));
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
-	cudaStream_t s = (cudaStream_t)ctx->stream;
 	PKB_CK_NCCL(ctx, ncclGroupStart());
 	for (int i = 0; i < 3; i++)
 		PKB_CK_NCCL(ctx, ncclAllReduce(ctx->in[i].data, ctx->out[i].data,
-					       (size_t)ctx->in[i].numel, t, ncclSum, comm, s));
+					       (size_t)ctx->in[i].numel, t, ncclSum, comm, st));
 	PKB_CK_NCCL(ctx, ncclGroupEnd());
 	return 0;
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	(void)ctx;
-	return 0;
-}
+PKB_REF_STATELESS(pkb_ref_init_nccl, run)

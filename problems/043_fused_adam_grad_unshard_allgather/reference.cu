@@ -64,15 +64,9 @@ adam_step(const T *g, const T *w, const T *m, const T *v, const int64_t *step,
 	}
 }
 
-extern "C" int pkb_init(pkb_ctx *ctx)
-{
-	return pkb_ref_float_dtype(ctx, ctx->in[0].dtype);
-}
-
 template <typename T>
-static int launch(pkb_ctx *ctx)
+static int launch(pkb_ctx *ctx, cudaStream_t st, ncclComm_t comm)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	int64_t p = ctx->in[0].shape[0];
 	double b1 = pkb_param_get(ctx, "beta1", 0.9), b2 = pkb_param_get(ctx, "beta2", 0.999);
 	struct hyper h;
@@ -93,17 +87,8 @@ static int launch(pkb_ctx *ctx)
 	ncclDataType_t nt;
 	PKB_CK(pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &nt));
 	/* in place: the send buffer is this rank's slot of the receive buffer */
-	PKB_CK_NCCL(ctx, ncclAllGather(mine, out, (size_t)p, nt, (ncclComm_t)ctx->nccl_comm, st));
+	PKB_CK_NCCL(ctx, ncclAllGather(mine, out, (size_t)p, nt, comm, st));
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx);
-}
-
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	(void)ctx;
-	return 0;
-}
+PKB_REF_FLOAT_STATELESS(pkb_ref_init_float, launch)

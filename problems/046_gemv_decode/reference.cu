@@ -103,10 +103,8 @@ __global__ void permute_gathered(const T *g, T *out, int tokens, int64_t vl, int
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	pkb_dtype t = ctx->in[0].dtype;
-	PKB_CK(pkb_ref_float_dtype(ctx, t));
 	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	s->tokens = (int)ctx->in[0].shape[0];
 	s->hidden = (int)ctx->in[0].shape[1];
 	s->vl = ctx->in[1].shape[0];

@@ -63,9 +63,8 @@ __global__ void swiglu(T *x1, const T *x2, int64_t n)
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	struct ref48 *r;
-	PKB_CK(pkb_ref_state(ctx, &r));
+	PKB_CK(pkb_ref_float_state(ctx, &r));
 	r->n_tp = (int)pkb_param_get(ctx, "n_tp", 1);
 	r->n_fsdp = (int)pkb_param_get(ctx, "n_fsdp", ctx->world);
 	if (r->n_tp * r->n_fsdp != ctx->world) {
@@ -91,10 +90,10 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	return pkb_ref_blas_init(ctx, &r->blas);
 }
 
+/* over r's tp and fsdp communicators, not the world's */
 template <typename T>
-static int forward(pkb_ctx *ctx, struct ref48 *r)
+static int forward(pkb_ctx *ctx, struct ref48 *r, cudaStream_t st, ncclComm_t)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	pkb_dtype t = ctx->in[0].dtype;
 	cublasHandle_t bh = r->blas.h;
 	int64_t bf = r->bf, d = r->d, fl = r->fl, tile = r->dl * r->fl;
@@ -125,11 +124,6 @@ static int forward(pkb_ctx *ctx, struct ref48 *r)
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, forward, ctx, (struct ref48 *)ctx->user);
-}
-
 static void release(struct ref48 *r)
 {
 	if (r->tp)
@@ -145,7 +139,4 @@ static void release(struct ref48 *r)
 	cudaFree(r->x2);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_FLOAT_RUN_FINI(struct ref48, forward, release)

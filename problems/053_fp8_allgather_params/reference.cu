@@ -73,7 +73,8 @@ round_trip(const T *x, const __nv_bfloat16 *hist, T *y, __nv_bfloat16 *hist_out,
 	}
 }
 
-extern "C" int pkb_init(pkb_ctx *ctx)
+/* what pkb_init refuses */
+static int check(pkb_ctx *ctx)
 {
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	if (ctx->in[1].dtype != PKB_BF16) {
@@ -84,9 +85,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 }
 
 template <typename T>
-static int launch(pkb_ctx *ctx)
+static int launch(pkb_ctx *ctx, cudaStream_t st, ncclComm_t comm)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	int64_t p = ctx->in[0].numel;
 	T *full = (T *)ctx->out[0].data;
 	round_trip<T><<<1, THREADS, 0, st>>>((const T *)ctx->in[0].data,
@@ -98,17 +98,8 @@ static int launch(pkb_ctx *ctx)
 	ncclDataType_t nt;
 	PKB_CK(pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &nt));
 	PKB_CK_NCCL(ctx, ncclAllGather(full + (int64_t)ctx->rank * p, full, (size_t)p, nt,
-				       (ncclComm_t)ctx->nccl_comm, st));
+				       comm, st));
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx);
-}
-
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	(void)ctx;
-	return 0;
-}
+PKB_REF_FLOAT_STATELESS(check, launch)

@@ -43,9 +43,8 @@ PKB_SOLUTION;
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	struct ring *r;
-	PKB_CK(pkb_ref_state(ctx, &r));
+	PKB_CK(pkb_ref_float_state(ctx, &r));
 	/* q, k, v (B, S, H, 64) */
 	const int64_t *q = ctx->in[0].shape;
 	return ring_init(ctx, r, q[0], q[1], q[2], pkb_dtype_size(ctx->in[0].dtype));

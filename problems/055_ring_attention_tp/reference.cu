@@ -61,24 +61,18 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 }
 
 template <typename T>
-static int launch(pkb_ctx *ctx, struct state *s)
+static int launch(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	ncclDataType_t nt;
 	PKB_CK(pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &nt));
 	/* the CP group's members are global ranks t + 2j */
 	int cp = s->cp, c = s->c;
 	int next = s->t + TP * ((c + 1) % cp), prev = s->t + TP * ((c + cp - 1) % cp);
-	PKB_CK(attn_block_run<T>(ctx, &s->a, ctx->in[0].data, HIDDEN, (ncclComm_t)ctx->nccl_comm, cp,
-				 c, next, prev, ctx->out[0].data));
+	PKB_CK(attn_block_run<T>(ctx, &s->a, ctx->in[0].data, HIDDEN, comm, cp, c, next, prev,
+				 ctx->out[0].data));
 	PKB_CK_NCCL(ctx, ncclAllReduce(ctx->out[0].data, ctx->out[0].data, ctx->out[0].numel, nt,
 				       ncclSum, s->tp, st));
 	return 0;
-}
-
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
 }
 
 static void release(struct state *s)
@@ -88,7 +82,4 @@ static void release(struct state *s)
 		ncclCommDestroy(s->tp);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_FLOAT_RUN_FINI(struct state, launch, release)

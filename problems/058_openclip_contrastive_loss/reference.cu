@@ -95,9 +95,8 @@ __global__ void chain(const float *terms, int w, T *loss)
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	int64_t b = ctx->in[0].shape[0];
 	size_t bytes = ctx->in[0].bytes, e = pkb_dtype_size(ctx->in[0].dtype);
 	PKB_CK(pkb_ref_blas_init(ctx, &s->blas));
@@ -110,10 +109,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 }
 
 template <typename T>
-static int launch(pkb_ctx *ctx, struct state *s)
+static int launch(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
 	pkb_dtype dt = ctx->in[0].dtype;
 	int w = ctx->world, r = ctx->rank;
 	int64_t b = ctx->in[0].shape[0], dm = ctx->in[0].shape[1], nel = b * dm;
@@ -167,11 +164,6 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
-}
-
 static void release(struct state *s)
 {
 	pkb_ref_blas_fini(&s->blas);
@@ -182,7 +174,4 @@ static void release(struct state *s)
 	cudaFree(s->terms);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_FLOAT_RUN_FINI(struct state, launch, release)

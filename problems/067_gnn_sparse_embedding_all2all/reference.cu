@@ -114,11 +114,10 @@ __global__ void unpack(const int64_t *recv_idx, const U *recv_val, int64_t cap, 
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
+	PKB_CK(pkb_ref_max_world(ctx, MAX_WORLD));
 	struct state *s;
 	PKB_CK(pkb_ref_state(ctx, &s));
 	int64_t w = ctx->world;
-	if (w > MAX_WORLD)
-		return 1;
 	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[1].dtype));
 	s->nnz = ctx->in[0].numel;
 	s->cap = ctx->out[0].numel / w;

@@ -61,13 +61,9 @@ rank_rows(const T *pos, const T *neg, int64_t nneg, int64_t *ranks)
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
-	if (ctx->world > MAX_WORLD)
-		return 1;
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
+	PKB_CK(pkb_ref_max_world(ctx, MAX_WORLD));
+	struct state *s;
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	PKB_CK(pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &s->type));
 	int64_t mine = ctx->in[0].numel;
 	s->nneg = ctx->in[1].shape[1];
@@ -87,11 +83,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
+static int run(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	struct state *s = (struct state *)ctx->user;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
 	int w = ctx->world, me = ctx->rank;
 	size_t e = pkb_dtype_size(ctx->in[0].dtype);
 	char *pos = (char *)s->pos, *neg = (char *)s->neg;
@@ -135,7 +128,4 @@ static void release(struct state *s)
 	cudaFree(s->neg);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_RUN_FINI(struct state, run, release)

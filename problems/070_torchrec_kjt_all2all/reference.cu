@@ -150,12 +150,9 @@ recat(const int64_t *rlen, const int64_t *rval, const int64_t *seg_src,
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
-	if (ctx->world > MAX_WORLD)
-		return 1;
+	PKB_CK(pkb_ref_max_world(ctx, MAX_WORLD));
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	s->w = ctx->world;
 	s->bs = (int)pkb_param_get(ctx, "batch_size", 512);
 	for (int d = 0; d < s->w; d++) {
@@ -185,11 +182,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
+static int run(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	struct state *s = (struct state *)ctx->user;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
 	const int64_t *lengths = (const int64_t *)ctx->in[0].data;
 	const int64_t *values = (const int64_t *)ctx->in[1].data;
 	int me = ctx->rank, w = s->w, bs = s->bs, ks_r = s->ks_r;
@@ -227,18 +221,15 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
+static void release(struct state *s)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->foff);
-		cudaFree(s->send);
-		cudaFree(s->rlen);
-		cudaFree(s->rval);
-		cudaFree(s->seg_src);
-		cudaFree(s->seg_out);
-		cudaFree(s->owner);
-	}
-	free(s);
-	return 0;
+	cudaFree(s->foff);
+	cudaFree(s->send);
+	cudaFree(s->rlen);
+	cudaFree(s->rval);
+	cudaFree(s->seg_src);
+	cudaFree(s->seg_out);
+	cudaFree(s->owner);
 }
+
+PKB_REF_RUN_FINI(struct state, run, release)

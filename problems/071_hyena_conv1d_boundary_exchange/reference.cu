@@ -83,9 +83,8 @@ conv(const T *x, const T *w, const T *halo_a, const T *halo_b, T *y, int64_t nc,
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	PKB_CK(pkb_ref_float_dtype(ctx, t));
 	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	s->c = ctx->in[0].shape[1];
 	s->len = ctx->in[0].shape[2];
 	s->taps = ctx->in[1].shape[2];
@@ -101,10 +100,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 }
 
 template <typename T>
-static int run_t(pkb_ctx *ctx, struct state *s)
+static int run_t(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
 	const T *x = (const T *)ctx->in[0].data;
 	int pad = (int)s->taps - 1, me = ctx->rank, last = ctx->world - 1;
 	size_t halo = (size_t)s->c * pad;
@@ -133,18 +130,10 @@ static int run_t(pkb_ctx *ctx, struct state *s)
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, run_t, ctx, (struct state *)ctx->user);
-}
-
 static void release(struct state *s)
 {
 	cudaFree(s->send);
 	cudaFree(s->recv);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_FLOAT_RUN_FINI(struct state, run_t, release)

@@ -94,9 +94,8 @@ finish(const T *se, const T *pred, T *loss, int64_t rows)
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	size_t bytes = (size_t)ctx->out[0].numel * pkb_dtype_size(ctx->in[0].dtype);
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->mx, bytes));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->pred, bytes));
@@ -105,10 +104,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 }
 
 template <typename T>
-static int launch(pkb_ctx *ctx, struct state *s)
+static int launch(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
 	ncclDataType_t nt;
 	PKB_CK(pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &nt));
 	const T *x = (const T *)ctx->in[0].data;
@@ -130,11 +127,6 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
-}
-
 static void release(struct state *s)
 {
 	cudaFree(s->mx);
@@ -142,7 +134,4 @@ static void release(struct state *s)
 	cudaFree(s->se);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_FLOAT_RUN_FINI(struct state, launch, release)

@@ -196,10 +196,10 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	return 0;
 }
 
+/* over s's cp and tp communicators, not the world's */
 template <typename T>
-static int launch(pkb_ctx *ctx, struct state *s)
+static int launch(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	pkb_dtype dt = ctx->in[0].dtype;
 	ncclDataType_t nt;
 	PKB_CK(pkb_ref_nccl_type(ctx, dt, &nt));
@@ -231,11 +231,6 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
-}
-
 static void release(struct state *s)
 {
 	if (s->split_cp && s->cp_comm)
@@ -247,7 +242,4 @@ static void release(struct state *s)
 		cudaFree(bufs[i]);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_FLOAT_RUN_FINI(struct state, launch, release)

@@ -50,9 +50,9 @@
 #include "pkb_ref.cuh"
 #include "pkb_device.cuh"   /* pkb_to_float, pkb_from_float */
 #include "cudnn_conv.cuh"
-/* defines: transpose, launch_transpose, dnn_log, PKB_CK_DNN, dnn_type, struct dnn_owned,
- * dnn_own, dnn_drop, dnn_free_all, dnn_heur_configs, dnn_cfg_ok, now_s, MAX_CFG,
- * MAX_TRY, MAX_WS, SEARCH_S, UID_X, UID_W, UID_Y */
+/* defines: transpose, launch_transpose, scratch_fill, dnn_log, PKB_CK_DNN, dnn_type,
+ * struct dnn_owned, dnn_own, dnn_drop, dnn_free_all, dnn_heur_configs, dnn_cfg_ok, now_s,
+ * MAX_CFG, MAX_TRY, MAX_WS, SEARCH_S, UID_X, UID_W, UID_Y */
 
 PKB_SOLUTION;
 
@@ -100,21 +100,11 @@ struct state {
 };
 
 
-/* scratch data for timing the plans in init: uniform in [-1, 1) from a hash
- * of the index (all-zero operands would flatter the tensor cores' power) */
+/* scratch data for timing the plans in init: the full hash */
 template <typename T>
 __global__ void fill_scratch(T *p, int64_t n, uint32_t seed)
 {
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * blockDim.x) {
-		uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-		h ^= h >> 16;
-		h *= 0x7feb352du;
-		h ^= h >> 15;
-		h *= 0x846ca68bu;
-		h ^= h >> 16;
-		p[i] = pkb_from_float<T>((float)(h >> 8) * (2.f / 16777216.f) - 1.f);
-	}
+	scratch_fill<T>(p, n, seed, 5);
 }
 
 template <typename T>
@@ -415,9 +405,8 @@ static int search(pkb_ctx *ctx, struct state *s, struct shape *sh, const struct 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	PKB_CK(pkb_ref_float_dtype(ctx, t));   /* it returned 1 without a word */
 	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	if (pkb_param_get(ctx, "stride", 1) != 1 || pkb_param_get(ctx, "padding", 0) != 0 ||
 	    pkb_param_get(ctx, "dilation", 1) != 1 || pkb_param_get(ctx, "groups", 1) != 1) {
 		ctx->svc->log(ctx, "076: only stride 1, padding 0, dilation 1, groups 1");

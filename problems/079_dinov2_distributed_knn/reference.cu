@@ -113,9 +113,8 @@ static size_t sort_temp(int64_t items, int64_t rows)
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
 	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	int64_t q = ctx->in[0].shape[0], t = ctx->in[1].shape[1];
 	int64_t k = ctx->out[0].shape[1], w = ctx->world;
 	int64_t cols = t > w * k ? t : w * k;
@@ -139,10 +138,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 }
 
 template <typename T>
-static int launch(pkb_ctx *ctx, struct state *s)
+static int launch(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
 	pkb_dtype dt = ctx->in[0].dtype;
 	int w = ctx->world, r = ctx->rank;
 	int64_t q = ctx->in[0].shape[0], f = ctx->in[0].shape[1], t = ctx->in[1].shape[1];
@@ -218,11 +215,6 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
-}
-
 static void release(struct state *s)
 {
 	pkb_ref_blas_fini(&s->blas);
@@ -240,7 +232,4 @@ static void release(struct state *s)
 	cudaFree(s->temp);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_FLOAT_RUN_FINI(struct state, launch, release)

@@ -100,11 +100,9 @@ __global__ void overwrite(float *m, const bool *sup, int64_t n)
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	PKB_CK(pkb_ref_float_dtype(ctx, ctx->in[0].dtype));
-	if (ctx->world > MAX_WORLD)
-		return 1;
+	PKB_CK(pkb_ref_max_world(ctx, MAX_WORLD));
 	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	for (int r = 0; r < ctx->world; r++) {
 		char name[32];
 		snprintf(name, sizeof name, "num_obj_per_gpu_%d", r);
@@ -124,10 +122,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 }
 
 template <typename T>
-static int launch(pkb_ctx *ctx, struct state *s)
+static int launch(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
 	int w = ctx->world, r = ctx->rank;
 	int64_t n = ctx->out[0].shape[0], c = ctx->in[0].shape[0];
 	float *masks = (float *)ctx->out[0].data, *scores = (float *)ctx->out[1].data;
@@ -167,11 +163,6 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct state *)ctx->user);
-}
-
 static void release(struct state *s)
 {
 	pkb_ref_blas_fini(&s->blas);
@@ -180,7 +171,4 @@ static void release(struct state *s)
 	cudaFree(s->area);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_FLOAT_RUN_FINI(struct state, launch, release)

@@ -52,10 +52,10 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	return lp_init(ctx, ct, ct * ctx->in[0].shape[2]);
 }
 
+/* lp_all_to_all takes the communicator from ctx */
 template <typename T>
-static int launch(pkb_ctx *ctx, struct lp_state *s)
+static int launch(pkb_ctx *ctx, struct lp_state *s, cudaStream_t st, ncclComm_t)
 {
-	cudaStream_t st = (cudaStream_t)ctx->stream;
 	ncclDataType_t nt;
 	PKB_CK(pkb_ref_nccl_type(ctx, ctx->in[0].dtype, &nt));
 	int w = ctx->world, k = (int)ctx->in[0].shape[2];
@@ -81,12 +81,5 @@ static int launch(pkb_ctx *ctx, struct lp_state *s)
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
-{
-	return PKB_REF_FLOAT_CALL(ctx->in[0].dtype, launch, ctx, (struct lp_state *)ctx->user);
-}
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, lp_release);
-}
+PKB_REF_FLOAT_RUN_FINI(struct lp_state, launch, lp_release)

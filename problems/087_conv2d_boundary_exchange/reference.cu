@@ -39,9 +39,9 @@
 #include "pkb_ref.cuh"
 #include "pkb_device.cuh"   /* pkb_to_float, pkb_from_float */
 #include "cudnn_conv.cuh"
-/* defines: transpose, launch_transpose, dnn_log, PKB_CK_DNN, dnn_type, struct dnn_owned,
- * dnn_own, dnn_drop, dnn_free_all, dnn_heur_configs, dnn_cfg_ok, now_s, MAX_CFG,
- * MAX_TRY, MAX_WS, SEARCH_S, UID_X, UID_W, UID_Y */
+/* defines: transpose, launch_transpose, scratch_fill, dnn_log, PKB_CK_DNN, dnn_type,
+ * struct dnn_owned, dnn_own, dnn_drop, dnn_free_all, dnn_heur_configs, dnn_cfg_ok, now_s,
+ * MAX_CFG, MAX_TRY, MAX_WS, SEARCH_S, UID_X, UID_W, UID_Y */
 
 PKB_SOLUTION;
 
@@ -56,18 +56,11 @@ struct state {
 	int64_t c, lh, wd;
 };
 
-/* scratch operands for timing the plans: uniform in [-1, 1) from a hash */
+/* scratch operands for timing the plans: three steps of the hash */
 template <typename T>
 __global__ void fill_scratch(T *p, int64_t n, uint32_t seed)
 {
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * blockDim.x) {
-		uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-		h ^= h >> 16;
-		h *= 0x7feb352du;
-		h ^= h >> 15;
-		p[i] = pkb_from_float<T>((float)(h >> 8) * (2.f / 16777216.f) - 1.f);
-	}
+	scratch_fill<T>(p, n, seed, 3);
 }
 
 static void fill(pkb_dtype t, void *p, size_t bytes, uint32_t seed, cudaStream_t st)
@@ -258,9 +251,8 @@ static int search(pkb_ctx *ctx, struct state *s, cudnnBackendHeurMode_t mode, pk
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
 	pkb_dtype t = ctx->in[0].dtype;
-	PKB_CK(pkb_ref_float_dtype(ctx, t));
 	struct state *s;
-	PKB_CK(pkb_ref_state(ctx, &s));
+	PKB_CK(pkb_ref_float_state(ctx, &s));
 	if (pkb_param_get(ctx, "stride", 1) != 1 || pkb_param_get(ctx, "padding", 1) != 1) {
 		ctx->svc->log(ctx, "087 reference: only stride 1, padding 1");
 		return 1;

@@ -2,10 +2,11 @@
  * cudnn_conv.cuh -- what 076's and 087's references share around their
  * cuDNN graph (backend API) convolutions in channels-last layout: the
  * tiled transpose in and out of NCHW / NCDHW (+ the bias on the way out),
- * cuDNN's check macro, the list of every descriptor a reference makes (for
- * its pkb_fini), a heuristic's engine configs and the filter on them that
- * keeps the reference's arithmetic, and the clock of the plan search. Included by the two
- * reference.cu files after pkb_ref.cuh and pkb_device.cuh.
+ * the scratch operands the plan search times on, cuDNN's check macro, the
+ * list of every descriptor a reference makes (for its pkb_fini), a
+ * heuristic's engine configs and the filter on them that keeps the
+ * reference's arithmetic, and the clock of the plan search. Included by
+ * the two reference.cu files after pkb_ref.cuh and pkb_device.cuh.
  */
 #ifndef PKB_CUDNN_CONV_CUH
 #define PKB_CUDNN_CONV_CUH
@@ -57,6 +58,32 @@ static void launch_transpose(const T *src, T *dst, int64_t rows, int64_t cols, i
 	dim3 grid((unsigned)((cols + TR_TILE - 1) / TR_TILE),
 		  (unsigned)((rows + TR_TILE - 1) / TR_TILE), (unsigned)batches);
 	transpose<T><<<grid, dim3(TR_TILE, 8), 0, st>>>(src, dst, rows, cols, ldd, bias);
+}
+
+/* ---- scratch operands -------------------------------------------------------- */
+
+/*
+ * A fill_scratch kernel's body: p[i] uniform in [-1, 1) from a hash of i
+ * and the seed, for timing the plans in init on data like the real (all-zero
+ * operands would flatter the tensor cores' power). The hash is the first
+ * `steps` of the five steps of Wellons' lowbias32 (076: all five; 087:
+ * three), over a grid-stride loop.
+ */
+template <typename T>
+__device__ __forceinline__ void scratch_fill(T *p, int64_t n, uint32_t seed, int steps)
+{
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+	     i += (int64_t)gridDim.x * blockDim.x) {
+		uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+		h ^= h >> 16;
+		h *= 0x7feb352du;
+		h ^= h >> 15;
+		if (steps > 3) {
+			h *= 0x846ca68bu;
+			h ^= h >> 16;
+		}
+		p[i] = pkb_from_float<T>((float)(h >> 8) * (2.f / 16777216.f) - 1.f);
+	}
 }
 
 /* ---- cuDNN: errors and descriptors ------------------------------------------ */
