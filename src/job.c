@@ -677,6 +677,49 @@ int job_ref_cache_check(struct job_opts *o, const struct job_solution *sols, int
 	return 0;
 }
 
+/* The job every rank of this launch gets (wire.h), or -1 when a path does
+ * not fit it */
+static int job_wire(const struct job_opts *o, enum wire_mode mode,
+		    const struct job_solution *sols, int n_sol, struct wire_job *wj)
+{
+	wire_job_init(wj);
+	int bad = 0;
+	wj->mode = mode;
+	snprintf(wj->problem, sizeof wj->problem, "%d", o->p->id);
+	wj->m = o->m;
+	wj->n = o->n;
+	wj->dtype = o->dtype;
+	wj->seed = (long long)o->seed;
+	wj->seed_drawn = o->seed_drawn;
+	wj->trials = o->trials;
+	wj->trial0 = o->trial0;
+	wj->device_timeout_ms = o->device_timeout_ms;
+	wj->sandbox = !o->no_sandbox;
+	if (o->save_dir)
+		bad |= snprintf(wj->save_dir, sizeof wj->save_dir, "%s", o->save_dir) >=
+		       (int)sizeof wj->save_dir;
+	if (o->ref_cache)
+		bad |= snprintf(wj->ref_cache, sizeof wj->ref_cache, "%s", o->ref_cache) >=
+		       (int)sizeof wj->ref_cache;
+	wj->atol = o->atol;
+	wj->rtol = o->rtol;
+	wj->n_sol = n_sol < WIRE_MAX_SOL ? n_sol : WIRE_MAX_SOL;
+	for (int i = 0; i < wj->n_sol; i++) {
+		snprintf(wj->sol[i].role, sizeof wj->sol[i].role, "%s", sols[i].role);
+		bad |= snprintf(wj->sol[i].so, sizeof wj->sol[i].so, "%s", sols[i].build->so_path) >=
+		       (int)sizeof wj->sol[i].so;
+		wj->sol[i].nccl = sols[i].nccl;
+	}
+	if (o->measure_perf) {
+		wj->has_perf = 1;
+		wj->perf.warmup = o->warmup + warmup_jitter();
+		wj->perf.iters = o->iters;
+		wj->perf.block = 10;
+		wj->perf.mode = o->timing;
+	}
+	return bad || n_sol > WIRE_MAX_SOL ? -1 : 0;
+}
+
 int job_launch(struct job_opts *o, enum wire_mode mode, struct job_solution *sols, int n_sol,
 	       struct launch_result *res, struct job_records *rec, char **log_dir_out)
 {
@@ -702,42 +745,7 @@ int job_launch(struct job_opts *o, enum wire_mode mode, struct job_solution *sol
 	}
 	/* the job every rank gets (wire.h); launch.c addresses a copy to each */
 	struct wire_job wj;
-	wire_job_init(&wj);
-	int bad = 0;
-	wj.mode = mode;
-	snprintf(wj.problem, sizeof wj.problem, "%d", o->p->id);
-	wj.m = o->m;
-	wj.n = o->n;
-	wj.dtype = o->dtype;
-	wj.seed = (long long)o->seed;
-	wj.seed_drawn = o->seed_drawn;
-	wj.trials = o->trials;
-	wj.trial0 = o->trial0;
-	wj.device_timeout_ms = o->device_timeout_ms;
-	wj.sandbox = !o->no_sandbox;
-	if (o->save_dir)
-		bad |= snprintf(wj.save_dir, sizeof wj.save_dir, "%s", o->save_dir) >=
-		       (int)sizeof wj.save_dir;
-	if (o->ref_cache)
-		bad |= snprintf(wj.ref_cache, sizeof wj.ref_cache, "%s", o->ref_cache) >=
-		       (int)sizeof wj.ref_cache;
-	wj.atol = o->atol;
-	wj.rtol = o->rtol;
-	wj.n_sol = n_sol < WIRE_MAX_SOL ? n_sol : WIRE_MAX_SOL;
-	for (int i = 0; i < wj.n_sol; i++) {
-		snprintf(wj.sol[i].role, sizeof wj.sol[i].role, "%s", sols[i].role);
-		bad |= snprintf(wj.sol[i].so, sizeof wj.sol[i].so, "%s", sols[i].build->so_path) >=
-		       (int)sizeof wj.sol[i].so;
-		wj.sol[i].nccl = sols[i].nccl;
-	}
-	if (o->measure_perf) {
-		wj.has_perf = 1;
-		wj.perf.warmup = o->warmup + warmup_jitter();
-		wj.perf.iters = o->iters;
-		wj.perf.block = 10;
-		wj.perf.mode = o->timing;
-	}
-	if (bad || n_sol > WIRE_MAX_SOL) {
+	if (job_wire(o, mode, sols, n_sol, &wj) < 0) {
 		error("the job does not fit the wire (a path over 4095 bytes?)");
 		free(dir);
 		return -1;
