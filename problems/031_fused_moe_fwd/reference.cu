@@ -3,8 +3,8 @@
  * between the ranks, cuBLAS for the GEMMs, a CUB radix sort for the
  * permutation. 032's reference is this file with LoRA terms in the MLP.
  *
- * 1. Router: logits = T(x Wr^T + br) (cuBLAS, the bias as C with beta = 1:
- *    one rounding of the fp32 sum), then per token the softmax in fp32
+ * 1. Router: logits = T(x Wr^T + br) (lib/linear.cuh: the bias added to
+ *    cuBLAS's fp32 product before the one rounding), then per token the softmax in fp32
  *    rounded to T and the top 2 (ties: the lower expert), and this rank's
  *    count of (token, expert) pairs per expert.
  * 2. Permute: a stable radix sort of the 2M pairs by expert gives the
@@ -17,8 +17,8 @@
  *    q's experts; from rank p we get output_splits[p] = sum of p's counts
  *    of ours.
  * 4. Dispatch: grouped ncclSend/ncclRecv with those variable splits (the
- *    original's all_to_all_single); the MLP on every received row (cuBLAS,
- *    biases as C, silu(gate) * up between); the rows back the same way with
+ *    original's all_to_all_single); the MLP on every received row (cuBLAS
+ *    and linear.cuh, silu(gate) * up between); the rows back the same way with
  *    the splits swapped.
  * 5. Combine: out[t] = T(T(y_0 w_0) + T(y_1 w_1)), the original's weighted
  *    scatter_add into zeros (two terms: the order of the adds is moot).
@@ -55,7 +55,8 @@
 PKB_SOLUTION;
 
 #include "moe_fused.cuh"
-/* defines: EXPERTS, TOP_K, MOE_THREADS, fill_rows, route, pack, combine, exchange */
+#include "linear.cuh"   /* defines: linear */
+/* defines: EXPERTS, TOP_K, MOE_THREADS, route, pack, combine, exchange */
 
 #define INTER 128
 #define THREADS MOE_THREADS   /* every kernel's block size, moe_fused.cuh's too */
@@ -77,6 +78,7 @@ struct state {
 	void *send, *ret;     /* [2M][N]: our rows out, their results back */
 	void *recv, *y;       /* [cap][N]: rows in, the MLP's output */
 	void *gate, *up, *h;  /* [cap][128] */
+	float *acc;           /* [cap][max(N, 128)]: linear's fp32 products */
 };
 
 /* h = T(T(silu(gate)) * up), silu(v) = v / (1 + e^-v) in fp32 */
@@ -122,6 +124,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->ret, pairs * s->n * es));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->recv, s->cap * s->n * es));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->y, s->cap * s->n * es));
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->acc, s->cap * (s->n > INTER ? s->n : INTER) *
+					     (int64_t)sizeof(float)));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->gate, s->cap * INTER * es));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->up, s->cap * INTER * es));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->h, s->cap * INTER * es));
@@ -149,11 +153,8 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	PKB_CK(pkb_ref_blas_bind(ctx, &s->blas, st));
 
 	/* 1. router */
-	fill_rows<T><<<pkb_ref_blocks(m * EXPERTS, THREADS, 1024), THREADS, 0, st>>>(
-		(T *)s->logits, (const T *)ctx->in[2].data, m, EXPERTS);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, h, 0, 1, m, EXPERTS, n, 1.0, x, n, ctx->in[1].data, n, 1.0,
-			       s->logits, EXPERTS, dt));
+	PKB_CK(linear<T>(ctx, h, st, dt, m, EXPERTS, n, x, n, (const T *)ctx->in[1].data, n,
+			 (const T *)ctx->in[2].data, s->acc, (T *)s->logits, EXPERTS, 0));
 	PKB_CK_CUDA(ctx, cudaMemsetAsync(s->counts, 0, EXPERTS * sizeof(unsigned long long), st));
 	route<T><<<pkb_ref_blocks(m, THREADS, 1u << 20), THREADS, 0, st>>>(
 		(const T *)s->logits, (T *)s->wts, s->keys, s->pairs, s->counts, m);
@@ -191,22 +192,16 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	/* 4. dispatch, the MLP, back */
 	PKB_CK(exchange(ctx, nt, n, s->send, in_off, in_split, s->recv, out_off, out_split));
 	if (rows) {
-		fill_rows<T><<<pkb_ref_blocks(rows * INTER, THREADS, 2048), THREADS, 0, st>>>(
-			(T *)s->gate, bg, rows, INTER);
-		fill_rows<T><<<pkb_ref_blocks(rows * INTER, THREADS, 2048), THREADS, 0, st>>>(
-			(T *)s->up, bu, rows, INTER);
-		fill_rows<T><<<pkb_ref_blocks(rows * n, THREADS, 2048), THREADS, 0, st>>>(
-			(T *)s->y, bd, rows, n);
-		PKB_CK_LAUNCH(ctx);
-		PKB_CK(pkb_ref_gemm_rm(ctx, h, 0, 1, rows, INTER, n, 1.0, s->recv, n, wg, n, 1.0,
-				       s->gate, INTER, dt));
-		PKB_CK(pkb_ref_gemm_rm(ctx, h, 0, 1, rows, INTER, n, 1.0, s->recv, n, wu, n, 1.0,
-				       s->up, INTER, dt));
+		const T *v = (const T *)s->recv;
+		PKB_CK(linear<T>(ctx, h, st, dt, rows, INTER, n, v, n, wg, n, bg, s->acc,
+				 (T *)s->gate, INTER, 0));
+		PKB_CK(linear<T>(ctx, h, st, dt, rows, INTER, n, v, n, wu, n, bu, s->acc,
+				 (T *)s->up, INTER, 0));
 		silu_mul<T><<<pkb_ref_blocks(rows * INTER, THREADS, 2048), THREADS, 0, st>>>(
 			(const T *)s->gate, (const T *)s->up, (T *)s->h, rows * INTER);
 		PKB_CK_LAUNCH(ctx);
-		PKB_CK(pkb_ref_gemm_rm(ctx, h, 0, 1, rows, n, INTER, 1.0, s->h, INTER, wd, INTER,
-				       1.0, s->y, n, dt));
+		PKB_CK(linear<T>(ctx, h, st, dt, rows, n, INTER, (const T *)s->h, INTER, wd, INTER,
+				 bd, s->acc, (T *)s->y, n, 0));
 	}
 	PKB_CK(exchange(ctx, nt, n, s->y, out_off, out_split, s->ret, in_off, in_split));
 
@@ -235,7 +230,7 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 		pkb_ref_blas_fini(&s->blas);
 		void *bufs[] = { s->logits, s->wts, s->keys, s->keys_sorted, s->pairs,
 				 s->pairs_sorted, s->row, s->counts, s->gathered, s->sort_tmp,
-				 s->send, s->ret, s->recv, s->y, s->gate, s->up, s->h };
+				 s->send, s->ret, s->recv, s->y, s->gate, s->up, s->h, s->acc };
 		for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 			cudaFree(bufs[i]);
 		cudaFreeHost(s->host);

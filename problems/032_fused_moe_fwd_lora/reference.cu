@@ -6,8 +6,8 @@
  *     g = T(T(x Wg^T + bg) + T(T(x A_g^T) B_g^T)), u likewise,
  *     h = T(T(silu(g)) * u), y = T(T(h Wd^T + bd) + T(T(h A_d^T) B_d^T)).
  *
- * 1. Router: logits = T(x Wr^T + br) (cuBLAS, the bias as C with beta = 1:
- *    one rounding of the fp32 sum), then per token the softmax in fp32
+ * 1. Router: logits = T(x Wr^T + br) (lib/linear.cuh: the bias added to
+ *    cuBLAS's fp32 product before the one rounding), then per token the softmax in fp32
  *    rounded to T and the top 2 (ties: the lower expert), and this rank's
  *    count of (token, expert) pairs per expert.
  * 2. Permute: a stable radix sort of the 2M pairs by expert gives the
@@ -21,9 +21,9 @@
  *    of ours.
  * 4. Dispatch: grouped ncclSend/ncclRecv with those variable splits (the
  *    original's all_to_all_single); the MLP with its LoRA terms on every
- *    received row (cuBLAS, biases as C; the sums, silu and product in two
- *    element-wise kernels); the rows back the same way with the splits
- *    swapped.
+ *    received row (cuBLAS, lib/linear.cuh for the biased layers; the sums,
+ *    silu and product in two element-wise kernels); the rows back the same
+ *    way with the splits swapped.
  * 5. Combine: out[t] = T(T(y_0 w_0) + T(y_1 w_1)), the original's weighted
  *    scatter_add into zeros (two terms: the order of the adds is moot).
  *
@@ -59,7 +59,8 @@
 PKB_SOLUTION;
 
 #include "moe_fused.cuh"
-/* defines: EXPERTS, TOP_K, MOE_THREADS, fill_rows, route, pack, combine, exchange */
+#include "linear.cuh"   /* defines: linear */
+/* defines: EXPERTS, TOP_K, MOE_THREADS, route, pack, combine, exchange */
 
 #define INTER 128
 #define LORA_R 8
@@ -82,6 +83,7 @@ struct state {
 	void *send, *ret;     /* [2M][N]: our rows out, their results back */
 	void *recv, *y;       /* [cap][N]: rows in, the MLP's output */
 	void *gate, *up, *h;  /* [cap][128] */
+	float *acc;           /* [cap][max(N, 128)]: linear's fp32 products */
 	void *lg, *lu;        /* [cap][128] the gate and up LoRA terms */
 	void *xa;             /* [cap][8] a LoRA A product (reused) */
 	void *ld;             /* [cap][N] the down LoRA term */
@@ -142,6 +144,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->ret, pairs * s->n * es));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->recv, s->cap * s->n * es));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->y, s->cap * s->n * es));
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->acc, s->cap * (s->n > INTER ? s->n : INTER) *
+					     (int64_t)sizeof(float)));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->gate, s->cap * INTER * es));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->up, s->cap * INTER * es));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->h, s->cap * INTER * es));
@@ -176,11 +180,8 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	PKB_CK(pkb_ref_blas_bind(ctx, &s->blas, st));
 
 	/* 1. router */
-	fill_rows<T><<<pkb_ref_blocks(m * EXPERTS, THREADS, 1024), THREADS, 0, st>>>(
-		(T *)s->logits, (const T *)ctx->in[2].data, m, EXPERTS);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, h, 0, 1, m, EXPERTS, n, 1.0, x, n, ctx->in[1].data, n, 1.0,
-			       s->logits, EXPERTS, dt));
+	PKB_CK(linear<T>(ctx, h, st, dt, m, EXPERTS, n, x, n, (const T *)ctx->in[1].data, n,
+			 (const T *)ctx->in[2].data, s->acc, (T *)s->logits, EXPERTS, 0));
 	PKB_CK_CUDA(ctx, cudaMemsetAsync(s->counts, 0, EXPERTS * sizeof(unsigned long long), st));
 	route<T><<<pkb_ref_blocks(m, THREADS, 1u << 20), THREADS, 0, st>>>(
 		(const T *)s->logits, (T *)s->wts, s->keys, s->pairs, s->counts, m);
@@ -218,17 +219,11 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	/* 4. dispatch, the MLP, back */
 	PKB_CK(exchange(ctx, nt, n, s->send, in_off, in_split, s->recv, out_off, out_split));
 	if (rows) {
-		fill_rows<T><<<pkb_ref_blocks(rows * INTER, THREADS, 2048), THREADS, 0, st>>>(
-			(T *)s->gate, bg, rows, INTER);
-		fill_rows<T><<<pkb_ref_blocks(rows * INTER, THREADS, 2048), THREADS, 0, st>>>(
-			(T *)s->up, bu, rows, INTER);
-		fill_rows<T><<<pkb_ref_blocks(rows * n, THREADS, 2048), THREADS, 0, st>>>(
-			(T *)s->y, bd, rows, n);
-		PKB_CK_LAUNCH(ctx);
-		PKB_CK(pkb_ref_gemm_rm(ctx, h, 0, 1, rows, INTER, n, 1.0, s->recv, n, wg, n, 1.0,
-				       s->gate, INTER, dt));
-		PKB_CK(pkb_ref_gemm_rm(ctx, h, 0, 1, rows, INTER, n, 1.0, s->recv, n, wu, n, 1.0,
-				       s->up, INTER, dt));
+		const T *v = (const T *)s->recv;
+		PKB_CK(linear<T>(ctx, h, st, dt, rows, INTER, n, v, n, wg, n, bg, s->acc,
+				 (T *)s->gate, INTER, 0));
+		PKB_CK(linear<T>(ctx, h, st, dt, rows, INTER, n, v, n, wu, n, bu, s->acc,
+				 (T *)s->up, INTER, 0));
 		/* the LoRA terms: T(T(v A^T) B^T) */
 		PKB_CK(pkb_ref_gemm_rm(ctx, h, 0, 1, rows, LORA_R, n, 1.0, s->recv, n, ag, n, 0.0,
 				       s->xa, LORA_R, dt));
@@ -242,8 +237,8 @@ static int launch(pkb_ctx *ctx, struct state *s)
 			(const T *)s->gate, (const T *)s->lg, (const T *)s->up, (const T *)s->lu,
 			(T *)s->h, rows * INTER);
 		PKB_CK_LAUNCH(ctx);
-		PKB_CK(pkb_ref_gemm_rm(ctx, h, 0, 1, rows, n, INTER, 1.0, s->h, INTER, wd, INTER,
-				       1.0, s->y, n, dt));
+		PKB_CK(linear<T>(ctx, h, st, dt, rows, n, INTER, (const T *)s->h, INTER, wd, INTER,
+				 bd, s->acc, (T *)s->y, n, 0));
 		PKB_CK(pkb_ref_gemm_rm(ctx, h, 0, 1, rows, LORA_R, INTER, 1.0, s->h, INTER, ad,
 				       INTER, 0.0, s->xa, LORA_R, dt));
 		PKB_CK(pkb_ref_gemm_rm(ctx, h, 0, 1, rows, n, LORA_R, 1.0, s->xa, LORA_R, bdl,
@@ -279,7 +274,7 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 		pkb_ref_blas_fini(&s->blas);
 		void *bufs[] = { s->logits, s->wts, s->keys, s->keys_sorted, s->pairs,
 				 s->pairs_sorted, s->row, s->counts, s->gathered, s->sort_tmp,
-				 s->send, s->ret, s->recv, s->y, s->gate, s->up, s->h, s->lg,
+				 s->send, s->ret, s->recv, s->y, s->gate, s->up, s->h, s->acc, s->lg,
 				 s->lu, s->xa, s->ld };
 		for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 			cudaFree(bufs[i]);

@@ -9,6 +9,8 @@
  *
  * Roundings, as torch evaluates the original on tensors of dtype T:
  *     pre  = T(X W1^T + b1)           addmm: bias added in fp32, one rounding
+ *                                     (lib/linear.cuh: cuBLAS's fp32 product, then
+ *                                     the bias and the rounding)
  *     h    = relu(pre)
  *     out  = T(h W2^T + b2)
  *     dout = T(T(2/numel) * T(out - y))   mse_loss_backward runs in T's own
@@ -44,7 +46,7 @@ struct params {
 
 #include "mlp_ref.cuh"
 /* defines: struct mlp_ref, mlp_ref_init, mlp_release, MLP_THREADS, struct hyper,
- * adam_hyper, rt, fill_rows, relu, mse_grad, relu_mask, colsum, mlp_fwd_bwd */
+ * adam_hyper, rt, mse_grad, relu_mask, colsum, mlp_fwd_bwd (and linear.cuh's linear) */
 
 template <typename T>
 __global__ void adam(const T *gsum, struct params ps, const int64_t *step, struct hyper h)
@@ -104,8 +106,8 @@ static int step(pkb_ctx *ctx, struct mlp_ref *r)
 	PKB_CK(pkb_ref_blas_bind(ctx, &r->blas, st));
 
 	/* forward and backward (mlp_kernels.cuh) */
-	PKB_CK(mlp_fwd_bwd<T>(ctx, bh, st, t, x, y, w1, b1, w2, b2, h, dh, o, g_w1, g_b1, g_w2, g_b2,
-			      chunk, d_in, hidden, d_out));
+	PKB_CK(mlp_fwd_bwd<T>(ctx, bh, st, t, x, y, w1, b1, w2, b2, h, dh, o, r->acc, g_w1, g_b1,
+			      g_w2, g_b2, chunk, d_in, hidden, d_out));
 
 	/* the gradient all-reduce (sum; the mean is taken in the Adam kernel) */
 	PKB_CK_NCCL(ctx, ncclAllReduce(g, g, (size_t)p, nt, ncclSum, comm, st));

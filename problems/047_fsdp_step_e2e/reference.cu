@@ -6,7 +6,9 @@
  *
  * Each step rounds to T where the original's torch op does (python floats
  * become fp32 scalars, T-tensor ops compute in fp32 and round once):
- *     pre = T(X W1^T + b1)             (addmm: bias in the GEMM's epilogue)
+ *     pre = T(X W1^T + b1)             (addmm: the bias added to the fp32
+ *                                       product before the one rounding;
+ *                                       problems/lib/linear.cuh)
  *     h   = relu(pre)
  *     out = T(h W2^T + b2)
  *     d   = T(out - y);  dout = T(T(2/numel) * d)    (mse_loss_backward runs
@@ -31,6 +33,7 @@
 #include <cuda_bf16.h>
 #include "pkb_device.cuh"
 #include "pkb_ref.cuh"
+#include "linear.cuh"   /* defines: linear */
 
 PKB_SOLUTION;
 
@@ -45,6 +48,7 @@ struct ref47 {
 	void *dh;      /* [ch, hidden] dh, then dpre in place */
 	void *grad;    /* [P] flat gradients */
 	void *gs;      /* [S] this rank's summed gradient shard */
+	float *acc;    /* [ch, max(hidden, d_out)] linear's fp32 products */
 };
 
 struct hyper {
@@ -55,25 +59,6 @@ struct hyper {
 template <typename T> __device__ __forceinline__ float rt(float x)
 {
 	return pkb_to_float(pkb_from_float<T>(x));
-}
-
-/* c[i, j] = bias[j]: the GEMM then adds its product with beta = 1 and
- * rounds once, as addmm does */
-template <typename T>
-__global__ void bias_rows(const T *bias, T *c, int64_t rows, int64_t cols)
-{
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < rows * cols;
-	     i += (int64_t)gridDim.x * THREADS)
-		c[i] = bias[i % cols];
-}
-
-template <typename T>
-__global__ void relu(T *x, int64_t n)
-{
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * THREADS)
-		if (!(pkb_to_float(x[i]) > 0.f))
-			x[i] = pkb_from_float<T>(0.f);
 }
 
 /* in place: out -> dout = T(alpha_T * T(out - y)) (times grad_output 1) */
@@ -161,6 +146,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	PKB_CK_CUDA(ctx, cudaMalloc(&r->dh, r->ch * r->hidden * e));
 	PKB_CK_CUDA(ctx, cudaMalloc(&r->grad, r->p * e));
 	PKB_CK_CUDA(ctx, cudaMalloc(&r->gs, r->s * e));
+	PKB_CK_CUDA(ctx, cudaMalloc(&r->acc, r->ch * (r->hidden > r->d_out ? r->hidden : r->d_out) *
+					     (int64_t)sizeof(float)));
 	return pkb_ref_blas_init(ctx, &r->blas);
 }
 
@@ -184,17 +171,10 @@ static int step(pkb_ctx *ctx, struct ref47 *r)
 	PKB_CK_NCCL(ctx, ncclAllGather(ctx->in[2].data, full, (size_t)r->s, nt, comm, st));
 
 	/* forward */
-	bias_rows<T><<<pkb_ref_blocks(ch * hd, THREADS, 1024), THREADS, 0, st>>>(full + o_b1,
-		act, ch, hd);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 1, ch, hd, di, 1.0, x, di, full, di, 1.0, act, hd, t));
-	relu<T><<<pkb_ref_blocks(ch * hd, THREADS, 1024), THREADS, 0, st>>>(act, ch * hd);
-	PKB_CK_LAUNCH(ctx);
-	bias_rows<T><<<pkb_ref_blocks(ch * dout, THREADS, 1024), THREADS, 0, st>>>(full + o_b2,
-		out, ch, dout);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 1, ch, dout, hd, 1.0, act, hd, full + o_w2, hd, 1.0,
-			       out, dout, t));
+	PKB_CK(linear<T>(ctx, bh, st, t, ch, hd, di, x, di, full, di, full + o_b1, r->acc, act, hd,
+			 1));
+	PKB_CK(linear<T>(ctx, bh, st, t, ch, dout, hd, act, hd, full + o_w2, hd, full + o_b2,
+			 r->acc, out, dout, 0));
 
 	/* backward: mse_loss (mean over this rank's ch * d_out), then the
 	 * layers; X needs no gradient */
@@ -258,6 +238,7 @@ static void release(struct ref47 *r)
 	cudaFree(r->dh);
 	cudaFree(r->grad);
 	cudaFree(r->gs);
+	cudaFree(r->acc);
 }
 
 extern "C" int pkb_fini(pkb_ctx *ctx)

@@ -1,13 +1,15 @@
 /*
  * mlp_kernels.cuh -- the MLP's element-wise kernels, which 040, 041 and 042
- * run alike: rounding to T, addmm's bias fill, relu and its backward,
- * mse_loss's backward and the bias gradient's column sums, and the forward
- * and backward they make with cuBLAS (mlp_fwd_bwd); Adam's hyper-parameters
+ * run alike: rounding to T, relu's backward, mse_loss's backward and the
+ * bias gradient's column sums, and the forward and backward they make with
+ * cuBLAS and linear.cuh's addmm (mlp_fwd_bwd); Adam's hyper-parameters
  * (adam_hyper) and 041/042's Adam on a slice. Included by mlp_ref.cuh,
  * after pkb_device.cuh and pkb_ref.cuh.
  */
 #ifndef PKB_MLP_KERNELS_CUH
 #define PKB_MLP_KERNELS_CUH
+
+#include "linear.cuh"   /* defines: linear */
 
 /* the block size of these kernels: their loops assume it, and
  * mlp_fwd_bwd launches them with it (nothing else launches them) */
@@ -16,24 +18,6 @@
 template <typename T> __device__ __forceinline__ float rt(float x)
 {
 	return pkb_to_float(pkb_from_float<T>(x));
-}
-
-/* every row of a (rows, cols) matrix := b, the C of addmm's beta = 1 */
-template <typename T>
-__global__ void fill_rows(T *c, const T *b, int64_t rows, int64_t cols)
-{
-	for (int64_t i = blockIdx.x * (int64_t)MLP_THREADS + threadIdx.x; i < rows * cols;
-	     i += (int64_t)gridDim.x * MLP_THREADS)
-		c[i] = b[i % cols];
-}
-
-template <typename T>
-__global__ void relu(T *x, int64_t n)
-{
-	for (int64_t i = blockIdx.x * (int64_t)MLP_THREADS + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * MLP_THREADS)
-		if (!(pkb_to_float(x[i]) > 0.0f))
-			x[i] = pkb_from_float<T>(0.0f);
 }
 
 /* mse_loss_backward with grad_output = 1: alpha * (out - y), each op in T */
@@ -71,7 +55,8 @@ __global__ void colsum(const T *x, T *out, int64_t rows, int64_t cols)
 
 /* The MLP's forward and backward on this rank's chunk of rows, as the
  * original's autograd: h = relu(T(x W1^T + b1)) and o = T(h W2^T + b2)
- * (addmm: the bias rows as C, beta = 1), then the mean squared error's
+ * (linear: the bias added to the fp32 product in acc, (chunk, max(hidden,
+ * d_out)) floats, before the one rounding), then the mean squared error's
  * gradient 2 (o - y) / numel into o and the layers' gradients into g_w2,
  * g_b2, g_w1 and g_b1 (dh: the hidden gradient, masked by relu in place).
  * cuBLAS on bh, already bound to st. 0, or 1 after logging a failed call. */
@@ -79,23 +64,15 @@ __global__ void colsum(const T *x, T *out, int64_t rows, int64_t cols)
 template <typename T>
 static int mlp_fwd_bwd(pkb_ctx *ctx, cublasHandle_t bh, cudaStream_t st, pkb_dtype t,
 		       const T *x, const T *y, const T *w1, const T *b1, const T *w2, const T *b2,
-		       T *h, T *dh, T *o, T *g_w1, T *g_b1, T *g_w2, T *g_b2, int64_t chunk,
-		       int64_t d_in, int64_t hidden, int64_t d_out)
+		       T *h, T *dh, T *o, float *acc, T *g_w1, T *g_b1, T *g_w2, T *g_b2,
+		       int64_t chunk, int64_t d_in, int64_t hidden, int64_t d_out)
 {
 	int64_t nh = chunk * hidden, no = chunk * d_out;
 	/* forward */
-	fill_rows<T><<<pkb_ref_blocks(nh, MLP_THREADS, 1024), MLP_THREADS, 0, st>>>(h, b1, chunk,
-										     hidden);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 1, chunk, hidden, d_in, 1.0, x, d_in, w1, d_in,
-			       1.0, h, hidden, t));
-	relu<T><<<pkb_ref_blocks(nh, MLP_THREADS, 1024), MLP_THREADS, 0, st>>>(h, nh);
-	PKB_CK_LAUNCH(ctx);
-	fill_rows<T><<<pkb_ref_blocks(no, MLP_THREADS, 1024), MLP_THREADS, 0, st>>>(o, b2, chunk,
-										     d_out);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, bh, 0, 1, chunk, d_out, hidden, 1.0, h, hidden, w2, hidden,
-			       1.0, o, d_out, t));
+	PKB_CK(linear<T>(ctx, bh, st, t, chunk, hidden, d_in, x, d_in, w1, d_in, b1, acc, h,
+			 hidden, 1));
+	PKB_CK(linear<T>(ctx, bh, st, t, chunk, d_out, hidden, h, hidden, w2, hidden, b2, acc, o,
+			 d_out, 0));
 
 	/* backward of the mean squared error, then of both layers */
 	mse_grad<T><<<pkb_ref_blocks(no, MLP_THREADS, 1024), MLP_THREADS, 0, st>>>(

@@ -10,14 +10,15 @@
 
 #include <stdlib.h>
 #include "mlp_kernels.cuh"
-/* defines: MLP_THREADS, struct hyper, adam_hyper, rt, fill_rows, relu, mse_grad,
- * relu_mask, colsum, mlp_fwd_bwd, adam_slice */
+/* defines: MLP_THREADS, struct hyper, adam_hyper, rt, mse_grad, relu_mask, colsum,
+ * mlp_fwd_bwd, adam_slice */
 
 struct mlp_ref {
 	struct pkb_ref_blas blas;
 	void *f;                /* the flat parameters (P): 041, 042 */
 	void *h, *dh, *o, *g;   /* (chunk, hidden) x2, (chunk, d_out), flat (P) */
 	void *gp;               /* this rank's summed slice (part): 042 */
+	float *acc;             /* the forward's fp32 products, (chunk, max(hidden, d_out)) */
 };
 
 /* pkb_init of the three: the buffers, f when `flat` (041, 042), gp when
@@ -38,6 +39,8 @@ static int mlp_ref_init(pkb_ctx *ctx, int flat, int slice)
 	PKB_CK_CUDA(ctx, cudaMalloc(&r->dh, chunk * hidden * e));
 	PKB_CK_CUDA(ctx, cudaMalloc(&r->o, chunk * d_out * e));
 	PKB_CK_CUDA(ctx, cudaMalloc(&r->g, p * e));
+	PKB_CK_CUDA(ctx, cudaMalloc(&r->acc, chunk * (hidden > d_out ? hidden : d_out) *
+					     (int64_t)sizeof(float)));
 	if (slice)
 		PKB_CK_CUDA(ctx, cudaMalloc(&r->gp, ctx->in[6].numel * e));
 	return pkb_ref_blas_init(ctx, &r->blas);
@@ -53,6 +56,7 @@ static void mlp_release(struct mlp_ref *r)
 	cudaFree(r->o);
 	cudaFree(r->g);
 	cudaFree(r->gp);
+	cudaFree(r->acc);
 }
 
 /*
@@ -92,8 +96,8 @@ static int zero_step(pkb_ctx *ctx, struct mlp_ref *r, int stage)
 	cublasHandle_t bh = r->blas.h;
 	PKB_CK(pkb_ref_blas_bind(ctx, &r->blas, st));
 	/* forward and backward (mlp_kernels.cuh) */
-	PKB_CK(mlp_fwd_bwd<T>(ctx, bh, st, t, x, y, w1, b1, w2, b2, h, dh, o, g_w1, g_b1, g_w2, g_b2,
-			      chunk, d_in, hidden, d_out));
+	PKB_CK(mlp_fwd_bwd<T>(ctx, bh, st, t, x, y, w1, b1, w2, b2, h, dh, o, r->acc, g_w1, g_b1,
+			      g_w2, g_b2, chunk, d_in, hidden, d_out));
 
 	int64_t start = (int64_t)ctx->rank * part;
 	const T *gsum;   /* this rank's slice of the sum */

@@ -8,15 +8,15 @@
  * consecutive ranks with one expert each (051). Expert e lives on group
  * member e / (E/G); every local expert runs that rank's MLP.
  *
- * 1. Router: logits = T(x Wr^T + br) (cuBLAS, the bias as C with beta = 1:
- *    one rounding of the fp32 sum), then per token softmax in fp32 rounded
- *    to T and the top_k (ties: the lower expert).
+ * 1. Router: logits = T(x Wr^T + br) (lib/linear.cuh: the bias added to
+ *    cuBLAS's fp32 product before the one rounding), then per token softmax
+ *    in fp32 rounded to T and the top_k (ties: the lower expert).
  * 2. Dispatch plan (one block, CUB BlockScan per expert): each (token, k)
  *    pair gets a row in the slot of its expert's group member, ordered by
  *    local expert then token, as the original's permute.
  * 3. Pack the token rows, exchange the slots with grouped ncclSend/ncclRecv
  *    (member q's slot to member q), run the MLP on every received row
- *    (cuBLAS, biases as C, silu(gate) * up between), send the rows back the
+ *    (linear.cuh for each layer, silu(gate) * up between), send the rows back the
  *    same way.
  * 4. Combine: out[t] = T(T(y_0 w_0) + T(y_1 w_1)), the original's weighted
  *    scatter_add into zeros.
@@ -40,6 +40,7 @@
 #include "pkb.h"
 #include "pkb_device.cuh"
 #include "pkb_ref.cuh"
+#include "linear.cuh"   /* defines: linear */
 
 PKB_SOLUTION;
 
@@ -58,15 +59,8 @@ struct state {
 	void *send, *recv;    /* [G][cap][N] */
 	void *gate, *up, *h;  /* [G*cap][128] */
 	void *y, *ret;        /* [G*cap][N] */
+	float *acc;           /* linear's fp32 products: the most of [M][E], [G*cap][N], [G*cap][128] */
 };
-
-template <typename T>
-__global__ void fill_rows(T *c, const T *bias, int64_t rows, int64_t cols)
-{
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < rows * cols;
-	     i += (int64_t)gridDim.x * THREADS)
-		c[i] = bias[i % cols];
-}
 
 /* one thread a token: softmax in fp32, rounded to T; top_k, ties to the
  * lower index (strictly greater replaces) */
@@ -226,6 +220,10 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->gate, rows * INTER * es));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->up, rows * INTER * es));
 	PKB_CK_CUDA(ctx, cudaMalloc(&s->h, rows * INTER * es));
+	int64_t acc = rows * (s->n > INTER ? s->n : INTER);
+	if (s->m * s->e > acc)
+		acc = s->m * s->e;
+	PKB_CK_CUDA(ctx, cudaMalloc(&s->acc, acc * (int64_t)sizeof(float)));
 	/* rows past a slot's count are sent too: finite from the start */
 	PKB_CK_CUDA(ctx, cudaMemset(s->send, 0, rows * s->n * es));
 	return 0;
@@ -246,11 +244,8 @@ static int launch(pkb_ctx *ctx, struct state *s)
 	PKB_CK(pkb_ref_blas_bind(ctx, &s->blas, st));
 
 	/* 1. router */
-	fill_rows<T><<<pkb_ref_blocks(m * s->e, THREADS, 1024), THREADS, 0, st>>>(
-		(T *)s->logits, (const T *)ctx->in[2].data, m, s->e);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, h, 0, 1, m, s->e, n, 1.0, x, n, ctx->in[1].data, n, 1.0,
-			       s->logits, s->e, dt));
+	PKB_CK(linear<T>(ctx, h, st, dt, m, s->e, n, x, n, (const T *)ctx->in[1].data, n,
+			 (const T *)ctx->in[2].data, s->acc, (T *)s->logits, s->e, 0));
 	route<T><<<pkb_ref_blocks(m, THREADS, 1u << 20), THREADS, 0, st>>>(
 		(const T *)s->logits, (T *)s->wts, s->sel, m, s->e, s->k);
 	PKB_CK_LAUNCH(ctx);
@@ -266,22 +261,16 @@ static int launch(pkb_ctx *ctx, struct state *s)
 		PKB_CK(exchange(ctx, s, s->send, s->recv, slot));
 		in_rows = s->recv;
 	}
-	fill_rows<T><<<pkb_ref_blocks(rows * INTER, THREADS, 2048), THREADS, 0, st>>>(
-		(T *)s->gate, bg, rows, INTER);
-	fill_rows<T><<<pkb_ref_blocks(rows * INTER, THREADS, 2048), THREADS, 0, st>>>(
-		(T *)s->up, bu, rows, INTER);
-	fill_rows<T><<<pkb_ref_blocks(rows * n, THREADS, 2048), THREADS, 0, st>>>(
-		(T *)s->y, bd, rows, n);
-	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, h, 0, 1, rows, INTER, n, 1.0, in_rows, n, wg, n, 1.0,
-			       s->gate, INTER, dt));
-	PKB_CK(pkb_ref_gemm_rm(ctx, h, 0, 1, rows, INTER, n, 1.0, in_rows, n, wu, n, 1.0,
-			       s->up, INTER, dt));
+	const T *v = (const T *)in_rows;
+	PKB_CK(linear<T>(ctx, h, st, dt, rows, INTER, n, v, n, wg, n, bg, s->acc, (T *)s->gate,
+			 INTER, 0));
+	PKB_CK(linear<T>(ctx, h, st, dt, rows, INTER, n, v, n, wu, n, bu, s->acc, (T *)s->up,
+			 INTER, 0));
 	silu_mul<T><<<pkb_ref_blocks(rows * INTER, THREADS, 2048), THREADS, 0, st>>>(
 		(const T *)s->gate, (const T *)s->up, (T *)s->h, rows * INTER);
 	PKB_CK_LAUNCH(ctx);
-	PKB_CK(pkb_ref_gemm_rm(ctx, h, 0, 1, rows, n, INTER, 1.0, s->h, INTER, wd, INTER, 1.0,
-			       s->y, n, dt));
+	PKB_CK(linear<T>(ctx, h, st, dt, rows, n, INTER, (const T *)s->h, INTER, wd, INTER, bd,
+			 s->acc, (T *)s->y, n, 0));
 	const void *back = s->y;
 	if (s->g > 1) {
 		PKB_CK(exchange(ctx, s, s->y, s->ret, slot));
@@ -313,7 +302,7 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	if (s) {
 		pkb_ref_blas_fini(&s->blas);
 		void *bufs[] = { s->logits, s->wts, s->sel, s->dest, s->pos, s->send, s->recv,
-				 s->y, s->ret, s->gate, s->up, s->h };
+				 s->y, s->ret, s->gate, s->up, s->h, s->acc };
 		for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 			cudaFree(bufs[i]);
 	}

@@ -1,7 +1,7 @@
 /*
  * moe_fused.cuh -- what 031's and 032's references run alike (032 is 031
- * with LoRA terms in the MLP): the layer's 8 experts and top 2, the bias
- * fill of addmm, the router (softmax, top 2, the pairs' sort keys and
+ * with LoRA terms in the MLP): the layer's 8 experts and top 2, the
+ * router (softmax, top 2, the pairs' sort keys and
  * per-expert counts), the pack of rows in expert-major order, the
  * weighted combine, and the grouped NCCL send/recv of row splits.
  */
@@ -20,14 +20,6 @@
 /* the block size these kernels assume: the references launch every
  * kernel with it (their THREADS) */
 #define MOE_THREADS 256
-
-template <typename T>
-__global__ void fill_rows(T *c, const T *bias, int64_t rows, int64_t cols)
-{
-	for (int64_t i = blockIdx.x * (int64_t)MOE_THREADS + threadIdx.x; i < rows * cols;
-	     i += (int64_t)gridDim.x * MOE_THREADS)
-		c[i] = bias[i % cols];
-}
 
 /* one thread a token: softmax in fp32 rounded to T, the top 2 (ties: the
  * lower index, as strictly greater replaces), the pairs' sort keys and the
