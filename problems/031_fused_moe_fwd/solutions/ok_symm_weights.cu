@@ -11,6 +11,9 @@
  * GEMM work of the routed rows, cheap at a 128-wide hidden layer), and the
  * combine picks, for each of a token's two experts, the output of its
  * owner's MLP: out = T(T(y_q0 w_0) + T(y_q1 w_1)), q_j = e_j / (8/W).
+ * Every biased layer's GEMM writes fp32, and the bias is added before the
+ * one rounding to T, as the reference (lib/linear.cuh) does: in route,
+ * silu_mul and combine, which read the fp32 products.
  *
  * The router is this rank's own: logits from cuBLAS (exact: the inputs make
  * every logit an exact fp32 sum), softmax by exp2f and one reciprocal (a
@@ -53,10 +56,12 @@ struct state {
 	size_t half, part[NW]; /* byte offsets of the tensors in a half */
 	uint32_t *calls;       /* [XBLOCKS] for pkb_call_half */
 	void *weights;         /* [W][half]: every rank's MLP */
-	void *logits, *wts;    /* [M][8], [M][2] of T */
+	float *logits;         /* [M][8] x Wr^T in fp32 */
+	void *wts;             /* [M][2] of T */
 	int *own;              /* [M][2] the rank of each chosen expert */
-	void *gate, *up, *h;   /* [W][M][128] */
-	void *y;               /* [W][M][N] */
+	float *gate, *up;      /* [W][M][128] the fp32 products, bias not added */
+	void *h;               /* [W][M][128] of T */
+	float *y;              /* [W][M][N] the fp32 products, bias not added */
 };
 
 struct mlp_src {
@@ -64,24 +69,31 @@ struct mlp_src {
 	size_t bytes[NW], part[NW];
 };
 
-/* row-major C (m, n) (+)= A (m, k) B^T, B (n, k), batch of `batch` with
- * element strides sa, sb, sc; fp32 accumulation, beta 1 adds the bias the
- * caller put in C */
+/* row-major fp32 C (m, n) = A (m, k) B^T, B (n, k), batch of `batch` with
+ * element strides sa, sb, sc; fp32 accumulation, beta 0: the caller adds
+ * the bias to the fp32 product and rounds once */
 static int gemm_nt(struct state *s, cudaDataType dt, int64_t m, int64_t n, int64_t k,
-		   const void *a, long long sa, const void *b, long long sb, void *c,
+		   const void *a, long long sa, const void *b, long long sb, float *c,
 		   long long sc, int batch)
 {
-	float one = 1.0f;
+	float one = 1.0f, zero = 0.0f;
 	return cublasGemmStridedBatchedEx(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m,
 					  (int)k, &one, b, dt, (int)k, sb, a, dt, (int)k, sa,
-					  &one, c, dt, (int)n, sc, batch, CUBLAS_COMPUTE_32F,
-					  CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS;
+					  &zero, c, CUDA_R_32F, (int)n, sc, batch,
+					  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) !=
+	       CUBLAS_STATUS_SUCCESS;
 }
 
-/* one thread a token: softmax by exp2f and a reciprocal, rounded to T; top
- * 2, ties to the lower expert; the owner rank of each */
+template <typename T> __device__ __forceinline__ float rt(float x)
+{
+	return pkb_to_float(pkb_from_float<T>(x));
+}
+
+/* one thread a token: logits = T(acc + br), softmax by exp2f and a
+ * reciprocal, rounded to T; top 2, ties to the lower expert; the owner
+ * rank of each */
 template <typename T>
-__global__ void route(const T *logits, T *wts, int *own, int64_t m, int el)
+__global__ void route(const float *acc, const T *br, T *wts, int *own, int64_t m, int el)
 {
 	int64_t t = blockIdx.x * (int64_t)THREADS + threadIdx.x;
 	if (t >= m)
@@ -89,7 +101,7 @@ __global__ void route(const T *logits, T *wts, int *own, int64_t m, int el)
 	const float log2e = 1.4426950408889634f;
 	float l[EXPERTS], mx = -INFINITY, sum = 0;
 	for (int i = 0; i < EXPERTS; i++) {
-		l[i] = pkb_to_float(logits[t * EXPERTS + i]);
+		l[i] = rt<T>(acc[t * EXPERTS + i] + pkb_to_float(br[i]));
 		mx = fmaxf(mx, l[i]);
 	}
 	for (int i = 0; i < EXPERTS; i++) {
@@ -98,7 +110,7 @@ __global__ void route(const T *logits, T *wts, int *own, int64_t m, int el)
 	}
 	float inv = 1.0f / sum;
 	for (int i = 0; i < EXPERTS; i++)
-		l[i] = pkb_to_float(pkb_from_float<T>(l[i] * inv));
+		l[i] = rt<T>(l[i] * inv);
 	int first = 0;
 	for (int i = 1; i < EXPERTS; i++)
 		if (l[i] > l[first])
@@ -147,42 +159,37 @@ exchange_mlps(pkb_dev_comm comm, struct mlp_src w, char *const *slots, uint32_t 
 	}
 }
 
-/* C[q] (rows, cols) = the bias at byte `at` of MLP q, for every q */
+/* for MLP q = i / (M*128): gate = T(ag + bg_q), up = T(au + bu_q) (the
+ * fp32 products ag, au), h = T(T(silu(gate)) * up); MLP q's biases are sw
+ * elements after MLP q-1's */
 template <typename T>
-__global__ void fill_bias(T *c, const char *mlps, size_t stride, size_t at, int64_t rows,
-			  int64_t cols, int w)
+__global__ void silu_mul(const float *ag, const float *au, const T *bg, const T *bu,
+			 long long sw, T *h, int64_t m, int w)
 {
-	int64_t per = rows * cols;
+	int64_t per = m * INTER;
 	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < w * per;
 	     i += (int64_t)gridDim.x * THREADS) {
-		const T *bias = (const T *)(mlps + (i / per) * stride + at);
-		c[i] = bias[i % cols];
+		int64_t q = i / per, j = i % INTER;
+		float g = rt<T>(ag[i] + pkb_to_float(bg[q * sw + j]));
+		float u = rt<T>(au[i] + pkb_to_float(bu[q * sw + j]));
+		float s = rt<T>(g / (1.0f + expf(-g)));
+		h[i] = pkb_from_float<T>(s * u);
 	}
 }
 
-/* h = T(T(silu(gate)) * up) */
+/* out[t] = T(T(y_q0 w_0) + T(y_q1 w_1)), y_q = T(acc[q][t] + bd_q) from the
+ * fp32 products acc; bd_q at bd + q sw */
 template <typename T>
-__global__ void silu_mul(const T *gate, const T *up, T *h, int64_t count)
-{
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < count;
-	     i += (int64_t)gridDim.x * THREADS) {
-		float g = pkb_to_float(gate[i]);
-		float s = pkb_to_float(pkb_from_float<T>(g / (1.0f + expf(-g))));
-		h[i] = pkb_from_float<T>(s * pkb_to_float(up[i]));
-	}
-}
-
-/* out[t] = T(T(y[q0][t] w_0) + T(y[q1][t] w_1)) */
-template <typename T>
-__global__ void combine(const T *y, const T *wts, const int *own, T *out, int64_t m, int64_t n)
+__global__ void combine(const float *acc, const T *bd, long long sw, const T *wts,
+			const int *own, T *out, int64_t m, int64_t n)
 {
 	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < m * n;
 	     i += (int64_t)gridDim.x * THREADS) {
-		int64_t t = i / n;
-		float a = pkb_to_float(y[own[t * TOP_K] * m * n + i]);
-		float b = pkb_to_float(y[own[t * TOP_K + 1] * m * n + i]);
-		a = pkb_to_float(pkb_from_float<T>(a * pkb_to_float(wts[t * TOP_K])));
-		b = pkb_to_float(pkb_from_float<T>(b * pkb_to_float(wts[t * TOP_K + 1])));
+		int64_t t = i / n, c = i % n, q0 = own[t * TOP_K], q1 = own[t * TOP_K + 1];
+		float a = rt<T>(acc[q0 * m * n + i] + pkb_to_float(bd[q0 * sw + c]));
+		float b = rt<T>(acc[q1 * m * n + i] + pkb_to_float(bd[q1 * sw + c]));
+		a = rt<T>(a * pkb_to_float(wts[t * TOP_K]));
+		b = rt<T>(b * pkb_to_float(wts[t * TOP_K + 1]));
 		out[i] = pkb_from_float<T>(a + b);
 	}
 }
@@ -215,13 +222,13 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	    cudaMalloc(&s->calls, XBLOCKS * sizeof(uint32_t)) != cudaSuccess ||
 	    cudaMemset(s->calls, 0, XBLOCKS * sizeof(uint32_t)) != cudaSuccess ||
 	    cudaMalloc(&s->weights, s->w * s->half) != cudaSuccess ||
-	    cudaMalloc(&s->logits, s->m * EXPERTS * es) != cudaSuccess ||
+	    cudaMalloc(&s->logits, s->m * EXPERTS * sizeof(float)) != cudaSuccess ||
 	    cudaMalloc(&s->wts, s->m * TOP_K * es) != cudaSuccess ||
 	    cudaMalloc(&s->own, s->m * TOP_K * sizeof(int)) != cudaSuccess ||
-	    cudaMalloc(&s->gate, wm * INTER * es) != cudaSuccess ||
-	    cudaMalloc(&s->up, wm * INTER * es) != cudaSuccess ||
+	    cudaMalloc(&s->gate, wm * INTER * sizeof(float)) != cudaSuccess ||
+	    cudaMalloc(&s->up, wm * INTER * sizeof(float)) != cudaSuccess ||
 	    cudaMalloc(&s->h, wm * INTER * es) != cudaSuccess ||
-	    cudaMalloc(&s->y, wm * s->n * es) != cudaSuccess)
+	    cudaMalloc(&s->y, wm * s->n * sizeof(float)) != cudaSuccess)
 		return 1;
 	return ctx->svc->symm_alloc(ctx, 2 * s->half, &s->slot);
 }
@@ -248,12 +255,10 @@ static int launch(pkb_ctx *ctx, struct state *s, cudaDataType dt)
 					      s->calls, s->half, (char *)s->weights);
 
 	/* router */
-	fill_bias<T><<<blocks(m * EXPERTS, 1024), THREADS, 0, st>>>(
-		(T *)s->logits, (const char *)ctx->in[2].data, 0, 0, m, EXPERTS, 1);
 	if (gemm_nt(s, dt, m, EXPERTS, n, x, 0, ctx->in[1].data, 0, s->logits, 0, 1))
 		return 1;
-	route<T><<<blocks(m, 1u << 20), THREADS, 0, st>>>((const T *)s->logits, (T *)s->wts,
-							   s->own, m, s->el);
+	route<T><<<blocks(m, 1u << 20), THREADS, 0, st>>>(s->logits, (const T *)ctx->in[2].data,
+							   (T *)s->wts, s->own, m, s->el);
 
 	/* every token through every MLP: MLP q's tensors are `stride` bytes
 	 * after MLP q-1's */
@@ -261,22 +266,18 @@ static int launch(pkb_ctx *ctx, struct state *s, cudaDataType dt)
 	size_t stride = s->half;
 	long long sw = (long long)(stride / sizeof(T));
 	const char *wg = mlps + s->part[0], *wu = mlps + s->part[2], *wd = mlps + s->part[4];
-	fill_bias<T><<<blocks(w * m * INTER, 4096), THREADS, 0, st>>>(
-		(T *)s->gate, mlps, stride, s->part[1], m, INTER, (int)w);
-	fill_bias<T><<<blocks(w * m * INTER, 4096), THREADS, 0, st>>>(
-		(T *)s->up, mlps, stride, s->part[3], m, INTER, (int)w);
-	fill_bias<T><<<blocks(w * m * n, 4096), THREADS, 0, st>>>(
-		(T *)s->y, mlps, stride, s->part[5], m, n, (int)w);
 	if (gemm_nt(s, dt, m, INTER, n, x, 0, wg, sw, s->gate, m * INTER, (int)w) ||
 	    gemm_nt(s, dt, m, INTER, n, x, 0, wu, sw, s->up, m * INTER, (int)w))
 		return 1;
 	silu_mul<T><<<blocks(w * m * INTER, 4096), THREADS, 0, st>>>(
-		(const T *)s->gate, (const T *)s->up, (T *)s->h, w * m * INTER);
+		s->gate, s->up, (const T *)(mlps + s->part[1]), (const T *)(mlps + s->part[3]), sw,
+		(T *)s->h, m, (int)w);
 	if (gemm_nt(s, dt, m, n, INTER, s->h, m * INTER, wd, sw, s->y, m * n, (int)w))
 		return 1;
 
 	combine<T><<<blocks(m * n, 4096), THREADS, 0, st>>>(
-		(const T *)s->y, (const T *)s->wts, s->own, (T *)ctx->out[0].data, m, n);
+		s->y, (const T *)(mlps + s->part[5]), sw, (const T *)s->wts, s->own,
+		(T *)ctx->out[0].data, m, n);
 	return cudaGetLastError() == cudaSuccess ? 0 : 1;
 }
 

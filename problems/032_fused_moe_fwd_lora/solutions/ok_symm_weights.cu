@@ -15,6 +15,10 @@
  *     h = T(T(silu(g)) * u), y = T(h Wd^T + bd), l = T(T(h A_d^T) B_d^T),
  * and the combine adds y and l of the owner of each of a token's two
  * experts: out = T(T(T(y_q0 + l_q0) w_0) + T(T(y_q1 + l_q1) w_1)).
+ * Every biased layer's GEMM writes fp32, and the bias is added before the
+ * one rounding to T, as the reference (lib/linear.cuh) does: in route,
+ * silu_mul and combine, which read the fp32 products; the LoRA GEMMs write
+ * T, rounded by cuBLAS as the reference's.
  *
  * The router is this rank's own: logits from cuBLAS (exact: the inputs make
  * every logit an exact fp32 sum), softmax by exp2f and one reciprocal (a
@@ -58,12 +62,15 @@ struct state {
 	size_t half, part[NW]; /* byte offsets of the tensors in a half */
 	uint32_t *calls;       /* [XBLOCKS] for pkb_call_half */
 	void *weights;         /* [W][half]: every rank's MLP */
-	void *logits, *wts;    /* [M][8], [M][2] of T */
+	float *logits;         /* [M][8] x Wr^T in fp32 */
+	void *wts;             /* [M][2] of T */
 	int *own;              /* [M][2] the rank of each chosen expert */
-	void *gate, *up, *h;   /* [W][M][128] */
+	float *gate, *up;      /* [W][M][128] the fp32 products, bias not added */
+	void *h;               /* [W][M][128] of T */
 	void *lg, *lu;         /* [W][M][128] the gate and up LoRA terms */
 	void *xa;              /* [W][M][8] a LoRA A product (reused) */
-	void *y, *ld;          /* [W][M][N] the down projection, its LoRA term */
+	float *y;              /* [W][M][N] the down projection's fp32 product */
+	void *ld;              /* [W][M][N] its LoRA term */
 };
 
 struct mlp_src {
@@ -71,24 +78,31 @@ struct mlp_src {
 	size_t bytes[NW], part[NW];
 };
 
-/* row-major C (m, n) = A (m, k) B^T + beta C, B (n, k), batch of `batch`
- * with element strides sa, sb, sc; fp32 accumulation, beta 1 adds the bias
- * the caller put in C */
+/* row-major C (m, n) = A (m, k) B^T, B (n, k), C of type ct (fp32 for a
+ * biased layer: the caller adds the bias and rounds once; T for a LoRA
+ * factor: cuBLAS rounds), batch of `batch` with element strides sa, sb, sc;
+ * fp32 accumulation */
 static int gemm_nt(struct state *s, cudaDataType dt, int64_t m, int64_t n, int64_t k,
-		   const void *a, long long sa, const void *b, long long sb, float beta,
-		   void *c, long long sc, int batch)
+		   const void *a, long long sa, const void *b, long long sb, void *c,
+		   cudaDataType ct, long long sc, int batch)
 {
-	float one = 1.0f;
+	float one = 1.0f, zero = 0.0f;
 	return cublasGemmStridedBatchedEx(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m,
 					  (int)k, &one, b, dt, (int)k, sb, a, dt, (int)k, sa,
-					  &beta, c, dt, (int)n, sc, batch, CUBLAS_COMPUTE_32F,
+					  &zero, c, ct, (int)n, sc, batch, CUBLAS_COMPUTE_32F,
 					  CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS;
 }
 
-/* one thread a token: softmax by exp2f and a reciprocal, rounded to T; top
- * 2, ties to the lower expert; the owner rank of each */
+template <typename T> __device__ __forceinline__ float rt(float x)
+{
+	return pkb_to_float(pkb_from_float<T>(x));
+}
+
+/* one thread a token: logits = T(acc + br), softmax by exp2f and a
+ * reciprocal, rounded to T; top 2, ties to the lower expert; the owner
+ * rank of each */
 template <typename T>
-__global__ void route(const T *logits, T *wts, int *own, int64_t m, int el)
+__global__ void route(const float *acc, const T *br, T *wts, int *own, int64_t m, int el)
 {
 	int64_t t = blockIdx.x * (int64_t)THREADS + threadIdx.x;
 	if (t >= m)
@@ -96,7 +110,7 @@ __global__ void route(const T *logits, T *wts, int *own, int64_t m, int el)
 	const float log2e = 1.4426950408889634f;
 	float l[EXPERTS], mx = -INFINITY, sum = 0;
 	for (int i = 0; i < EXPERTS; i++) {
-		l[i] = pkb_to_float(logits[t * EXPERTS + i]);
+		l[i] = rt<T>(acc[t * EXPERTS + i] + pkb_to_float(br[i]));
 		mx = fmaxf(mx, l[i]);
 	}
 	for (int i = 0; i < EXPERTS; i++) {
@@ -105,7 +119,7 @@ __global__ void route(const T *logits, T *wts, int *own, int64_t m, int el)
 	}
 	float inv = 1.0f / sum;
 	for (int i = 0; i < EXPERTS; i++)
-		l[i] = pkb_to_float(pkb_from_float<T>(l[i] * inv));
+		l[i] = rt<T>(l[i] * inv);
 	int first = 0;
 	for (int i = 1; i < EXPERTS; i++)
 		if (l[i] > l[first])
@@ -154,45 +168,40 @@ exchange_mlps(pkb_dev_comm comm, struct mlp_src w, char *const *slots, uint32_t 
 	}
 }
 
-/* C[q] (rows, cols) = the bias at byte `at` of MLP q, for every q */
+/* for MLP q = i / (M*128): g = T(T(ag + bg_q) + lg), u = T(T(au + bu_q) +
+ * lu) (the fp32 products ag, au), h = T(T(silu(g)) * u); MLP q's biases
+ * are sw elements after MLP q-1's */
 template <typename T>
-__global__ void fill_bias(T *c, const char *mlps, size_t stride, size_t at, int64_t rows,
-			  int64_t cols, int w)
+__global__ void silu_mul(const float *ag, const T *lg, const float *au, const T *lu,
+			 const T *bg, const T *bu, long long sw, T *h, int64_t m, int w)
 {
-	int64_t per = rows * cols;
+	int64_t per = m * INTER;
 	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < w * per;
 	     i += (int64_t)gridDim.x * THREADS) {
-		const T *bias = (const T *)(mlps + (i / per) * stride + at);
-		c[i] = bias[i % cols];
-	}
-}
-
-/* g = T(gate + lg), u = T(up + lu), h = T(T(silu(g)) * u) */
-template <typename T>
-__global__ void silu_mul(const T *gate, const T *lg, const T *up, const T *lu, T *h,
-			 int64_t count)
-{
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < count;
-	     i += (int64_t)gridDim.x * THREADS) {
-		float g = pkb_to_float(pkb_from_float<T>(pkb_to_float(gate[i]) + pkb_to_float(lg[i])));
-		float u = pkb_to_float(pkb_from_float<T>(pkb_to_float(up[i]) + pkb_to_float(lu[i])));
-		float s = pkb_to_float(pkb_from_float<T>(g / (1.0f + expf(-g))));
+		int64_t q = i / per, j = i % INTER;
+		float g = rt<T>(ag[i] + pkb_to_float(bg[q * sw + j]));
+		float u = rt<T>(au[i] + pkb_to_float(bu[q * sw + j]));
+		g = rt<T>(g + pkb_to_float(lg[i]));
+		u = rt<T>(u + pkb_to_float(lu[i]));
+		float s = rt<T>(g / (1.0f + expf(-g)));
 		h[i] = pkb_from_float<T>(s * u);
 	}
 }
 
-/* out[t] = T(T(T(y + l)[q0][t] w_0) + T(T(y + l)[q1][t] w_1)) */
+/* out[t] = T(T(T(y + l)[q0][t] w_0) + T(T(y + l)[q1][t] w_1)), y[q] =
+ * T(acc[q] + bd_q) from the fp32 products acc; bd_q at bd + q sw */
 template <typename T>
-__global__ void combine(const T *y, const T *ld, const T *wts, const int *own, T *out,
-			int64_t m, int64_t n)
+__global__ void combine(const float *acc, const T *ld, const T *bd, long long sw,
+			const T *wts, const int *own, T *out, int64_t m, int64_t n)
 {
 	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < m * n;
 	     i += (int64_t)gridDim.x * THREADS) {
-		int64_t t = i / n, i0 = own[t * TOP_K] * m * n + i, i1 = own[t * TOP_K + 1] * m * n + i;
-		float a = pkb_to_float(pkb_from_float<T>(pkb_to_float(y[i0]) + pkb_to_float(ld[i0])));
-		float b = pkb_to_float(pkb_from_float<T>(pkb_to_float(y[i1]) + pkb_to_float(ld[i1])));
-		a = pkb_to_float(pkb_from_float<T>(a * pkb_to_float(wts[t * TOP_K])));
-		b = pkb_to_float(pkb_from_float<T>(b * pkb_to_float(wts[t * TOP_K + 1])));
+		int64_t t = i / n, c = i % n, q0 = own[t * TOP_K], q1 = own[t * TOP_K + 1];
+		int64_t i0 = q0 * m * n + i, i1 = q1 * m * n + i;
+		float a = rt<T>(acc[i0] + pkb_to_float(bd[q0 * sw + c]));
+		float b = rt<T>(acc[i1] + pkb_to_float(bd[q1 * sw + c]));
+		a = rt<T>(rt<T>(a + pkb_to_float(ld[i0])) * pkb_to_float(wts[t * TOP_K]));
+		b = rt<T>(rt<T>(b + pkb_to_float(ld[i1])) * pkb_to_float(wts[t * TOP_K + 1]));
 		out[i] = pkb_from_float<T>(a + b);
 	}
 }
@@ -225,16 +234,16 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	    cudaMalloc(&s->calls, XBLOCKS * sizeof(uint32_t)) != cudaSuccess ||
 	    cudaMemset(s->calls, 0, XBLOCKS * sizeof(uint32_t)) != cudaSuccess ||
 	    cudaMalloc(&s->weights, s->w * s->half) != cudaSuccess ||
-	    cudaMalloc(&s->logits, s->m * EXPERTS * es) != cudaSuccess ||
+	    cudaMalloc(&s->logits, s->m * EXPERTS * sizeof(float)) != cudaSuccess ||
 	    cudaMalloc(&s->wts, s->m * TOP_K * es) != cudaSuccess ||
 	    cudaMalloc(&s->own, s->m * TOP_K * sizeof(int)) != cudaSuccess ||
-	    cudaMalloc(&s->gate, wm * INTER * es) != cudaSuccess ||
-	    cudaMalloc(&s->up, wm * INTER * es) != cudaSuccess ||
+	    cudaMalloc(&s->gate, wm * INTER * sizeof(float)) != cudaSuccess ||
+	    cudaMalloc(&s->up, wm * INTER * sizeof(float)) != cudaSuccess ||
 	    cudaMalloc(&s->h, wm * INTER * es) != cudaSuccess ||
 	    cudaMalloc(&s->lg, wm * INTER * es) != cudaSuccess ||
 	    cudaMalloc(&s->lu, wm * INTER * es) != cudaSuccess ||
 	    cudaMalloc(&s->xa, wm * LORA_R * es) != cudaSuccess ||
-	    cudaMalloc(&s->y, wm * s->n * es) != cudaSuccess ||
+	    cudaMalloc(&s->y, wm * s->n * sizeof(float)) != cudaSuccess ||
 	    cudaMalloc(&s->ld, wm * s->n * es) != cudaSuccess)
 		return 1;
 	return ctx->svc->symm_alloc(ctx, 2 * s->half, &s->slot);
@@ -262,12 +271,10 @@ static int launch(pkb_ctx *ctx, struct state *s, cudaDataType dt)
 					      s->calls, s->half, (char *)s->weights);
 
 	/* router */
-	fill_bias<T><<<blocks(m * EXPERTS, 1024), THREADS, 0, st>>>(
-		(T *)s->logits, (const char *)ctx->in[2].data, 0, 0, m, EXPERTS, 1);
-	if (gemm_nt(s, dt, m, EXPERTS, n, x, 0, ctx->in[1].data, 0, 1.0f, s->logits, 0, 1))
+	if (gemm_nt(s, dt, m, EXPERTS, n, x, 0, ctx->in[1].data, 0, s->logits, CUDA_R_32F, 0, 1))
 		return 1;
-	route<T><<<blocks(m, 1u << 20), THREADS, 0, st>>>((const T *)s->logits, (T *)s->wts,
-							   s->own, m, s->el);
+	route<T><<<blocks(m, 1u << 20), THREADS, 0, st>>>(s->logits, (const T *)ctx->in[2].data,
+							   (T *)s->wts, s->own, m, s->el);
 
 	/* every token through every MLP: MLP q's tensors are `stride` bytes
 	 * after MLP q-1's */
@@ -279,30 +286,26 @@ static int launch(pkb_ctx *ctx, struct state *s, cudaDataType dt)
 	const char *au = mlps + s->part[8], *bul = mlps + s->part[9];
 	const char *ad = mlps + s->part[10], *bdl = mlps + s->part[11];
 	long long mi = m * INTER, mr = m * LORA_R, mn = m * n;
-	fill_bias<T><<<blocks(w * m * INTER, 4096), THREADS, 0, st>>>(
-		(T *)s->gate, mlps, stride, s->part[1], m, INTER, (int)w);
-	fill_bias<T><<<blocks(w * m * INTER, 4096), THREADS, 0, st>>>(
-		(T *)s->up, mlps, stride, s->part[3], m, INTER, (int)w);
-	fill_bias<T><<<blocks(w * m * n, 4096), THREADS, 0, st>>>(
-		(T *)s->y, mlps, stride, s->part[5], m, n, (int)w);
-	if (gemm_nt(s, dt, m, INTER, n, x, 0, wg, sw, 1.0f, s->gate, mi, (int)w) ||
-	    gemm_nt(s, dt, m, INTER, n, x, 0, wu, sw, 1.0f, s->up, mi, (int)w) ||
-	    gemm_nt(s, dt, m, LORA_R, n, x, 0, ag, sw, 0.0f, s->xa, mr, (int)w) ||
-	    gemm_nt(s, dt, m, INTER, LORA_R, s->xa, mr, bgl, sw, 0.0f, s->lg, mi, (int)w) ||
-	    gemm_nt(s, dt, m, LORA_R, n, x, 0, au, sw, 0.0f, s->xa, mr, (int)w) ||
-	    gemm_nt(s, dt, m, INTER, LORA_R, s->xa, mr, bul, sw, 0.0f, s->lu, mi, (int)w))
+	const cudaDataType f32 = CUDA_R_32F;
+	if (gemm_nt(s, dt, m, INTER, n, x, 0, wg, sw, s->gate, f32, mi, (int)w) ||
+	    gemm_nt(s, dt, m, INTER, n, x, 0, wu, sw, s->up, f32, mi, (int)w) ||
+	    gemm_nt(s, dt, m, LORA_R, n, x, 0, ag, sw, s->xa, dt, mr, (int)w) ||
+	    gemm_nt(s, dt, m, INTER, LORA_R, s->xa, mr, bgl, sw, s->lg, dt, mi, (int)w) ||
+	    gemm_nt(s, dt, m, LORA_R, n, x, 0, au, sw, s->xa, dt, mr, (int)w) ||
+	    gemm_nt(s, dt, m, INTER, LORA_R, s->xa, mr, bul, sw, s->lu, dt, mi, (int)w))
 		return 1;
 	silu_mul<T><<<blocks(w * m * INTER, 4096), THREADS, 0, st>>>(
-		(const T *)s->gate, (const T *)s->lg, (const T *)s->up, (const T *)s->lu,
-		(T *)s->h, w * m * INTER);
-	if (gemm_nt(s, dt, m, n, INTER, s->h, mi, wd, sw, 1.0f, s->y, mn, (int)w) ||
-	    gemm_nt(s, dt, m, LORA_R, INTER, s->h, mi, ad, sw, 0.0f, s->xa, mr, (int)w) ||
-	    gemm_nt(s, dt, m, n, LORA_R, s->xa, mr, bdl, sw, 0.0f, s->ld, mn, (int)w))
+		s->gate, (const T *)s->lg, s->up, (const T *)s->lu,
+		(const T *)(mlps + s->part[1]), (const T *)(mlps + s->part[3]), sw, (T *)s->h, m,
+		(int)w);
+	if (gemm_nt(s, dt, m, n, INTER, s->h, mi, wd, sw, s->y, f32, mn, (int)w) ||
+	    gemm_nt(s, dt, m, LORA_R, INTER, s->h, mi, ad, sw, s->xa, dt, mr, (int)w) ||
+	    gemm_nt(s, dt, m, n, LORA_R, s->xa, mr, bdl, sw, s->ld, dt, mn, (int)w))
 		return 1;
 
 	combine<T><<<blocks(m * n, 4096), THREADS, 0, st>>>(
-		(const T *)s->y, (const T *)s->ld, (const T *)s->wts, s->own,
-		(T *)ctx->out[0].data, m, n);
+		s->y, (const T *)s->ld, (const T *)(mlps + s->part[5]), sw, (const T *)s->wts,
+		s->own, (T *)ctx->out[0].data, m, n);
 	return cudaGetLastError() == cudaSuccess ? 0 : 1;
 }
 

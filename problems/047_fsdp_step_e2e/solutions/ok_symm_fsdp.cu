@@ -9,7 +9,9 @@
  *   2. forward and backward as the reference computes them (T-rounded
  *      activations, cuBLAS GEMMs), except that the four gradients land in
  *      fp32, unrounded, in the symmetric `grad` buffer (the GEMMs write an
- *      fp32 C; the bias sums stay fp32).
+ *      fp32 C; the bias sums stay fp32). Each layer's bias is added to its
+ *      fp32 product before the one rounding to T, as the reference
+ *      (lib/linear.cuh) does, in one kernel with relu or the MSE gradient.
  *   3. reduce + AdamW: each block meets its peers, sums its range of this
  *      rank's gradient shard over the W ranks in fp32 (rank order), scales
  *      by 1/W, rounds once to T and runs the AdamW chain with the
@@ -40,6 +42,7 @@ struct state {
 	pkb_symm shard;   /* [S] of T: this rank's parameter shard */
 	pkb_symm grad;    /* [P] fp32: this rank's flat gradients */
 	void *full, *act, *out, *dh;
+	float *acc;       /* [ch, max(hidden, d_out)]: the layers' fp32 products */
 };
 
 struct hyper {
@@ -77,32 +80,29 @@ gather(pkb_dev_comm comm, const T *mine, T *const *shards, T *full, int64_t s)
 	}
 }
 
+/* act = relu(T(acc + b1)): addmm's one rounding, then relu */
 template <typename T>
-__global__ void bias_rows(const T *bias, T *c, int64_t rows, int64_t cols)
+__global__ void bias_relu(const float *acc, const T *b, T *act, int64_t rows, int64_t cols)
 {
 	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < rows * cols;
-	     i += (int64_t)gridDim.x * THREADS)
-		c[i] = bias[i % cols];
+	     i += (int64_t)gridDim.x * THREADS) {
+		float pre = rt<T>(acc[i] + pkb_to_float(b[i % cols]));
+		act[i] = pkb_from_float<T>(pre > 0.f ? pre : 0.f);
+	}
 }
 
+/* dout = T(T(2/numel) * T(out - y)) with out = T(acc + b2), never stored
+ * (torch's mse backward computes in T) */
 template <typename T>
-__global__ void relu(T *x, int64_t n)
-{
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * THREADS)
-		if (!(pkb_to_float(x[i]) > 0.f))
-			x[i] = pkb_from_float<T>(0.f);
-}
-
-/* out -> dout = T(T(2/numel) * T(out - y)), in place (torch's mse backward
- * computes in T) */
-template <typename T>
-__global__ void mse_grad(T *out, const T *y, float alpha, int64_t n)
+__global__ void bias_mse(const float *acc, const T *b, const T *y, T *dout, float alpha,
+			 int64_t rows, int64_t cols)
 {
 	float a = rt<T>(alpha);
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < n;
-	     i += (int64_t)gridDim.x * THREADS)
-		out[i] = pkb_from_float<T>(a * rt<T>(pkb_to_float(out[i]) - pkb_to_float(y[i])));
+	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < rows * cols;
+	     i += (int64_t)gridDim.x * THREADS) {
+		float out = rt<T>(acc[i] + pkb_to_float(b[i % cols]));
+		dout[i] = pkb_from_float<T>(a * rt<T>(out - pkb_to_float(y[i])));
+	}
 }
 
 template <typename T>
@@ -179,7 +179,9 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	if (cudaMalloc(&s->full, s->s * ctx->world * e) != cudaSuccess ||
 	    cudaMalloc(&s->act, s->ch * s->hidden * e) != cudaSuccess ||
 	    cudaMalloc(&s->out, s->ch * s->d_out * e) != cudaSuccess ||
-	    cudaMalloc(&s->dh, s->ch * s->hidden * e) != cudaSuccess)
+	    cudaMalloc(&s->dh, s->ch * s->hidden * e) != cudaSuccess ||
+	    cudaMalloc(&s->acc, s->ch * (s->hidden > s->d_out ? s->hidden : s->d_out) *
+				sizeof(float)) != cudaSuccess)
 		return 1;
 	if (cublasCreate(&s->blas) != CUBLAS_STATUS_SUCCESS)
 		return 1;
@@ -188,15 +190,15 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	return ctx->svc->symm_alloc(ctx, s->s * ctx->world * sizeof(float), &s->grad);
 }
 
-/* row-major C (m, n) = op(A) (m, k) op(B) (k, n) + beta C, C of type ct: the
+/* row-major C (m, n) = op(A) (m, k) op(B) (k, n), C of type ct: the
  * column-major C^T = op(B)^T op(A)^T, operands swapped */
 static int gemm(cublasHandle_t hdl, int ta, int tb, int64_t m, int64_t n, int64_t k,
-		const void *a, int64_t lda, const void *b, int64_t ldb, float beta, void *c,
-		int64_t ldc, cudaDataType t, cudaDataType ct)
+		const void *a, int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc,
+		cudaDataType t, cudaDataType ct)
 {
-	const float one = 1.0f;
+	const float one = 1.0f, zero = 0.0f;
 	return cublasGemmEx(hdl, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-			    (int)n, (int)m, (int)k, &one, b, t, (int)ldb, a, t, (int)lda, &beta,
+			    (int)n, (int)m, (int)k, &one, b, t, (int)ldb, a, t, (int)lda, &zero,
 			    c, ct, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) !=
 	       CUBLAS_STATUS_SUCCESS;
 }
@@ -218,24 +220,25 @@ static int step(pkb_ctx *ctx, struct state *s)
 	gather<T><<<BLOCKS, THREADS, 0, st>>>(ctx->dev, (const T *)ctx->in[2].data,
 		(T *const *)s->shard.peers_dev, full, s->s);
 
-	bias_rows<T><<<nb, THREADS, 0, st>>>(full + o_b1, act, ch, hd);
-	if (gemm(s->blas, 0, 1, ch, hd, di, x, di, full, di, 1.0f, act, hd, t, t))
+	/* forward: acc = X W1^T, act = relu(T(acc + b1)); acc = act W2^T, and
+	 * the output goes straight to its MSE gradient (into `out`) */
+	if (gemm(s->blas, 0, 1, ch, hd, di, x, di, full, di, s->acc, hd, t, CUDA_R_32F))
 		return 1;
-	relu<T><<<nb, THREADS, 0, st>>>(act, ch * hd);
-	bias_rows<T><<<nb, THREADS, 0, st>>>(full + o_b2, out, ch, dout);
-	if (gemm(s->blas, 0, 1, ch, dout, hd, act, hd, full + o_w2, hd, 1.0f, out, dout, t, t))
+	bias_relu<T><<<nb, THREADS, 0, st>>>(s->acc, full + o_b1, act, ch, hd);
+	if (gemm(s->blas, 0, 1, ch, dout, hd, act, hd, full + o_w2, hd, s->acc, dout, t,
+		 CUDA_R_32F))
 		return 1;
+	bias_mse<T><<<nb, THREADS, 0, st>>>(s->acc, full + o_b2, y, out,
+					    (float)(2.0 / (double)(ch * dout)), ch, dout);
 
-	mse_grad<T><<<nb, THREADS, 0, st>>>(out, y, (float)(2.0 / (double)(ch * dout)),
-		ch * dout);
-	if (gemm(s->blas, 1, 0, dout, hd, ch, out, dout, act, hd, 0.0f, grad + o_w2, hd, t,
+	if (gemm(s->blas, 1, 0, dout, hd, ch, out, dout, act, hd, grad + o_w2, hd, t,
 		 CUDA_R_32F))
 		return 1;
 	col_sum<T><<<nb, THREADS, 0, st>>>(out, grad + o_b2, ch, dout);
-	if (gemm(s->blas, 0, 0, ch, hd, dout, out, dout, full + o_w2, hd, 0.0f, dh, hd, t, t))
+	if (gemm(s->blas, 0, 0, ch, hd, dout, out, dout, full + o_w2, hd, dh, hd, t, t))
 		return 1;
 	relu_grad<T><<<nb, THREADS, 0, st>>>(dh, act, ch * hd);
-	if (gemm(s->blas, 1, 0, hd, di, ch, dh, hd, x, di, 0.0f, grad, di, t, CUDA_R_32F))
+	if (gemm(s->blas, 1, 0, hd, di, ch, dh, hd, x, di, grad, di, t, CUDA_R_32F))
 		return 1;
 	col_sum<T><<<nb, THREADS, 0, st>>>(dh, grad + o_b1, ch, hd);
 
@@ -272,6 +275,7 @@ extern "C" int pkb_fini(pkb_ctx *ctx)
 	cudaFree(s->act);
 	cudaFree(s->out);
 	cudaFree(s->dh);
+	cudaFree(s->acc);
 	free(s);
 	ctx->user = NULL;
 	return 0;

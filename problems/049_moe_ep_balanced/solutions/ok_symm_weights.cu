@@ -9,7 +9,9 @@
  * NVLink, and runs all of its own tokens through each of the G MLPs
  * (cuBLAS; G times the GEMM work of the routed rows, cheap at 128-wide
  * hidden layers). A token's slot j takes T(y * w_j) from the MLP of its
- * expert's owner; out = T(part_0 + part_1).
+ * expert's owner; out = T(part_0 + part_1). Every biased layer's GEMM
+ * writes fp32, and the bias is added before the one rounding to T, as the
+ * reference (lib/linear.cuh) does: in route, silu_mul and take.
  *
  * The router is this rank's own: logits from cuBLAS (exact: the inputs make
  * every logit an exact fp32 sum), softmax by exp2f and one reciprocal (a
@@ -49,48 +51,52 @@ struct state {
 	uint32_t *calls;
 	size_t *off;          /* [8]: this call's half, then part[] */
 	void *weights;        /* [G][half]: the group's MLPs */
-	void *logits, *wts;   /* [M][E], [M][K] of T */
+	float *logits;        /* [M][E] x Wr^T in fp32 */
+	void *wts;            /* [M][K] of T */
 	int *sel;             /* [M][K] */
-	void *gate, *up, *h;  /* [M][128] */
-	void *y;              /* [M][N] one MLP's output */
+	float *gate, *up;     /* [M][128] the fp32 products, bias not added */
+	void *h;              /* [M][128] of T */
+	float *y;             /* [M][N] one MLP's fp32 down product, bias not added */
 	void *parts;          /* [K][M][N] */
 };
 
-/* row-major C (m, n) = A (m, kk) B^T + C, B (n, kk), fp32 accumulation */
+/* row-major fp32 C (m, n) = A (m, kk) B^T, B (n, kk); fp32 accumulation,
+ * beta 0: the caller adds the bias to the fp32 product and rounds once */
 static int gemm_nt(struct state *s, cudaDataType dt, int64_t m, int64_t n, int64_t kk,
-		   const void *a, const void *b, void *c)
+		   const void *a, const void *b, float *c)
 {
-	float one = 1.0f;
+	float one = 1.0f, zero = 0.0f;
 	return cublasGemmEx(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)kk, &one, b,
-			    dt, (int)kk, a, dt, (int)kk, &one, c, dt, (int)n, CUBLAS_COMPUTE_32F,
-			    CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS;
+			    dt, (int)kk, a, dt, (int)kk, &zero, c, CUDA_R_32F, (int)n,
+			    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS;
 }
 
-template <typename T>
-__global__ void fill_rows(T *c, const T *bias, int64_t rows, int64_t cols)
+template <typename T> __device__ __forceinline__ float rt(float x)
 {
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < rows * cols;
-	     i += (int64_t)gridDim.x * THREADS)
-		c[i] = bias[i % cols];
+	return pkb_to_float(pkb_from_float<T>(x));
 }
 
+/* one thread a token: logits = T(acc + br), softmax by exp2f and a
+ * reciprocal, rounded to T; top_k, ties to the lower expert */
 template <typename T>
-__global__ void route(const T *logits, T *wts, int *sel, int64_t m, int e, int k)
+__global__ void route(const float *acc, const T *br, T *wts, int *sel, int64_t m, int e, int k)
 {
 	int64_t t = blockIdx.x * (int64_t)THREADS + threadIdx.x;
 	if (t >= m)
 		return;
 	const float log2e = 1.4426950408889634f;
 	float mx = -INFINITY, sum = 0, p[MAX_E];
-	for (int i = 0; i < e; i++)
-		mx = fmaxf(mx, pkb_to_float(logits[t * e + i]));
 	for (int i = 0; i < e; i++) {
-		p[i] = exp2f((pkb_to_float(logits[t * e + i]) - mx) * log2e);
+		p[i] = rt<T>(acc[t * e + i] + pkb_to_float(br[i]));
+		mx = fmaxf(mx, p[i]);
+	}
+	for (int i = 0; i < e; i++) {
+		p[i] = exp2f((p[i] - mx) * log2e);
 		sum += p[i];
 	}
 	float inv = 1.0f / sum;
 	for (int i = 0; i < e; i++)
-		p[i] = pkb_to_float(pkb_from_float<T>(p[i] * inv));
+		p[i] = rt<T>(p[i] * inv);
 	for (int j = 0; j < k; j++) {
 		int best = -1;
 		for (int i = 0; i < e; i++) {
@@ -155,22 +161,26 @@ __global__ void pull(char *const *slots, int base, int g, const size_t *off, siz
 	}
 }
 
-/* h = T(T(silu(gate)) * up) */
+/* gate = T(ag + bg), up = T(au + bu) (the fp32 products ag, au),
+ * h = T(T(silu(gate)) * up) */
 template <typename T>
-__global__ void silu_mul(const T *gate, const T *up, T *h, int64_t count)
+__global__ void silu_mul(const float *ag, const float *au, const T *bg, const T *bu, T *h,
+			 int64_t count)
 {
 	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < count;
 	     i += (int64_t)gridDim.x * THREADS) {
-		float g = pkb_to_float(gate[i]);
-		float s = pkb_to_float(pkb_from_float<T>(g / (1.0f + expf(-g))));
-		h[i] = pkb_from_float<T>(s * pkb_to_float(up[i]));
+		float g = rt<T>(ag[i] + pkb_to_float(bg[i % INTER]));
+		float u = rt<T>(au[i] + pkb_to_float(bu[i % INTER]));
+		float s = rt<T>(g / (1.0f + expf(-g)));
+		h[i] = pkb_from_float<T>(s * u);
 	}
 }
 
-/* part_j[t] = T(y[t] * w_j) for the slots whose expert member q owns */
+/* part_j[t] = T(y[t] * w_j), y = T(acc + bd) from the fp32 product acc, for
+ * the slots whose expert member q owns */
 template <typename T>
-__global__ void take(const T *y, const T *wts, const int *sel, T *parts, int64_t m,
-		     int64_t n, int k, int base, int el, int g, int q)
+__global__ void take(const float *acc, const T *bd, const T *wts, const int *sel, T *parts,
+		     int64_t m, int64_t n, int k, int base, int el, int g, int q)
 {
 	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < m * k * n;
 	     i += (int64_t)gridDim.x * THREADS) {
@@ -178,9 +188,10 @@ __global__ void take(const T *y, const T *wts, const int *sel, T *parts, int64_t
 		int j = (int)(tj % k);
 		int owner = base + sel[tj] / el;
 		(void)g;
-		if (owner == base + q)
-			parts[(j * m + t) * n + c] = pkb_from_float<T>(
-				pkb_to_float(y[t * n + c]) * pkb_to_float(wts[tj]));
+		if (owner == base + q) {
+			float y = rt<T>(acc[t * n + c] + pkb_to_float(bd[c]));
+			parts[(j * m + t) * n + c] = pkb_from_float<T>(y * pkb_to_float(wts[tj]));
+		}
 	}
 }
 
@@ -226,13 +237,13 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	    cudaMemset(s->calls, 0, sizeof(uint32_t)) != cudaSuccess ||
 	    cudaMalloc(&s->off, 8 * sizeof(size_t)) != cudaSuccess ||
 	    cudaMalloc(&s->weights, s->g * s->half) != cudaSuccess ||
-	    cudaMalloc(&s->logits, s->m * s->e * es) != cudaSuccess ||
+	    cudaMalloc(&s->logits, s->m * s->e * sizeof(float)) != cudaSuccess ||
 	    cudaMalloc(&s->wts, s->m * s->k * es) != cudaSuccess ||
 	    cudaMalloc(&s->sel, s->m * s->k * sizeof(int)) != cudaSuccess ||
-	    cudaMalloc(&s->gate, s->m * INTER * es) != cudaSuccess ||
-	    cudaMalloc(&s->up, s->m * INTER * es) != cudaSuccess ||
+	    cudaMalloc(&s->gate, s->m * INTER * sizeof(float)) != cudaSuccess ||
+	    cudaMalloc(&s->up, s->m * INTER * sizeof(float)) != cudaSuccess ||
 	    cudaMalloc(&s->h, s->m * INTER * es) != cudaSuccess ||
-	    cudaMalloc(&s->y, mn * es) != cudaSuccess ||
+	    cudaMalloc(&s->y, mn * sizeof(float)) != cudaSuccess ||
 	    cudaMalloc(&s->parts, s->k * mn * es) != cudaSuccess)
 		return 1;
 	/* the part offsets, for the kernels, after the half's offset */
@@ -253,12 +264,10 @@ static int launch(pkb_ctx *ctx, struct state *s, cudaDataType dt)
 		return 1;
 
 	/* router */
-	fill_rows<T><<<blocks(m * s->e, 1024), THREADS, 0, st>>>((T *)s->logits,
-								 (const T *)ctx->in[2].data, m, s->e);
 	if (gemm_nt(s, dt, m, s->e, n, x, ctx->in[1].data, s->logits))
 		return 1;
-	route<T><<<blocks(m, 1u << 20), THREADS, 0, st>>>((const T *)s->logits, (T *)s->wts,
-							   s->sel, m, s->e, s->k);
+	route<T><<<blocks(m, 1u << 20), THREADS, 0, st>>>(s->logits, (const T *)ctx->in[2].data,
+							   (T *)s->wts, s->sel, m, s->e, s->k);
 
 	/* the group's MLPs: stage ours, meet, pull */
 	struct six w;
@@ -280,19 +289,16 @@ static int launch(pkb_ctx *ctx, struct state *s, cudaDataType dt)
 		const T *wg = (const T *)(wq + s->part[0]), *bg = (const T *)(wq + s->part[1]);
 		const T *wu = (const T *)(wq + s->part[2]), *bu = (const T *)(wq + s->part[3]);
 		const T *wd = (const T *)(wq + s->part[4]), *bd = (const T *)(wq + s->part[5]);
-		fill_rows<T><<<blocks(m * INTER, 2048), THREADS, 0, st>>>((T *)s->gate, bg, m, INTER);
-		fill_rows<T><<<blocks(m * INTER, 2048), THREADS, 0, st>>>((T *)s->up, bu, m, INTER);
-		fill_rows<T><<<blocks(mn, 2048), THREADS, 0, st>>>((T *)s->y, bd, m, n);
 		if (gemm_nt(s, dt, m, INTER, n, x, wg, s->gate) ||
 		    gemm_nt(s, dt, m, INTER, n, x, wu, s->up))
 			return 1;
-		silu_mul<T><<<blocks(m * INTER, 2048), THREADS, 0, st>>>(
-			(const T *)s->gate, (const T *)s->up, (T *)s->h, m * INTER);
+		silu_mul<T><<<blocks(m * INTER, 2048), THREADS, 0, st>>>(s->gate, s->up, bg, bu,
+									 (T *)s->h, m * INTER);
 		if (gemm_nt(s, dt, m, n, INTER, s->h, wd, s->y))
 			return 1;
 		take<T><<<blocks(m * s->k * n, 2048), THREADS, 0, st>>>(
-			(const T *)s->y, (const T *)s->wts, s->sel, (T *)s->parts, m, n, s->k,
-			s->base, s->el, s->g, q);
+			s->y, bd, (const T *)s->wts, s->sel, (T *)s->parts, m, n, s->k, s->base,
+			s->el, s->g, q);
 	}
 	combine<T><<<blocks(mn, 2048), THREADS, 0, st>>>((const T *)s->parts,
 							 (T *)ctx->out[0].data, mn, s->k);
