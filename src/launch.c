@@ -62,6 +62,7 @@ struct rank_slot {
 	char *coll;            /* this rank's pending collective contribution */
 	size_t coll_len;
 	int coll_pending;
+	uint64_t done_t;       /* ns: its MSG_DONE */
 };
 
 struct launch {
@@ -258,6 +259,7 @@ static void handle_msg(struct launch *L, int r, enum msg_type type, char *buf, s
 	}
 	case MSG_DONE:
 		rr->done = 1;
+		L->slot[r].done_t = now_ns();
 		rr->phase_s = (double)(now_ns() - L->slot[r].phase_t0) / 1e9;
 		end_phase(L, r, now_ns());
 		break;
@@ -351,6 +353,17 @@ static void kill_all(struct launch *L)
 	L->kill_sent |= L->n_links > 1;
 }
 
+/* rank r has exited with wait status st (reaped here, or on its agent's
+ * word): after its "done", the time its teardown took */
+static void mark_exited(struct launch *L, int r, int st)
+{
+	struct rank_report *rr = &L->res->ranks[r];
+	rr->exited = 1;
+	rr->status = st;
+	if (rr->done && L->slot[r].done_t)
+		rr->exit_s = (double)(now_ns() - L->slot[r].done_t) / 1e9;
+}
+
 static void reap(struct launch *L, int block_s)
 {
 	uint64_t until = now_ns() + (uint64_t)block_s * 1000000000ull;
@@ -363,8 +376,7 @@ static void reap(struct launch *L, int block_s)
 			int st;
 			pid_t p = waitpid(rr->pid, &st, WNOHANG);
 			if (p == rr->pid) {
-				rr->exited = 1;
-				rr->status = st;
+				mark_exited(L, r, st);
 			} else {
 				left++;
 			}
@@ -456,8 +468,7 @@ static int node_frame(struct launch *L, int i, enum msg_type t, char *buf, size_
 	    rdv_rank_frame(buf, len, k->first, k->first + k->count, &r, &v, &pl, &plen) < 0)
 		return -1;
 	if (t == MSG_NODE_EXIT) {
-		L->res->ranks[r].exited = 1;
-		L->res->ranks[r].status = (int)v;
+		mark_exited(L, r, (int)v);
 		return 0;
 	}
 	char *msg = xmalloc(plen + 1);

@@ -20,6 +20,7 @@ struct rank_report {
 	double kind_s[PH_KIND_COUNT];  /* seconds spent in each kind of phase */
 	int exited, status;        /* waitpid status, once exited */
 	int done;                  /* sent MSG_DONE */
+	double exit_s;             /* its MSG_DONE to its exit, reaped: its own teardown */
 	int failed;                /* sent MSG_FAIL, or crashed, or timed out */
 	char category[32];
 	char message[1024];

@@ -709,11 +709,11 @@ json_t *rdv_report_pack(const struct launch_result *res)
 		json_t *ks = json_array();
 		for (int k = 0; k < PH_KIND_COUNT; k++)
 			json_array_append_new(ks, json_real(rr->kind_s[k]));
-		json_array_append_new(ranks, json_pack("{s:s,s:f,s:o,s:b,s:b,s:s,s:s}", "phase",
+		json_array_append_new(ranks, json_pack("{s:s,s:f,s:o,s:b,s:b,s:s,s:s,s:f}", "phase",
 						       rr->phase, "phase_s", rr->phase_s, "kind_s",
 						       ks, "done", rr->done, "failed", rr->failed,
 						       "category", rr->category, "message",
-						       rr->message));
+						       rr->message, "exit_s", rr->exit_s));
 	}
 	return json_pack("{s:s,s:i,s:s,s:f,s:o}", "outcome", outcome_name(res->outcome), "culprit",
 			 res->culprit, "message", res->message, "wall_s", res->wall_s, "ranks",
@@ -756,6 +756,7 @@ int rdv_report_unpack(json_t *in, struct launch_result *res, char *err, size_t n
 		snprintf(rr->category, sizeof rr->category, "%s", cat);
 		snprintf(rr->message, sizeof rr->message, "%s", m);
 		rr->phase_s = ps;
+		rr->exit_s = json_number_value(json_object_get(o, "exit_s"));
 		rr->done = done;
 		rr->failed = failed;
 		for (int k = 0; k < PH_KIND_COUNT; k++)

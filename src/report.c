@@ -293,6 +293,8 @@ json_t *report_launch_json(const struct launch_result *res)
 				json_object_set_new(secs, phase_kind_name((enum phase_kind)k),
 						    json_real(rr->kind_s[k]));
 		json_object_set_new(o, "phase_seconds", secs);
+		if (rr->done && rr->exited)
+			json_object_set_new(o, "exit_s", json_real(rr->exit_s));
 		json_array_append_new(ranks, o);
 	}
 	return json_pack("{s:f,s:o}", "wall_s", res->wall_s, "ranks", ranks);

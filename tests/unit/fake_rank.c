@@ -19,6 +19,7 @@
  *             candidate writing one from pkb_fini, after the real ones)
  *   alias     a trial record in rank (rank + 1) % W's name
  *   procdup   as ok, with a second "proc" record of the first solution
+ *   slowexit  as ok, then 0.4 s between its "done" and its exit
  *   litter    writes a file into its TMPDIR, names it in its log, then
  *             hangs as hang does
  *   load      as the real rank does (issue 30): the exit guard, the sandbox
@@ -406,5 +407,7 @@ int main(void)
 	phase(PH_FINI, "tearing down");
 	say(MSG_DONE, NULL);
 	finishing = 1;
+	if (!strcmp(mode, "slowexit"))
+		usleep(400000);
 	return 0;
 }

@@ -207,6 +207,7 @@ static void test_report(void)
 	snprintf(a.ranks[2].phase, sizeof a.ranks[2].phase, "trial 0: candidate");
 	a.ranks[2].failed = 1;
 	a.ranks[1].done = 1;
+	a.ranks[1].exit_s = 0.125;
 	a.ranks[2].kind_s[PH_TRIAL] = 0.25;
 	snprintf(a.ranks[2].category, sizeof a.ranks[2].category, "timeout");
 	json_t *j = rdv_report_pack(&a);
@@ -216,7 +217,8 @@ static void test_report(void)
 	CHECKF(rdv_report_unpack(j, &b, err, sizeof err) == 0, "%s", err);
 	CHECK(b.outcome == OUT_TIMEOUT && b.culprit == 2 && b.wall_s == 1.5 &&
 	      !strcmp(b.message, a.message) && b.ranks[2].failed && b.ranks[1].done &&
-	      !strcmp(b.ranks[2].phase, "trial 0: candidate") && b.ranks[2].kind_s[PH_TRIAL] == 0.25);
+	      !strcmp(b.ranks[2].phase, "trial 0: candidate") && b.ranks[2].kind_s[PH_TRIAL] == 0.25 &&
+	      b.ranks[1].exit_s == 0.125);
 	/* another world's report, a culprit out of range, an unknown outcome */
 	struct launch_result c = { .world = 4 };
 	c.ranks = xcalloc(4, sizeof *c.ranks);
