@@ -30,7 +30,8 @@
 #include "sandbox.h"   /* defines: sandbox_rank_can_read */
 #include "results.h"
 #include "slurm.h"
-#include "spec.h"      /* defines: spec_parse */
+#include "sweep_slurm.h" /* defines: struct slurm_opts, sweep_submit */
+#include "sweep_tasks.h" /* defines: struct sweep, struct task, sweep_scan */
 #include "wire.h"      /* defines: wire_job_init */
 #include "ncclso.h"    /* defines: nccl_version */
 #include "opts.h"
@@ -69,348 +70,6 @@ static const char tail[] =
 "unwritable results, a bad run.json, or sbatch refused, 2 usage, 9 no GPU\n"
 "here, an env_error (not recorded: runs again), or no process could be\n"
 "forked, 128+S stopped by signal S (records kept)\n";
-
-/* A problem's hidden shape: m, n 0 when it has none (why says so) */
-struct hidden {
-	int known;         /* computed (hidden_for) */
-	long long m, n;
-	char *why;
-};
-
-struct task {
-	int problem;
-	char *sample;      /* file stem: sample_0 */
-	char *path;        /* NULL: no code (reply without a .cu) */
-	char sha[65];
-	char *key;
-};
-
-struct sweep {
-	struct task *t;
-	int n, cap;
-	int W, trials, perf, lanes, ngpus, quiet;   /* W, trials, perf: eval's, below */
-	int shard_i, shard_n;       /* shard_n 0: every evaluation */
-	double timeout_s;
-	const char *root, *spec, *out;
-	/* eval's options, checked by eval's own table (job_opt) and passed on
-	 * by job_opts_argv; the strings below are those of the key, as given */
-	struct job_opts eval;
-	const char *atol, *rtol;    /* eval's --atol/--rtol when given */
-	const char *dtype, *m_arg, *n_arg;  /* eval's --dtype, --m, --n when given */
-	const char *backend;        /* eval's --backend (NULL: eval's, cuda) */
-	const char *from[4];        /* where W, dtype, shape, backend came from */
-	char m_buf[24], n_buf[24];  /* --m, --n as run.json gave them */
-	json_t *run_args;           /* DIR/run.json's args (NULL: none) */
-	int dry_run;                /* compile and scan only: no GPU */
-	int fake;                   /* PKB_RANK_CMD: pretend ranks (the tests) */
-	int env_errors;             /* evaluations this machine could not run */
-	unsigned char want[1024];   /* problem ids selected */
-	json_t *args;               /* the options above as given, for --slurm's tasks */
-	json_t *versions;           /* driver, CUDA runtime, NCCL of this host */
-	/* the hidden shape: --hidden-shape MxN, else drawn per problem
-	 * (hidden_for), or off */
-	int hidden_off;
-	long long hidden_m, hidden_n;   /* given; 0: drawn */
-	uint64_t hidden_seed;           /* the draw's (hidden_seed) */
-	struct hidden hid[1024];        /* per problem id, as want[] */
-};
-
-struct slurm_opts {
-	int on, status, nodes, gpn;
-	const char *partition, *time, *account, *cpus;
-};
-
-/* the problems SPEC selects (src/spec.c, as pkb generate), as a set of ids */
-static int spec_select(const char *spec, unsigned char *want, size_t nwant)
-{
-	char err[256];
-	int n;
-	const struct pkb_problem **ps = spec_parse(spec, &n, err, sizeof err);
-	if (!ps)
-		return error("%s", err);
-	memset(want, 0, nwant);
-	for (int i = 0; i < n; i++)
-		if (ps[i]->id > 0 && (size_t)ps[i]->id < nwant)
-			want[ps[i]->id] = 1;
-	free(ps);
-	return 0;
-}
-
-/* FNV-1a of a string, then mixed (splitmix64): strings that differ in a
- * digit or two land far apart */
-static uint64_t hash_str(const char *str)
-{
-	uint64_t h = 14695981039346656037ull;
-	for (const unsigned char *c = (const unsigned char *)str; *c; c++)
-		h = (h ^ *c) * 1099511628211ull;
-	return mix64(h);
-}
-
-/* the shard of a key: a hash of the key alone, so that every task of an
- * array and every later submission agree without a shared plan file,
- * whatever else was recorded meanwhile */
-static int shard_of(const char *key, int n)
-{
-	return (int)(hash_str(key) % (uint64_t)n);
-}
-
-/* ---- the hidden shape (issue 44, item 10; docs/SWEEP.md) ---- */
-
-/* What a hidden shape is drawn from: each dimension of the announced shape
- * scaled by 1/2, 3/4, 1, 5/4, 3/2 or 2 (not both by 1), rounded to a
- * multiple of that dimension's alignment (the largest power of two that
- * divides it, at most 256). A kernel written for 1024 x 1024 meets
- * 768 x 2048, never a tail the announced shape did not ask it to handle
- * (--hidden-shape 1001x999 asks that). At most 2x per dimension: the
- * untimed check costs about what the announced evaluation's trials do. */
-static const int hidden_scale[][2] = { { 1, 2 }, { 3, 4 }, { 1, 1 }, { 5, 4 }, { 3, 2 }, { 2, 1 } };
-#define HIDDEN_SCALES ((int)ARRAY_SIZE(hidden_scale))
-
-static long long hidden_dim(long long x, int num, int den)
-{
-	long long a = x & -x;   /* the largest power of two dividing x */
-	if (a > 256)
-		a = 256;
-	long long q = (2 * x * num + den * a) / (2 * den * a);   /* x num / den in units of a */
-	return q < 1 ? a : q * a;
-}
-
-/* The draw's seed: DIR/run.json's args (which generate and agent refuse to
- * change on resume; its dates are left out) and the announced instance, so
- * that a resumed sweep, each --slurm task and `--status` draw the same */
-static uint64_t hidden_seed(const struct sweep *s)
-{
-	char *args = s->run_args ? json_dumps(s->run_args, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-	char *txt = xstrfmt("%s|W%d|%s|%lldx%lld", args ? args : "-", s->W, dtype_name(s->eval.dtype),
-			    s->eval.m, s->eval.n);
-	uint64_t h = hash_str(txt);
-	free(txt);
-	free(args);
-	return h;
-}
-
-/* does p take (W, m, n, dtype)? why (may be NULL) gets its reason if not */
-static int problem_takes(const struct pkb_problem *p, const struct sweep *s, long long m,
-			 long long n, char *why, size_t nwhy)
-{
-	struct pkb_io *io = xcalloc(1, sizeof *io);
-	struct pkb_dims d = { .world = s->W, .m = m, .n = n,
-		.dtype = s->eval.dtype };
-	int ok = problem_describe(p, &d, io) == 0;
-	if (!ok && why)
-		snprintf(why, nwhy, "%s", io->err);
-	free(io);
-	return ok;
-}
-
-/* The hidden shape of a problem (1 <= problem < 1024), worked out once:
- * --hidden-shape's when the problem takes it; else the first of the
- * scaled shapes, in the order the run's seed starts at, that the problem
- * takes (problem_describe, as the skips below and tools/test-gpu's -s):
- * one shape for the whole sweep wherever the problems allow it. */
-static const struct hidden *hidden_for(struct sweep *s, int problem)
-{
-	struct hidden *h = &s->hid[problem];
-	if (h->known)
-		return h;
-	h->known = 1;
-	char id[16], why[300] = "";
-	snprintf(id, sizeof id, "%d", problem);
-	const struct pkb_problem *p = problem_find(id);
-	if (!p) {
-		h->why = xstrfmt("no problem %03d", problem);
-		return h;
-	}
-	if (s->hidden_m) {
-		if (problem_takes(p, s, s->hidden_m, s->hidden_n, why, sizeof why)) {
-			h->m = s->hidden_m;
-			h->n = s->hidden_n;
-		} else {
-			h->why = xstrfmt("%lldx%lld refused: %s", s->hidden_m, s->hidden_n, why);
-		}
-		return h;
-	}
-	int total = HIDDEN_SCALES * HIDDEN_SCALES, start = (int)(s->hidden_seed % (uint64_t)total);
-	for (int k = 0; k < total && !h->m; k++) {
-		int i = (start + k) % total;
-		long long m = hidden_dim(s->eval.m, hidden_scale[i / HIDDEN_SCALES][0],
-					 hidden_scale[i / HIDDEN_SCALES][1]);
-		long long n = hidden_dim(s->eval.n, hidden_scale[i % HIDDEN_SCALES][0],
-					 hidden_scale[i % HIDDEN_SCALES][1]);
-		if ((m != s->eval.m || n != s->eval.n) && problem_takes(p, s, m, n, NULL, 0)) {
-			h->m = m;
-			h->n = n;
-		}
-	}
-	if (!h->m)
-		h->why = xstrfmt("it takes none of the %d scaled shapes at W = %d", total - 1, s->W);
-	return h;
-}
-
-/* a timed sweep whose timing is not eval's default: warm, 100 calls after 500 */
-static int timing_given(const struct sweep *s)
-{
-	return s->perf && (s->eval.timing != PERF_WARM ||
-			   s->eval.iters != 100 || s->eval.warmup != 500);
-}
-
-static void add_task(struct sweep *s, int problem, const char *stem, const char *path)
-{
-	if (problem < 1 || problem >= (int)sizeof(s->want) || !s->want[problem])
-		return;
-	if (s->n == s->cap) {
-		s->cap = s->cap ? 2 * s->cap : 64;
-		s->t = xrealloc(s->t, s->cap * sizeof(*s->t));
-	}
-	struct task *t = &s->t[s->n];
-	memset(t, 0, sizeof(*t));
-	t->problem = problem;
-	t->sample = xstrdup(stem);
-	strcpy(t->sha, "none");
-	if (path) {
-		t->path = xstrdup(path);
-		if (sha256_file_hex(path, t->sha) < 0) {
-			warning("cannot read %s: skipped", path);
-			free(t->sample);
-			free(t->path);
-			return;
-		}
-	}
-	/* the key: what makes two evaluations the same one */
-	t->key = xstrfmt("%03d|%s|W%d|t%d|%s|tol%s/%s|pkb%s|%s", problem, stem, s->W, s->trials,
-			 s->perf ? "perf" : "noperf", s->atol ? s->atol : "-", s->rtol ? s->rtol : "-",
-			 PKB_VERSION, t->sha);
-	/* an instance other than eval's default says so (keys of sweeps
-	 * without these options stay as they were) */
-	if (s->dtype || s->m_arg || s->n_arg) {
-		char *k = xstrfmt("%s|%s|m%s|n%s", t->key, s->dtype ? s->dtype : "-",
-				  s->m_arg ? s->m_arg : "-", s->n_arg ? s->n_arg : "-");
-		free(t->key);
-		t->key = k;
-	}
-	if (s->backend && strcmp(s->backend, "cuda")) {
-		char *k = xstrfmt("%s|b%s", t->key, s->backend);
-		free(t->key);
-		t->key = k;
-	}
-	/* so does a timing other than eval's default (--timing, --iters,
-	 * --warmup): it is another measurement */
-	if (timing_given(s)) {
-		char *k = xstrfmt("%s|%s|it%d|wu%d", t->key, perf_mode_name(s->eval.timing),
-				  s->eval.iters, s->eval.warmup);
-		free(t->key);
-		t->key = k;
-	}
-	/* and the hidden shape: a second evaluation in the same record (off:
-	 * the keys of sweeps before it) */
-	if (!s->hidden_off) {
-		const struct hidden *h = hidden_for(s, problem);
-		char *k = h->m ? xstrfmt("%s|h%lldx%lld", t->key, h->m, h->n)
-			       : xstrfmt("%s|hnone", t->key);
-		free(t->key);
-		t->key = k;
-	}
-	s->n++;
-}
-
-/* the logs of an evaluation, relative to the run directory: eval's output
- * (.log) and, beside it, the ranks' logs (.ranks/) */
-static char *task_log(const struct task *t, const char *ext)
-{
-	return xstrfmt("logs/%03d/%s%s", t->problem, t->sample, ext);
-}
-
-static int has_suffix(const char *s, const char *suf)
-{
-	size_t a = strlen(s), b = strlen(suf);
-	return a >= b && !strcmp(s + a - b, suf);
-}
-
-/* a candidate's file: .cu, or .py (the triton backend's); the stem's
- * length, 0 when neither */
-static size_t cand_stem(const char *name)
-{
-	size_t n = strlen(name);
-	return has_suffix(name, ".cu") ? n - 3 : has_suffix(name, ".py") ? n - 3 : 0;
-}
-
-/* DIR/NNN/ *.cu and *.py (and, with replies, DIR/../replies/NNN/ *.json
- * lacking one) */
-static void scan_problem_dir(struct sweep *s, const char *dir, int problem, const char *replies)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		size_t k = cand_stem(e->d_name);
-		if (!k)
-			continue;
-		char *stem = xstrdup(e->d_name);
-		stem[k] = 0;
-		char *path = xstrfmt("%s/%s", dir, e->d_name);
-		add_task(s, problem, stem, path);
-		free(stem);
-		free(path);
-	}
-	closedir(d);
-	if (!replies || !(d = opendir(replies)))
-		return;
-	while ((e = readdir(d))) {
-		if (!has_suffix(e->d_name, ".json"))
-			continue;
-		char *stem = xstrdup(e->d_name);
-		stem[strlen(stem) - 5] = 0;
-		char *cu = xstrfmt("%s/%s.cu", dir, stem), *py = xstrfmt("%s/%s.py", dir, stem);
-		if (access(cu, F_OK) != 0 && access(py, F_OK) != 0)
-			add_task(s, problem, stem, NULL);
-		free(cu);
-		free(py);
-		free(stem);
-	}
-	closedir(d);
-}
-
-static int cmp_task(const void *a, const void *b)
-{
-	const struct task *x = a, *y = b;
-	if (x->problem != y->problem)
-		return x->problem - y->problem;
-	return strcmp(x->sample, y->sample);
-}
-
-static void scan(struct sweep *s, const char *root)
-{
-	char *cand = xstrfmt("%s/candidates", root);
-	struct stat st;
-	int gen = stat(cand, &st) == 0 && S_ISDIR(st.st_mode);
-	const char *base = gen ? cand : root;
-	DIR *d = opendir(base);
-	if (d) {
-		struct dirent *e;
-		while ((e = readdir(d))) {
-			char *end;
-			long id = strtol(e->d_name, &end, 10);
-			if (end == e->d_name)
-				continue;
-			char *p = xstrfmt("%s/%s", base, e->d_name);
-			if (!*end && stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
-				char *rep = gen ? xstrfmt("%s/replies/%s", root, e->d_name) : NULL;
-				scan_problem_dir(s, p, (int)id, rep);
-				free(rep);
-			} else if (*end == '_' && cand_stem(e->d_name)) {
-				char *stem = xstrdup(e->d_name);
-				stem[cand_stem(e->d_name)] = 0;
-				add_task(s, (int)id, stem, p);
-				free(stem);
-			}
-			free(p);
-		}
-		closedir(d);
-	}
-	free(cand);
-	qsort(s->t, s->n, sizeof(*s->t), cmp_task);
-}
 
 /* ---- the records: the keys done, a torn last line cut ---- */
 
@@ -494,22 +153,6 @@ static int load_done(const struct sweep *s, const char *out, json_t *done)
 	}
 	results_files_free(files);
 	return rc;
-}
-
-static int append_record(int fd, json_t *rec)
-{
-	char *line = json_dumps(rec, JSON_COMPACT);
-	if (!line)
-		return error("cannot serialise a record");
-	size_t n = strlen(line);
-	line = xrealloc(line, n + 2);
-	line[n] = '\n';
-	line[n + 1] = 0;
-	ssize_t w = write(fd, line, n + 1);   /* one write: a kill tears at most this line */
-	free(line);
-	if (w != (ssize_t)(n + 1) || fsync(fd) != 0)
-		return error("cannot write a record: %s", strerror(errno));
-	return 0;
 }
 
 /* The driver, CUDA runtime and NCCL of this host, as strings (null where
@@ -599,7 +242,7 @@ static json_t *make_record(struct sweep *s, struct task *t, json_t *res, const s
 		json_object_set_new(key, "atol", json_real(atof(s->atol)));
 	if (s->rtol)
 		json_object_set_new(key, "rtol", json_real(atof(s->rtol)));
-	if (timing_given(s))
+	if (sweep_timing_given(s))
 		json_object_set_new(key, "timed", json_pack("{s:s, s:i, s:i}", "mode",
 			perf_mode_name(s->eval.timing), "iters", s->eval.iters,
 			"warmup", s->eval.warmup));
@@ -629,7 +272,7 @@ static json_t *make_record(struct sweep *s, struct task *t, json_t *res, const s
 	json_t *rec = json_pack("{s:s, s:o, s:s?, s:i, s:f}", "key", t->key, "instance", key,
 		"candidate", t->path, "exit_code", rc, "seconds", secs);
 	if (t->path)
-		json_object_set_new(rec, "log", json_steal_str(task_log(t, ".log")));
+		json_object_set_new(rec, "log", json_steal_str(sweep_task_log(t, ".log")));
 	json_object_set_new(rec, "outcome", json_string(task_outcome(t, res, r, rc)));
 	if (res)
 		json_object_set(rec, "result", res);
@@ -788,7 +431,7 @@ static char **eval_argv(struct sweep *s, struct task *t, const char *json, int h
 	strvec_pushf(&a, "%d", t->problem);
 	strvec_push(&a, t->path);
 	struct job_opts o = s->eval, d;
-	char *rel = task_log(t, hidden ? ".hidden.ranks" : ".ranks");
+	char *rel = sweep_task_log(t, hidden ? ".hidden.ranks" : ".ranks");
 	char *ranks = xstrfmt("%s/%s", s->root, rel);
 	if (hidden) {
 		job_opts_init(&d);
@@ -821,7 +464,7 @@ static int is_outcome(const struct result *r, const char *name)
 static char *keep_rank_logs(struct sweep *s, struct task *t, struct pending *p, int hidden)
 {
 	json_t *res = p->res[hidden];
-	char *rel = task_log(t, hidden ? ".hidden.ranks" : ".ranks");
+	char *rel = sweep_task_log(t, hidden ? ".hidden.ranks" : ".ranks");
 	char *ranks = xstrfmt("%s/%s", s->root, rel);
 	struct stat st;
 	if (is_outcome(&p->r[hidden], "pass"))
@@ -857,7 +500,7 @@ static json_t *hidden_record(struct sweep *s, struct task *t, struct pending *p)
 	json_t *j = json_pack("{s:I, s:I, s:s, s:i, s:f, s:o}", "m", (json_int_t)h->m, "n",
 		(json_int_t)h->n, "outcome", task_outcome(t, res, &p->r[1], p->status[1]),
 		"exit_code", p->status[1],
-		"seconds", p->secs[1], "log", json_steal_str(task_log(t, ".hidden.log")));
+		"seconds", p->secs[1], "log", json_steal_str(sweep_task_log(t, ".hidden.log")));
 	char *ranks = keep_rank_logs(s, t, p, 1);
 	if (ranks)
 		json_object_set_new(j, "rank_logs", json_steal_str(ranks));
@@ -900,7 +543,7 @@ static void task_done(struct run_ctx *c, int ti)
 		json_object_set_new(rec, "message", json_steal_str(msg));
 	if (hidden)
 		json_object_set_new(rec, "hidden", hidden_record(s, t, p));
-	if (append_record(c->fd, rec) < 0)
+	if (results_append(c->fd, rec) < 0)
 		c->rc = PKB_EXIT_INPUT;
 	/* a pass at the announced shape that fails at the hidden one is no
 	 * pass: counted as hidden_<outcome> */
@@ -950,7 +593,7 @@ static int run_local(struct sweep *s, int *todo, int ntodo, const char *res_path
 			continue;
 		}
 		json_t *rec = make_record(s, t, NULL, NULL, 0, 0);
-		if (append_record(fd, rec) < 0)
+		if (results_append(fd, rec) < 0)
 			c.rc = PKB_EXIT_INPUT;
 		json_decref(rec);
 		char *line = xstrfmt("%03d %s: no_code", t->problem, t->sample);
@@ -1098,7 +741,7 @@ static int run_dry(struct sweep *s, int *todo, int ntodo, const char *res_path, 
 			json_object_set_new(res, "message", json_string(line));
 			if (out == OUT_COMPILE_ERROR)
 				json_object_set_new(res, "compiler_output", json_string(msg));
-			char *rel = task_log(t, ".log"), *log = xstrfmt("%s/%s", s->root, rel);
+			char *rel = sweep_task_log(t, ".log"), *log = xstrfmt("%s/%s", s->root, rel);
 			char *dir = xstrfmt("%s/logs/%03d", s->root, t->problem);
 			mkdir_p(dir);
 			write_file_atomic(log, msg, strlen(msg));
@@ -1114,7 +757,7 @@ static int run_dry(struct sweep *s, int *todo, int ntodo, const char *res_path, 
 			result_free(&r);
 			json_decref(res);
 		}
-		if (append_record(fd, rec) < 0)
+		if (results_append(fd, rec) < 0)
 			rc = PKB_EXIT_INPUT;
 		char *line = xstrfmt("%03d %s: %s", t->problem, t->sample, oc);
 		pg.instant++;
@@ -1201,244 +844,6 @@ static int run_jobs(const char *file, int ngpus, int lanes, int quiet)
 	free(jobs);
 	json_decref(c.pg.fails);
 	return rc < 0 ? PKB_EXIT_INPUT : rc;
-}
-
-/* ---- --slurm: one job array, a shard per task ---- */
-
-/* a word for sh: single quotes, each ' as '\'' */
-static char *sh_quote(const char *v)
-{
-	size_t n = 3;
-	for (const char *c = v; *c; c++)
-		n += *c == '\'' ? 4 : 1;
-	char *q = xmalloc(n), *o = q;
-	*o++ = '\'';
-	for (const char *c = v; *c; c++) {
-		if (*c == '\'') {
-			memcpy(o, "'\\''", 4);
-			o += 4;
-		} else {
-			*o++ = *c;
-		}
-	}
-	*o++ = '\'';
-	*o = 0;
-	return q;
-}
-
-static char *slurm_dir(const char *root)
-{
-	return xstrfmt("%s/slurm", root);
-}
-
-/* the submissions so far, one per line of DIR/slurm/jobs.jsonl */
-static json_t *load_submissions(const char *root)
-{
-	char *path = xstrfmt("%s/slurm/jobs.jsonl", root);
-	json_t *a = json_array();
-	size_t len;
-	char *buf = read_file(path, &len);
-	for (char *p = buf, *nl; buf && p < buf + len; p = nl + 1) {
-		if (!(nl = memchr(p, '\n', buf + len - p)))
-			break;
-		json_t *o = json_loadb(p, nl - p, 0, NULL);
-		if (json_is_string(json_object_get(o, "job")))
-			json_array_append_new(a, o);
-		else
-			json_decref(o);
-	}
-	free(buf);
-	free(path);
-	return a;
-}
-
-/* Mark in busy[0..n) the shards that tasks of earlier arrays still hold
- * (pending or running): submitting them again could run a key twice. An
- * active array of another shard count cannot be matched key by key: -1. */
-static int busy_shards(const char *root, int n, unsigned char *busy)
-{
-	json_t *subs = load_submissions(root);
-	char *log = xstrfmt("%s/slurm/.query.%d", root, (int)getpid());
-	size_t i;
-	json_t *sub;
-	int rc = 0;
-	json_array_foreach(subs, i, sub) {
-		const char *job = json_string_value(json_object_get(sub, "job"));
-		int sn = (int)json_integer_value(json_object_get(sub, "shards"));
-		json_t *tasks = slurm_tasks(job, log);
-		size_t j;
-		json_t *t;
-		json_array_foreach(tasks, j, t) {
-			if (!slurm_state_active(json_string_value(json_object_get(t, "state"))))
-				continue;
-			if (sn != n) {
-				rc = error("array job %s (%d shards) is still %s; wait for it or scancel "
-					   "it before submitting %d shards", job, sn,
-					   json_string_value(json_object_get(t, "state")), n);
-				break;
-			}
-			/* "3" or a pending range "1-3" (Slurm may also write "1-3%2") */
-			const char *ts = json_string_value(json_object_get(t, "task"));
-			for (const char *p = ts; *p;) {
-				char *end;
-				long a = strtol(p, &end, 10), b = a;
-				if (*end == '-')
-					b = strtol(end + 1, &end, 10);
-				for (long k = a; k <= b && k < n; k++)
-					if (k >= 0)
-						busy[k] = 1;
-				if (*end != ',')
-					break;
-				p = end + 1;
-			}
-		}
-		json_decref(tasks);
-		if (rc)
-			break;
-	}
-	unlink(log);
-	free(log);
-	json_decref(subs);
-	return rc;
-}
-
-/* the batch script of submission k: every sbatch option in it, so that it
- * can be read and submitted again by hand; `real`: the run's real path */
-static char *batch_script(const struct sweep *s, const struct slurm_opts *so, const char *real,
-			  int k)
-{
-	int n = so->nodes;
-	char *qroot = sh_quote(real), *qexe = sh_quote(pkb_self_exe());
-	char *body = xstrfmt(
-		"#!/bin/sh\n"
-		"# written by pkb sweep --slurm (submission %d): array task I runs shard I of\n"
-		"# %d of the evaluations of %s that are not recorded yet, on\n"
-		"# the task's %d GPUs, into %s/" RESULTS_SHARD_DIR "/shard-I-of-%d.jsonl\n"
-		"#SBATCH --job-name=pkb-sweep\n"
-		"#SBATCH --nodes=1\n"
-		"#SBATCH --ntasks=1\n"
-		"#SBATCH --gres=gpu:%d\n"
-		"#SBATCH --output=%s/slurm/%%A_%%a.out\n"
-		"#SBATCH --export=ALL\n"
-		"%s%s%s%s%s%s%s%s%s%s%s%s"
-		"exec %s sweep %s --shard \"$SLURM_ARRAY_TASK_ID/%d\" --ngpus %d",
-		k, n, real, so->gpn, real, n, so->gpn, real,
-		so->partition ? "#SBATCH --partition=" : "", so->partition ? so->partition : "",
-		so->partition ? "\n" : "",
-		so->time ? "#SBATCH --time=" : "", so->time ? so->time : "", so->time ? "\n" : "",
-		so->account ? "#SBATCH --account=" : "", so->account ? so->account : "",
-		so->account ? "\n" : "",
-		so->cpus ? "#SBATCH --cpus-per-task=" : "", so->cpus ? so->cpus : "",
-		so->cpus ? "\n" : "",
-		qexe, qroot, n, so->gpn);
-	free(qroot);
-	free(qexe);
-	size_t i;
-	json_t *a;
-	json_array_foreach(s->args, i, a) {
-		char *q = sh_quote(json_string_value(a));
-		char *b = xstrfmt("%s %s", body, q);
-		free(body);
-		free(q);
-		body = b;
-	}
-	char *b = xstrfmt("%s\n", body);
-	free(body);
-	return b;
-}
-
-/* sbatch `script` as the array of shards `array` (of n), and the
- * submission appended to DIR/jobs.jsonl, which --status reads */
-static int sbatch_array(const struct sweep *s, const char *dir, const char *script,
-			const char *array, int n, int ntodo, int nbusy)
-{
-	int rc = 0;
-	char jobid[32];
-	char *log = xstrfmt("%s/.sbatch.%d", dir, (int)getpid());
-	if (slurm_submit(script, array, log, jobid, sizeof jobid) < 0) {
-		rc = PKB_EXIT_INPUT;
-	} else {
-		json_t *sub = json_pack("{s:s, s:i, s:s, s:s, s:i, s:O}", "job", jobid, "shards", n,
-			"array", array, "script", script, "missing", ntodo, "args", s->args);
-		job_stamp(sub);
-		char *jl = xstrfmt("%s/jobs.jsonl", dir);
-		int fd = open(jl, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		if (fd < 0 || append_record(fd, sub) < 0)
-			rc = error("job %s was submitted, but %s cannot be written: "
-				   "--status will not know it", jobid, jl);
-		if (fd >= 0)
-			close(fd);
-		free(jl);
-		json_decref(sub);
-		printf("submitted job %s: array %s of %d shards, %d evaluations missing\n",
-		       jobid, array, n, ntodo);
-		if (nbusy)
-			printf("(%d shards with missing evaluations are still pending or running "
-			       "in an earlier array)\n", nbusy);
-		hint("pkb sweep %s --slurm --status", s->root);
-	}
-	unlink(log);
-	free(log);
-	return rc;
-}
-
-static int submit(struct sweep *s, const struct slurm_opts *so, int *todo, int ntodo)
-{
-	int n = so->nodes;
-	unsigned char *want = xcalloc(n, 1), *busy = xcalloc(n, 1);
-	for (int i = 0; i < ntodo; i++)
-		want[shard_of(s->t[todo[i]].key, n)] = 1;
-	int rc = 0;
-	char *dir = slurm_dir(s->root);
-	mkdir_p(dir);
-	if (busy_shards(s->root, n, busy) < 0) {
-		rc = PKB_EXIT_INPUT;
-		goto out;
-	}
-	char *array = xstrdup("");
-	int nshards = 0, nbusy = 0;
-	for (int k = 0; k < n; k++) {
-		if (want[k] && busy[k])
-			nbusy++;
-		if (!want[k] || busy[k])
-			continue;
-		char *a = xstrfmt("%s%s%d", array, *array ? "," : "", k);
-		free(array);
-		array = a;
-		nshards++;
-	}
-	if (!nshards) {
-		if (!ntodo)
-			fprintf(stderr, "sweep: every evaluation is recorded; nothing to submit\n");
-		else
-			fprintf(stderr, "sweep: the %d evaluations missing are all in shards still pending "
-				"or running (%d); nothing to submit\n", ntodo, nbusy);
-		free(array);
-		goto out;
-	}
-	json_t *subs = load_submissions(s->root);
-	int k = (int)json_array_size(subs) + 1;
-	json_decref(subs);
-	char real[PATH_MAX];
-	if (!realpath(s->root, real)) {
-		rc = error("cannot resolve %s: %s", s->root, strerror(errno));
-		free(array);
-		goto out;
-	}
-	char *script = xstrfmt("%s/sweep-%d.sh", dir, k);
-	char *body = batch_script(s, so, real, k);
-	if (write_file_atomic(script, body, strlen(body)) < 0 || chmod(script, 0755) < 0)
-		rc = error("cannot write %s", script);
-	else
-		rc = sbatch_array(s, dir, script, array, n, ntodo, nbusy);
-	free(body);
-	free(script);
-	free(array);
-out:
-	free(dir);
-	free(want);
-	free(busy);
-	return rc;
 }
 
 /* ---- option parsing, shared by a sweep and by --status (which reads
@@ -1776,7 +1181,7 @@ static int resolve_instance(struct sweep *s, int quiet)
 	if (bad)
 		return error("%s/run.json: args.%s is not a valid %s", s->root, bad, bad);
 	s->eval.world = s->W;
-	s->hidden_seed = hidden_seed(s);
+	s->hidden_seed = sweep_hidden_seed(s);
 	const char *shape_from = !s->from[2] ? (mn_run ? "run.json" : "default")
 				 : mn_run ? "--m/--n and run.json" : s->from[2];
 	if (!quiet)
@@ -1889,7 +1294,7 @@ static int cmp_str(const void *a, const void *b)
 
 static int status(const char *root)
 {
-	json_t *subs = load_submissions(root);
+	json_t *subs = sweep_load_submissions(root);
 	if (!json_array_size(subs)) {
 		json_decref(subs);
 		error("no Slurm submission of %s (%s/slurm/jobs.jsonl)", root, root);
@@ -1912,13 +1317,13 @@ static int status(const char *root)
 	s.root = root;
 	int rc = parse_opts(&s, &so, &jobs, argc, argv);
 	free(argv);
-	if (rc || spec_select(s.spec, s.want, sizeof(s.want)) < 0 || resolve_instance(&s, 1) < 0) {
+	if (rc || sweep_spec_select(s.spec, s.want, sizeof(s.want)) < 0 || resolve_instance(&s, 1) < 0) {
 		sweep_free(&s);
 		json_decref(subs);
 		error("%s/slurm/jobs.jsonl: the options of the last submission do not parse", root);
 		return PKB_EXIT_INPUT;
 	}
-	scan(&s, root);
+	sweep_scan(&s, root);
 	json_t *done = json_object();
 	rc = load_done(&s, NULL, done);   /* only read: tasks may be appending */
 	json_t *oc = json_object();
@@ -1971,7 +1376,7 @@ static int status(const char *root)
 			if (!*end && n > 0 && shard >= 0 && shard < n) {
 				int tot = 0, got = 0;
 				for (int q = 0; q < s.n; q++)
-					if (shard_of(s.t[q].key, n) == shard) {
+					if (sweep_shard_of(s.t[q].key, n) == shard) {
 						tot++;
 						got += json_object_get(done, s.t[q].key) != NULL;
 					}
@@ -2030,7 +1435,7 @@ static int check_sweep(struct sweep *s, const struct slurm_opts *so, int machine
 	}
 	if (!s->lanes)
 		s->lanes = s->ngpus >= s->W ? s->ngpus / s->W : 1;
-	if (spec_select(s->spec, s->want, sizeof(s->want)) < 0)
+	if (sweep_spec_select(s->spec, s->want, sizeof(s->want)) < 0)
 		return PKB_EXIT_USAGE;
 	return 0;
 }
@@ -2045,7 +1450,7 @@ static void plan_tasks(const struct sweep *s, json_t *done, struct plan *pl)
 	pl->todo = xcalloc(s->n + 1, sizeof(int));
 	for (int i = 0; i < s->n; i++) {
 		const struct task *t = &s->t[i];
-		if (s->shard_n && shard_of(t->key, s->shard_n) != s->shard_i)
+		if (s->shard_n && sweep_shard_of(t->key, s->shard_n) != s->shard_i)
 			continue;
 		pl->mine++;
 		if (json_object_get(done, t->key))
@@ -2186,7 +1591,7 @@ int cmd_sweep(int argc, char **argv)
 	if ((rc = check_sweep(&s, &so, machine)))
 		goto out;
 	keep_reference(&s);
-	scan(&s, s.root);
+	sweep_scan(&s, s.root);
 	char *res_path = s.out ? xstrdup(s.out) : !s.shard_n ? xstrfmt("%s/results.jsonl", s.root) :
 		xstrfmt("%s/" RESULTS_SHARD_DIR "/shard-%d-of-%d.jsonl", s.root, s.shard_i, s.shard_n);
 	json_t *done = json_object();
@@ -2196,7 +1601,7 @@ int cmd_sweep(int argc, char **argv)
 		struct plan pl;
 		plan_tasks(&s, done, &pl);
 		if (so.on) {
-			rc = submit(&s, &so, pl.todo, pl.ntodo);
+			rc = sweep_submit(&s, &so, pl.todo, pl.ntodo);
 		} else {
 			say_plan(&s, &pl);
 			rc = run_plan(&s, &pl, res_path);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -93,5 +94,21 @@ int results_read(const char *path, json_t *recs, size_t *good, size_t *len, int 
 		*len = n;
 	if (bad)
 		*bad = b;
+	return 0;
+}
+
+int results_append(int fd, json_t *rec)
+{
+	char *line = json_dumps(rec, JSON_COMPACT);
+	if (!line)
+		return error("cannot serialise a record");
+	size_t n = strlen(line);
+	line = xrealloc(line, n + 2);
+	line[n] = '\n';
+	line[n + 1] = 0;
+	ssize_t w = write(fd, line, n + 1);   /* one write: a kill tears at most this line */
+	free(line);
+	if (w != (ssize_t)(n + 1) || fsync(fd) != 0)
+		return error("cannot write a record: %s", strerror(errno));
 	return 0;
 }

@@ -29,4 +29,8 @@ void results_files_free(char **files);
  * not). A missing file is empty: 0; -1 (errno set) when it cannot be read. */
 int results_read(const char *path, json_t *recs, size_t *good, size_t *len, int *bad);
 
+/* Append rec to the open file fd as one JSON line, in one write (a kill
+ * tears at most this line), then fsync: 0, or -1 after an error line */
+int results_append(int fd, json_t *rec);
+
 #endif
