@@ -41,6 +41,7 @@
 #include "pkb_device.cuh"
 #include "pkb_ref.cuh"
 #include "linear.cuh"   /* defines: linear */
+#include "silu_mul.cuh" /* defines: silu_mul, SILU_THREADS */
 
 PKB_SOLUTION;
 
@@ -137,18 +138,6 @@ __global__ void pack(const T *x, const int *dest, const int *pos, T *send, int64
 	     i += (int64_t)gridDim.x * THREADS) {
 		int64_t tj = i / n, c = i % n;
 		send[(dest[tj] * cap + pos[tj]) * n + c] = x[(tj / k) * n + c];
-	}
-}
-
-/* h = T(T(silu(gate)) * up), silu(v) = v / (1 + e^-v) in fp32 */
-template <typename T>
-__global__ void silu_mul(const T *gate, const T *up, T *h, int64_t count)
-{
-	for (int64_t i = blockIdx.x * (int64_t)THREADS + threadIdx.x; i < count;
-	     i += (int64_t)gridDim.x * THREADS) {
-		float g = pkb_to_float(gate[i]);
-		float s = pkb_to_float(pkb_from_float<T>(g / (1.0f + expf(-g))));
-		h[i] = pkb_from_float<T>(s * pkb_to_float(up[i]));
 	}
 }
 
@@ -266,7 +255,7 @@ static int launch(pkb_ctx *ctx, struct state *s)
 			 INTER, 0));
 	PKB_CK(linear<T>(ctx, h, st, dt, rows, INTER, n, v, n, wu, n, bu, s->acc, (T *)s->up,
 			 INTER, 0));
-	silu_mul<T><<<pkb_ref_blocks(rows * INTER, THREADS, 2048), THREADS, 0, st>>>(
+	silu_mul<T><<<pkb_ref_blocks(rows * INTER, SILU_THREADS, 2048), SILU_THREADS, 0, st>>>(
 		(const T *)s->gate, (const T *)s->up, (T *)s->h, rows * INTER);
 	PKB_CK_LAUNCH(ctx);
 	PKB_CK(linear<T>(ctx, h, st, dt, rows, n, INTER, (const T *)s->h, INTER, wd, INTER, bd,
