@@ -219,10 +219,8 @@ __global__ void unpack(const struct row *recv, const int *recv_n, int64_t *cam, 
 
 extern "C" int pkb_init(pkb_ctx *ctx)
 {
-	struct state *s = (struct state *)calloc(1, sizeof *s);
-	if (!s)
-		return 1;
-	ctx->user = s;
+	struct state *s;
+	PKB_CK(pkb_ref_state(ctx, &s));
 	int64_t n = ctx->in[IN_MEANS].shape[0], pairs = ctx->world * n;
 	PKB_CK_CUDA(ctx, cub::DeviceScan::ExclusiveSum(NULL, s->temp_bytes, (int *)NULL,
 							(int *)NULL, (int)pairs));
@@ -239,11 +237,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
+static int run(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	struct state *s = (struct state *)ctx->user;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
 	int world = ctx->world;
 	int64_t n = ctx->in[IN_MEANS].shape[0], pairs = world * n;
 	struct params pr = {
@@ -297,21 +292,12 @@ extern "C" int pkb_run(pkb_ctx *ctx)
 	return 0;
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
+static void release(struct state *s)
 {
-	struct state *s = (struct state *)ctx->user;
-	if (s) {
-		cudaFree(s->views);
-		cudaFree(s->ks);
-		cudaFree(s->rows);
-		cudaFree(s->flag);
-		cudaFree(s->pos);
-		cudaFree(s->send);
-		cudaFree(s->recv);
-		cudaFree(s->send_n);
-		cudaFree(s->recv_n);
-		cudaFree(s->temp);
-	}
-	free(s);
-	return 0;
+	void *p[] = { s->views, s->ks, s->rows, s->flag, s->pos, s->send, s->recv, s->send_n,
+		      s->recv_n, s->temp };
+	for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+		cudaFree(p[i]);
 }
+
+PKB_REF_RUN_FINI(struct state, run, release)

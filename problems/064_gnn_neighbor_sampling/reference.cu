@@ -285,11 +285,8 @@ extern "C" int pkb_init(pkb_ctx *ctx)
 	return 0;
 }
 
-extern "C" int pkb_run(pkb_ctx *ctx)
+static int run(pkb_ctx *ctx, struct state *s, cudaStream_t st, ncclComm_t comm)
 {
-	struct state *s = (struct state *)ctx->user;
-	cudaStream_t st = (cudaStream_t)ctx->stream;
-	ncclComm_t comm = (ncclComm_t)ctx->nccl_comm;
 	const int64_t *seeds = (const int64_t *)ctx->in[0].data;
 	const int64_t *colptr = (const int64_t *)ctx->in[1].data;
 	const int64_t *col = (const int64_t *)ctx->in[2].data;
@@ -382,7 +379,4 @@ static void release(struct state *s)
 		cudaFree(p[i]);
 }
 
-extern "C" int pkb_fini(pkb_ctx *ctx)
-{
-	return pkb_ref_fini(ctx, release);
-}
+PKB_REF_RUN_FINI(struct state, run, release)
