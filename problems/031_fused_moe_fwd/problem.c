@@ -2,8 +2,8 @@
  * 031_fused_moe_fwd -- an expert-parallel MoE layer's forward, 8 experts
  * over the world: router, dispatch all-to-all, the experts' SwiGLU MLP,
  * combine all-to-all, weighted sum. 032 is the same layer with LoRA
- * adapters on the MLP: the two problem.c files are kept parallel (049-051
- * are this layer at other widths).
+ * adapters on the MLP: the two share their inputs and cost model through
+ * lib/moe_ep_host.h (049-051 are this layer at other widths).
  *
  * Rank p holds tokens x (M, N), its own router (gate_weight (8, N),
  * gate_bias (8,)) and its own MLP (gate_proj, up_proj: N -> 128, down_proj:
@@ -31,12 +31,10 @@
  * their results back, or the other ranks' MLPs in (3*128*N + 256 + N
  * elements each): the smaller (the weights at the default).
  */
-#include <math.h>
-#include <string.h>
 #include "pkb_problem.h"
 #include "moe_ep_host.h"
-/* defines: INTER, moe_ep_describe, moe_ep_gen_host (049-051's layer: the same
- * inputs and tolerance) */
+/* defines: moe_ep_describe, moe_ep_gen_host, moe_ep_cost (049-051's layer: the
+ * same inputs, tolerance and cost) */
 
 #define EXPERTS 8
 #define TOP_K 2
@@ -67,27 +65,18 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 }
 
 /*
- * Tokens: each of the M tokens goes to 2 of the 8 experts; an expert is on
- * another rank with probability (W-1)/W (routing about uniform), and a token
- * need cross once per distinct remote rank (both of its experts sit on one
- * rank with probability (8/W - 1)/7): out and back, N*e bytes each way.
- * Weights: the other W-1 ranks' MLPs, (3*128*N + 256 + N) e each. The bound
- * takes the smaller. FLOPs: 6*128*N per routed token row (three GEMMs), 2M
- * rows, and the router's 2*N*8 per token. HBM: the default.
+ * moe_ep_cost's, the group the whole world. Tokens: each of the M tokens
+ * goes to 2 of the 8 experts; an expert is on another rank with
+ * probability (W-1)/W (routing about uniform), and a token need cross once
+ * per distinct remote rank (both of its experts sit on one rank with
+ * probability (8/W - 1)/7): out and back, N*e bytes each way. Weights: the
+ * other W-1 ranks' MLPs, (3*128*N + 256 + N) e each. The bound takes the
+ * smaller. FLOPs: 6*128*N per routed token row (three GEMMs), 2M rows, and
+ * the router's 2*N*8 per token. HBM: the default.
  */
 static void cost(const struct pkb_dims *d, struct pkb_cost *c)
 {
-	double w = d->world, el = (double)EXPERTS / d->world;
-	double es = pkb_dtype_size(d->dtype), m = (double)d->m, n = (double)d->n;
-	double ranks = 2 - (el - 1) / (EXPERTS - 1);
-	double tokens = 2 * m * ranks * (w - 1) / w * n * es;
-	double mlp = 3.0 * INTER * n + 2 * INTER + n;
-	double weights = (w - 1) * mlp * es;
-	c->net_bytes = tokens < weights ? tokens : weights;
-	c->flops = TOP_K * m * 6.0 * INTER * n + 2.0 * m * n * EXPERTS;
-	c->flop_kind = PKB_FLOPS_TENSOR;
-	c->note = tokens < weights ? "routed tokens out and back, once per remote rank"
-				   : "the other ranks' expert MLPs gathered, tokens stay";
+	moe_ep_cost(d, EXPERTS, TOP_K, 0, "the other ranks' expert MLPs gathered, tokens stay", c);
 }
 
 const struct pkb_problem pkb_problem_031 = {

@@ -2,7 +2,8 @@
  * 032_fused_moe_fwd_lora -- 031's expert-parallel MoE layer (8 experts over
  * the world: router, dispatch all-to-all, the experts' SwiGLU MLP, combine
  * all-to-all, weighted sum) with rank-8 LoRA adapters on the three MLP
- * projections. The two problem.c files are kept parallel.
+ * projections. The two share their inputs and cost model through
+ * lib/moe_ep_host.h.
  *
  * Rank p holds tokens x (M, N), its own router (gate_weight (8, N),
  * gate_bias (8,)) and its own MLP (gate_proj, up_proj: N -> 128, down_proj:
@@ -39,11 +40,10 @@
  * 24 N + 3*1024 elements each, LoRA included): the smaller (the weights at
  * the default).
  */
-#include <math.h>
-#include <string.h>
 #include "pkb_problem.h"
 #include "moe_ep_host.h"
-/* defines: INTER, moe_ep_inputs, moe_ep_gen_host (031's and 049-051's inputs) */
+/* defines: INTER, moe_ep_inputs, moe_ep_gen_host, moe_ep_cost (031's and
+ * 049-051's inputs and cost) */
 
 #define EXPERTS 8
 #define TOP_K 2
@@ -59,17 +59,7 @@ static int describe(const struct pkb_dims *d, struct pkb_io *io)
 		return pkb_io_fail(io, "N must be <= 4096 (router logits exact in fp32)");
 	if (EXPERTS % d->world)
 		return pkb_io_fail(io, "W must divide the %d experts", EXPERTS);
-	/* nn.Linear's init: U(+-1/sqrt(fan_in)) */
-	double a = 1 / sqrt((double)d->n), b = 1 / sqrt((double)INTER);
-	pkb_io_input(io, "hidden_states", d->dtype, PKB_HOSTGEN, PKB_SHAPE(d->m, d->n));
-	pkb_io_input(io, "gate_weight", d->dtype, PKB_HOSTGEN, PKB_SHAPE(EXPERTS, d->n));
-	pkb_io_input(io, "gate_bias", d->dtype, PKB_HOSTGEN, PKB_SHAPE(EXPERTS));
-	pkb_io_input(io, "gate_proj.weight", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER, d->n));
-	pkb_io_input(io, "gate_proj.bias", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER));
-	pkb_io_input(io, "up_proj.weight", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER, d->n));
-	pkb_io_input(io, "up_proj.bias", d->dtype, PKB_UNIFORM(-a, a), PKB_SHAPE(INTER));
-	pkb_io_input(io, "down_proj.weight", d->dtype, PKB_UNIFORM(-b, b), PKB_SHAPE(d->n, INTER));
-	pkb_io_input(io, "down_proj.bias", d->dtype, PKB_UNIFORM(-b, b), PKB_SHAPE(d->n));
+	moe_ep_inputs(d, io, EXPERTS);   /* 031's nine, then the LoRA factors */
 	pkb_io_input(io, "lora_gate_A", d->dtype, PKB_NORMAL(0, 1), PKB_SHAPE(LORA_R, d->n));
 	pkb_io_input(io, "lora_gate_B", d->dtype, PKB_NORMAL(0, 1), PKB_SHAPE(INTER, LORA_R));
 	pkb_io_input(io, "lora_up_A", d->dtype, PKB_NORMAL(0, 1), PKB_SHAPE(LORA_R, d->n));
@@ -110,7 +100,8 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
 }
 
 /*
- * Tokens: each of the M tokens goes to 2 of the 8 experts; an expert is on
+ * moe_ep_cost's with the LoRA rank, the group the whole world. Tokens:
+ * each of the M tokens goes to 2 of the 8 experts; an expert is on
  * another rank with probability (W-1)/W (routing about uniform), and a token
  * need cross once per distinct remote rank (both of its experts sit on one
  * rank with probability (8/W - 1)/7): out and back, N*e bytes each way.
@@ -122,18 +113,8 @@ static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *bu
  */
 static void cost(const struct pkb_dims *d, struct pkb_cost *c)
 {
-	double w = d->world, el = (double)EXPERTS / d->world;
-	double es = pkb_dtype_size(d->dtype), m = (double)d->m, n = (double)d->n;
-	double ranks = 2 - (el - 1) / (EXPERTS - 1);
-	double tokens = 2 * m * ranks * (w - 1) / w * n * es;
-	double lora = 3.0 * LORA_R * n + 3.0 * LORA_R * INTER;
-	double mlp = 3.0 * INTER * n + 2 * INTER + n + lora;
-	double weights = (w - 1) * mlp * es;
-	c->net_bytes = tokens < weights ? tokens : weights;
-	c->flops = TOP_K * m * (6.0 * INTER * n + 2 * lora) + 2.0 * m * n * EXPERTS;
-	c->flop_kind = PKB_FLOPS_TENSOR;
-	c->note = tokens < weights ? "routed tokens out and back, once per remote rank"
-				   : "the other ranks' expert MLPs and LoRA gathered, tokens stay";
+	moe_ep_cost(d, EXPERTS, TOP_K, LORA_R,
+		    "the other ranks' expert MLPs and LoRA gathered, tokens stay", c);
 }
 
 const struct pkb_problem pkb_problem_032 = {

@@ -3,7 +3,8 @@
  * expert per rank (num_experts E = W, top_k = 2): router, dispatch
  * all-to-all, the experts' SwiGLU MLP, combine all-to-all, weighted sum.
  * 050 (two experts a rank) and 051 (EP sub-groups) are the same layer at
- * other widths: their problem.c, reference and solutions are kept parallel.
+ * other widths: the host side (lib/moe_ep_host.h) and the reference
+ * (lib/moe_ep_reference.cuh) are one, the solutions kept parallel.
  *
  * Rank p holds tokens x (M, N), its own router (gate_weight (E, N),
  * gate_bias (E,)) and its own expert MLP (gate_proj, up_proj: N -> 128,
@@ -30,50 +31,20 @@
  * and their results back, or the other ranks' expert weights in (3*128*N
  * + 256 + N elements each): the smaller (the weights at the default).
  */
-#include <math.h>
-#include <string.h>
 #include "pkb_problem.h"
 #include "moe_ep_host.h"
-/* defines: INTER, group_size, moe_ep_describe, moe_ep_gen_host, moe_ep_cost */
+/* defines: moe_ep_balanced_describe, _gen_host, _cost (the layer at E = W, top 2) */
 
-/* this problem's width: E experts, top_k of them a token */
-static void moe_width(int world, int *experts, int *top_k)
-{
-	*experts = world;
-	*top_k = 2;
-}
-
-static int describe(const struct pkb_dims *d, struct pkb_io *io)
-{
-	int e, k;
-	moe_width(d->world, &e, &k);
-	/*
-	 * out's tolerance: moe_ep_describe's terms = 6 + (N + 128) 2^-24/u.
-	 * Host simulation (bf16, fp16, fp32; W = 2, 4, 8; the default
-	 * shape): another accumulation order needs <= 0.7 terms in bf16/fp16,
-	 * 11 in fp32; the whole chain fused in fp32 <= 1.1 (bf16/fp16); a
-	 * softmax by exp2f and a reciprocal changes no routing and needs <=
-	 * 1.4. Wrong results need >= 75 (bf16), 600 (fp16), 4e6 (fp32): every
-	 * expert on this rank's MLP (local only) 277+, the second expert
-	 * dropped 75+.
-	 */
-	return moe_ep_describe(d, io, e, k);
-}
-
-static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
-{
-	int e, k;
-	moe_width(d->world, &e, &k);
-	return moe_ep_gen_host(d, e, index, seed, buf, bytes);
-}
-
-static void cost(const struct pkb_dims *d, struct pkb_cost *c)
-{
-	int e, k;
-	moe_width(d->world, &e, &k);
-	moe_ep_cost(d, e, k, c);
-}
-
+/*
+ * out's tolerance: moe_ep_describe's terms = 6 + (N + 128) 2^-24/u.
+ * Host simulation (bf16, fp16, fp32; W = 2, 4, 8; the default
+ * shape): another accumulation order needs <= 0.7 terms in bf16/fp16,
+ * 11 in fp32; the whole chain fused in fp32 <= 1.1 (bf16/fp16); a
+ * softmax by exp2f and a reciprocal changes no routing and needs <=
+ * 1.4. Wrong results need >= 75 (bf16), 600 (fp16), 4e6 (fp32): every
+ * expert on this rank's MLP (local only) 277+, the second expert
+ * dropped 75+.
+ */
 const struct pkb_problem pkb_problem_049 = {
 	.id = 49,
 	.name = "moe_ep_balanced",
@@ -81,7 +52,7 @@ const struct pkb_problem pkb_problem_049 = {
 	.category = "Expert Parallel",
 	.origin = "VeOmni-style EP MoE (variant of 31; inferred)",
 	.worlds = PKB_WORLDS_ANY,
-	.describe = describe,
-	.gen_host = gen_host,
-	.cost = cost,
+	.describe = moe_ep_balanced_describe,
+	.gen_host = moe_ep_balanced_gen_host,
+	.cost = moe_ep_balanced_cost,
 };

@@ -5,8 +5,9 @@
  * consecutive ranks each running the layer on its own: router, dispatch
  * all-to-all, the experts' SwiGLU MLP, combine all-to-all, weighted sum.
  * 049 (one expert a rank, the whole world) and 050 (two a rank) are the
- * same layer at other widths: their problem.c, reference and solutions are
- * kept parallel.
+ * same layer at other widths: the host side (lib/moe_ep_host.h) and the
+ * reference (lib/moe_ep_reference.cuh) are one, the solutions kept
+ * parallel.
  *
  * Rank p holds tokens x (M, N), its own router (gate_weight (E, N),
  * gate_bias (E,)) and its own expert MLP (gate_proj, up_proj: N -> 128,
@@ -37,62 +38,22 @@
  * and their results back, or the other ranks' expert weights in (3*128*N
  * + 256 + N elements each): the smaller (the weights at the default).
  */
-#include <math.h>
-#include <string.h>
 #include "pkb_problem.h"
 #include "moe_ep_host.h"
-/* defines: INTER, group_size, moe_ep_describe, moe_ep_gen_host, moe_ep_cost */
+/* defines: moe_ep_narrow_describe, _gen_host, _cost (the layer at E = the
+ * largest divisor of W in [2, W/2], top min(2, E); E = 1 refused) */
 
-/* this problem's width: E experts, top_k of them a token */
-static void moe_width(int world, int *experts, int *top_k)
-{
-	/* the original's _moe_narrow_num_experts */
-	*experts = 1;
-	for (int e = world / 2; e > 1; e--)
-		if (world % e == 0) {
-			*experts = e;
-			break;
-		}
-	*top_k = *experts < 2 ? *experts : 2;
-}
-
-static int describe(const struct pkb_dims *d, struct pkb_io *io)
-{
-	int e, k;
-	moe_width(d->world, &e, &k);
-	/*
-	 * out's tolerance: moe_ep_describe's terms = 6 + (N + 128) 2^-24/u.
-	 * Host simulation (bf16, fp16, fp32; W = 4, 8; the default
-	 * shape): another accumulation order needs <= 0.7 terms in bf16/fp16,
-	 * 11 in fp32; the whole chain fused in fp32 <= 1.1 (bf16/fp16); a
-	 * softmax by exp2f and a reciprocal changes no routing and needs <=
-	 * 1.4. Wrong results need >= 75 (bf16), 600 (fp16), 4e6 (fp32): every
-	 * expert on this rank's MLP (local only) 316+, the second expert
-	 * dropped 75+, experts on global ranks 0..E-1 (one world group, not
-	 * the sub-groups) 335+ on the ranks past the first group.
-	 */
-	if (moe_ep_describe(d, io, e, k) < 0)
-		return -1;
-	if (e < 2)
-		return pkb_io_fail(io, "W = %d has no EP sub-group of 2 or more ranks "
-				   "(E = 1: no communication)", d->world);
-	return 0;
-}
-
-static int gen_host(const struct pkb_dims *d, int index, uint64_t seed, void *buf, size_t bytes)
-{
-	int e, k;
-	moe_width(d->world, &e, &k);
-	return moe_ep_gen_host(d, e, index, seed, buf, bytes);
-}
-
-static void cost(const struct pkb_dims *d, struct pkb_cost *c)
-{
-	int e, k;
-	moe_width(d->world, &e, &k);
-	moe_ep_cost(d, e, k, c);
-}
-
+/*
+ * out's tolerance: moe_ep_describe's terms = 6 + (N + 128) 2^-24/u.
+ * Host simulation (bf16, fp16, fp32; W = 4, 8; the default
+ * shape): another accumulation order needs <= 0.7 terms in bf16/fp16,
+ * 11 in fp32; the whole chain fused in fp32 <= 1.1 (bf16/fp16); a
+ * softmax by exp2f and a reciprocal changes no routing and needs <=
+ * 1.4. Wrong results need >= 75 (bf16), 600 (fp16), 4e6 (fp32): every
+ * expert on this rank's MLP (local only) 316+, the second expert
+ * dropped 75+, experts on global ranks 0..E-1 (one world group, not
+ * the sub-groups) 335+ on the ranks past the first group.
+ */
 const struct pkb_problem pkb_problem_051 = {
 	.id = 51,
 	.name = "moe_ep_narrow",
@@ -102,7 +63,7 @@ const struct pkb_problem pkb_problem_051 = {
 	/* composite W >= 4: at W = 2 or prime W the groups are single ranks */
 	.worlds = PKB_WORLD(4) | PKB_WORLD(6) | PKB_WORLD(8) | PKB_WORLD(9) | PKB_WORLD(10) |
 		  PKB_WORLD(12) | PKB_WORLD(14) | PKB_WORLD(15) | PKB_WORLD(16),
-	.describe = describe,
-	.gen_host = gen_host,
-	.cost = cost,
+	.describe = moe_ep_narrow_describe,
+	.gen_host = moe_ep_narrow_gen_host,
+	.cost = moe_ep_narrow_cost,
 };

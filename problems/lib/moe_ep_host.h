@@ -1,9 +1,11 @@
 /*
- * moe_ep_host.h -- the host side that 049, 050 and 051 share: the same EP
- * MoE layer at different widths, E experts and top_k of them a token, which
- * each problem works out from W (its moe_width) and hands in: describe,
- * gen_host and cost. 031 (eight experts over the whole world, fp16 too)
- * and 032 (the same with LoRA terms) draw their inputs alike.
+ * moe_ep_host.h -- the host side of the EP MoE layer: 049, 050 and 051 are
+ * the same layer at three widths (E experts and top_k of them a token, from
+ * W: moe_ep_width), whose describe, gen_host and cost are here whole, one
+ * set a width (moe_ep_balanced_*, moe_ep_wide_*, moe_ep_narrow_*). 031
+ * (eight experts over the whole world) and 032 (the same with LoRA terms)
+ * draw their inputs alike and share the cost model, the LoRA rank and the
+ * note's words for the weights taken as arguments.
  */
 #ifndef PKB_MOE_EP_HOST_H
 #define PKB_MOE_EP_HOST_H
@@ -106,11 +108,14 @@ static inline int moe_ep_gen_host(const struct pkb_dims *d, int e, int index, ui
  * about uniform), and a token need cross once per distinct remote rank
  * (both of its experts may sit on one rank when E/G >= 2): out and back,
  * N*e bytes each way. Weights: the other G-1 ranks' MLPs, (3*128*N + 256
- * + N) e. The bound takes the smaller. FLOPs: 6*128*N per routed token
- * row (three GEMMs), top_k*M rows, and the router's 2*N*E per token. HBM:
- * the default.
+ * + N) e, with LoRA factors of rank r on each (032; r = 0: none) 3 r (N +
+ * 128) e more. The bound takes the smaller; weights_note is the note's
+ * words for the second. FLOPs: 6*128*N per routed token row (three GEMMs) and
+ * 2*3 r (N + 128) for the six LoRA GEMMs, top_k*M rows, and the router's
+ * 2*N*E per token. HBM: the default.
  */
-static inline void moe_ep_cost(const struct pkb_dims *d, int e, int k, struct pkb_cost *c)
+static inline void moe_ep_cost(const struct pkb_dims *d, int e, int k, int lora_r,
+			       const char *weights_note, struct pkb_cost *c)
 {
 	double g = group_size(d->world, e), el = e >= d->world ? (double)e / d->world : 1;
 	double es = pkb_dtype_size(d->dtype), m = (double)d->m, n = (double)d->n;
@@ -118,12 +123,97 @@ static inline void moe_ep_cost(const struct pkb_dims *d, int e, int k, struct pk
 	 * with probability (el - 1)/(e - 1) when k = 2 */
 	double ranks = k == 2 && e > 1 ? 2 - (el - 1) / (e - 1) : k;
 	double tokens = 2 * m * ranks * (g - 1) / g * n * es;
-	double weights = (g - 1) * (3.0 * INTER * n + 2 * INTER + n) * es;
+	double lora = 3.0 * lora_r * n + 3.0 * lora_r * INTER;
+	double mlp = 3.0 * INTER * n + 2 * INTER + n + lora;
+	double weights = (g - 1) * mlp * es;
 	c->net_bytes = tokens < weights ? tokens : weights;
-	c->flops = k * m * 6.0 * INTER * n + 2.0 * m * n * e;
+	c->flops = k * m * (6.0 * INTER * n + 2 * lora) + 2.0 * m * n * e;
 	c->flop_kind = PKB_FLOPS_TENSOR;
 	c->note = tokens < weights ? "routed tokens out and back, once per remote rank"
-				   : "the group's expert weights gathered, tokens stay";
+				   : weights_note;
 }
+
+/* ---- 049, 050, 051: the layer at three widths ------------------------------ */
+
+/* how many experts at world W: 049 one a rank (E = W), 050 two (E = 2W),
+ * 051 EP sub-groups (E = the largest divisor of W in [2, W/2], 1 where
+ * there is none) */
+enum moe_ep_layout { MOE_EP_BALANCED, MOE_EP_WIDE, MOE_EP_NARROW };
+
+/* the layout's width at world W: E experts, top_k of them a token */
+static inline void moe_ep_width(int world, enum moe_ep_layout l, int *experts, int *top_k)
+{
+	*top_k = 2;
+	if (l == MOE_EP_BALANCED) {
+		*experts = world;
+	} else if (l == MOE_EP_WIDE) {
+		*experts = 2 * world;
+	} else {
+		/* the original's _moe_narrow_num_experts */
+		*experts = 1;
+		for (int e = world / 2; e > 1; e--)
+			if (world % e == 0) {
+				*experts = e;
+				break;
+			}
+		*top_k = *experts < 2 ? *experts : 2;
+	}
+}
+
+/* describe, gen_host and cost of layout l: moe_ep_describe (051 refuses a
+ * W without an EP sub-group of 2 ranks after it: its first reason is the
+ * same in both orders), moe_ep_gen_host, moe_ep_cost */
+static inline int moe_ep_layout_describe(const struct pkb_dims *d, struct pkb_io *io,
+					 enum moe_ep_layout l)
+{
+	int e, k;
+	moe_ep_width(d->world, l, &e, &k);
+	if (moe_ep_describe(d, io, e, k) < 0)
+		return -1;
+	if (l == MOE_EP_NARROW && e < 2)
+		return pkb_io_fail(io, "W = %d has no EP sub-group of 2 or more ranks "
+				   "(E = 1: no communication)", d->world);
+	return 0;
+}
+
+static inline int moe_ep_layout_gen_host(const struct pkb_dims *d, enum moe_ep_layout l,
+					 int index, uint64_t seed, void *buf, size_t bytes)
+{
+	int e, k;
+	moe_ep_width(d->world, l, &e, &k);
+	return moe_ep_gen_host(d, e, index, seed, buf, bytes);
+}
+
+static inline void moe_ep_layout_cost(const struct pkb_dims *d, enum moe_ep_layout l,
+				      struct pkb_cost *c)
+{
+	int e, k;
+	moe_ep_width(d->world, l, &e, &k);
+	moe_ep_cost(d, e, k, 0, "the group's expert weights gathered, tokens stay", c);
+}
+
+/* moe_ep_NAME_describe, moe_ep_NAME_gen_host and moe_ep_NAME_cost: layout
+ * l's three, for its problem's struct pkb_problem */
+#define MOE_EP_LAYOUT(name, l)                                                          \
+	static inline int moe_ep_##name##_describe(const struct pkb_dims *d,            \
+						   struct pkb_io *io)                   \
+	{                                                                               \
+		return moe_ep_layout_describe(d, io, l);                                \
+	}                                                                               \
+	static inline int moe_ep_##name##_gen_host(const struct pkb_dims *d, int index, \
+						   uint64_t seed, void *buf,            \
+						   size_t bytes)                        \
+	{                                                                               \
+		return moe_ep_layout_gen_host(d, l, index, seed, buf, bytes);           \
+	}                                                                               \
+	static inline void moe_ep_##name##_cost(const struct pkb_dims *d,               \
+						struct pkb_cost *c)                     \
+	{                                                                               \
+		moe_ep_layout_cost(d, l, c);                                            \
+	}
+
+MOE_EP_LAYOUT(balanced, MOE_EP_BALANCED)   /* 049 */
+MOE_EP_LAYOUT(wide, MOE_EP_WIDE)           /* 050 */
+MOE_EP_LAYOUT(narrow, MOE_EP_NARROW)       /* 051 */
 
 #endif /* PKB_MOE_EP_HOST_H */
