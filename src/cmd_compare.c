@@ -119,29 +119,56 @@ static int inspect(const char *dir)
 	return 0;
 }
 
-/* the problem's tolerance for output `name`, from the files' metadata */
-static struct pkb_tol tol_for(const struct st_file *f, const char *name)
+/* The problem's tolerance for output `name`, from the files' metadata
+ * (what `pkb run --save` writes): -1 with `why` when they name a problem of
+ * pkb's with a value that is not one (a world that is not a number, an
+ * unknown dtype); else the problem's tolerance, or the default -- exact,
+ * which can only fail what the problem's would pass -- with a warning when
+ * the instance or the output is not the problem's, or without one when no
+ * problem is named. */
+static int tol_for(const struct st_file *f, const char *name, struct pkb_tol *tol, char *why,
+		   size_t n)
 {
-	struct pkb_tol none = PKB_TOL_DEFAULT;
+	*tol = (struct pkb_tol)PKB_TOL_DEFAULT;
 	const char *id = st_meta(f, "pkb_problem");
 	const struct pkb_problem *p = id ? problem_find(id) : NULL;
 	if (!p)
-		return none;
-	struct pkb_dims d = {
-		.world = atoi(st_meta(f, "world") ? st_meta(f, "world") : "0"),
-		.rank = atoi(st_meta(f, "rank") ? st_meta(f, "rank") : "0"),
-		.m = atoll(st_meta(f, "m") ? st_meta(f, "m") : "0"),
-		.n = atoll(st_meta(f, "n") ? st_meta(f, "n") : "0"),
-		.dtype = (pkb_dtype)dtype_parse(st_meta(f, "dtype") ? st_meta(f, "dtype") : "bf16"),
-		.trial = atoi(st_meta(f, "trial") ? st_meta(f, "trial") : "0"),
-	};
+		return 0;
+	static const char *const keys[] = { "world", "rank", "m", "n", "trial" };
+	static const long long lo[] = { 1, 0, 1, 1, 0 }, hi[] = { 4096, 4095, 1ll << 40,
+								 1ll << 40, 1 << 30 };
+	long long v[5];
+	for (int i = 0; i < 5; i++) {
+		const char *t = st_meta(f, keys[i]);
+		v[i] = lo[i];
+		if (t ? parse_int_in(t, lo[i], hi[i], &v[i]) < 0 : i < 4) {
+			snprintf(why, n, "metadata '%s' is %s%s%s, not a number from %lld to %lld",
+				 keys[i], t ? "'" : "missing", t ? t : "", t ? "'" : "", lo[i], hi[i]);
+			return -1;
+		}
+	}
+	const char *dt = st_meta(f, "dtype");
+	int dtype = dt ? dtype_parse(dt) : -1;
+	if (dtype < 0) {
+		snprintf(why, n, "metadata 'dtype' is '%s', not a dtype", dt ? dt : "missing");
+		return -1;
+	}
+	struct pkb_dims d = { .world = (int)v[0], .rank = (int)v[1], .m = v[2], .n = v[3],
+			      .dtype = (pkb_dtype)dtype, .trial = (int)v[4] };
 	struct pkb_io io;
-	if (problem_describe(p, &d, &io) < 0)
-		return none;
+	if (problem_describe(p, &d, &io) < 0) {
+		warning("problem %s does not take the instance its metadata names (W = %d, %lld x "
+			"%lld, %s): '%s' compared exactly", id, d.world, (long long)d.m,
+			(long long)d.n, dt, name);
+		return 0;
+	}
 	for (int i = 0; i < io.n_out; i++)
-		if (!strcmp(io.out[i].name, name))
-			return io.out[i].tol;
-	return none;
+		if (!strcmp(io.out[i].name, name)) {
+			*tol = io.out[i].tol;
+			return 0;
+		}
+	warning("problem %s has no output '%s': compared exactly", id, name);
+	return 0;
 }
 
 int cmd_compare(int argc, char **argv)
@@ -211,7 +238,12 @@ int cmd_compare(int argc, char **argv)
 				bad = bad ? bad : PKB_EXIT_INPUT;
 				continue;
 			}
-			struct pkb_tol tol = exact ? PKB_TOL_EXACT : tol_for(&fa, a->name);
+			struct pkb_tol tol = PKB_TOL_EXACT;
+			char why[300];
+			if (!exact && tol_for(&fa, a->name, &tol, why, sizeof why) < 0) {
+				error("%s: %s", pa, why);
+				return PKB_EXIT_INPUT;
+			}
 			if (atol >= 0)
 				tol.atol = atol, tol.exact = 0;
 			if (rtol >= 0)

@@ -6,6 +6,11 @@ expect_exit 0 "$PKB" compare "$TMP/a" "$TMP/b"
 expect_grep "rank 1 out +match" "$TMP/out"
 expect_exit 3 "$PKB" compare "$TMP/a" "$TMP/c"
 expect_grep "rank 1 out +MISMATCH: 1 of 64 wrong; worst at 5" "$TMP/out"
+# metadata that names a problem of pkb's but no instance of it is an error,
+# never the default (zero) tolerance in silence
+"$W" write "$TMP/m" badmeta && ok || not_ok "writing badmeta"
+expect_exit 1 "$PKB" compare "$TMP/m" "$TMP/b"
+expect_grep "^error: .*/rank_0_outputs.safetensors: metadata 'world' is '2x', not a number from 1 to 4096" "$TMP/err"
 expect_exit 0 "$PKB" compare --inspect "$TMP/a"
 expect_grep "pkb_problem=1" "$TMP/out"
 expect_grep "out +bf16 +\(8, 8\)" "$TMP/out"

@@ -1,7 +1,7 @@
 #define _GNU_SOURCE
 /*
  * test_safetensors.c -- safetensors round trips and malformed files.
- * With arguments, `test_safetensors write DIR same|differ` writes a fake
+ * With arguments, `test_safetensors write DIR same|differ|badmeta` writes a fake
  * `pkb run --save` folder for the CLI tests of `pkb compare`.
  */
 #include "t.h"
@@ -44,7 +44,7 @@ static int write_c64_run(const char *dir, int differ)
 	return r < 0;
 }
 
-static int write_fake_run(const char *dir, int differ)
+static int write_fake_run(const char *dir, int differ, const char *world)
 {
 	mkdir_p(dir);
 	for (int r = 0; r < 2; r++) {
@@ -58,7 +58,7 @@ static int write_fake_run(const char *dir, int differ)
 		const char *k[] = { "pkb_problem", "world", "rank", "m", "n", "dtype" };
 		char rk[8];
 		snprintf(rk, sizeof rk, "%d", r);
-		const char *v[] = { "1", "2", rk, "8", "8", "bf16" };
+		const char *v[] = { "1", world, rk, "8", "8", "bf16" };
 		char *path = xstrfmt("%s/rank_%d_outputs.safetensors", dir, r);
 		if (st_write(path, &t, 1, k, v, 6) < 0)
 			return 1;
@@ -72,7 +72,8 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[1], "write") && !strncmp(argv[3], "c64", 3))
 		return write_c64_run(argv[2], !strcmp(argv[3], "c64differ"));
 	if (argc == 4 && !strcmp(argv[1], "write"))
-		return write_fake_run(argv[2], !strcmp(argv[3], "differ"));
+		return write_fake_run(argv[2], !strcmp(argv[3], "differ"),
+				      !strcmp(argv[3], "badmeta") ? "2x" : "2");
 
 	char dir[] = "/tmp/pkb-test-st.XXXXXX";
 	mkdtemp(dir);
