@@ -134,6 +134,11 @@ expect_exit 0 python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["proce
 expect_exit 0 "$ROOT/tools/phase-table" "$TMP/proc.json"
 expect_grep '^\| candidate \| exit \| 1 \| 0\.300 \| 0\.300 \| 0\.3 \|$' "$TMP/out"
 expect_grep '^\| reference \| own\.context \| 1 \| 0\.400 \| 0\.400 \| 0\.4 \|$' "$TMP/out"
+expect_exit 0 "$ROOT/tools/phase-table" --project 5:2 "$TMP/proc.json"
+w=$(python3 -c 'import json,sys; print("%.1f" % (json.load(open(sys.argv[1]))["launch"]["wall_s"] * 5 / 2 / 60))' "$TMP/proc.json")
+expect_grep "^projected: 1 problems x 5 samples, 2 launches at once: $w min" "$TMP/out"
+expect_grep "^not in these records \(not projected\): 002 003 " "$TMP/out"
+expect_exit 2 "$ROOT/tools/phase-table" --project 5 "$TMP/proc.json"
 expect_exit 1 "$ROOT/tools/phase-table" "$TMP/proc.json" -w 4
 expect_grep '^phase-table: no passing evaluation in ' "$TMP/err"
 PKB_FAKE_MODE=procdup PKB_FAKE_RANK_ONLY=1 expect_exit 8 "$PKB" eval 1 "$P" --gpus 2 -q
