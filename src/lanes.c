@@ -136,7 +136,15 @@ static int is_mps_daemon(long pid)
  * the subreaper the caller inherits them: every child that is not a
  * running launch is such an orphan, and its group is killed -- but an MPS
  * daemon, which a running timed launch may be using (a killed launch's is
- * stopped by the next mps_start, which finds its owner gone). */
+ * stopped by the next mps_start, which finds its owner gone), and the
+ * caller's spare (lanes_spare) unless this is a stop (s NULL). */
+static pid_t spare;   /* lanes_spare's */
+
+void lanes_spare(pid_t pid)
+{
+	spare = pid;
+}
+
 static void kill_orphans(const struct slot *s, int ns)
 {
 	char *path = xstrfmt("/proc/self/task/%d/children", (int)getpid());
@@ -147,7 +155,7 @@ static void kill_orphans(const struct slot *s, int ns)
 		return;
 	char *p = buf, *end;
 	for (long pid; (pid = strtol(p, &end, 10)) > 0; p = end) {
-		int mine = 0;
+		int mine = s && spare > 0 && pid == spare;   /* a stop (s NULL) kills it too */
 		for (int i = 0; i < ns; i++)
 			mine |= s[i].pid == pid;
 		if (!mine && !is_mps_daemon(pid)) {

@@ -17,6 +17,8 @@
 #ifndef PKB_LANES_H
 #define PKB_LANES_H
 
+#include <sys/types.h>
+
 struct lanes_job {
 	int world;          /* GPUs it needs */
 	int share;          /* most launches on each of its GPUs, itself included (>= 1) */
@@ -47,6 +49,11 @@ typedef void (*lanes_done_fn)(void *ctx, const struct lanes_done *d);
  * a job can never fit (world > ngpus or < 1: before any starts) or a fork
  * fails (then as a stop). */
 int lanes_run(struct lanes_job *jobs, int n, int ngpus, int maxrun, lanes_done_fn done, void *ctx);
+
+/* A child of the caller's that is no launch and must outlive them (the
+ * sweep's `pkb hold`): lanes_run's kill of orphans after a timeout spares
+ * it; a stop kills it with the rest. 0: none. */
+void lanes_spare(pid_t pid);
 
 /* Where a launch of `world` GPUs and `share` goes now: the first GPU of
  * the aligned set that fits with the least load (the lowest such on a

@@ -15,12 +15,15 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- progress on stderr ---- */
@@ -324,6 +327,35 @@ static void eval_done(void *vctx, const struct lanes_done *d)
 		task_done(c, ti);
 }
 
+/* `pkb hold` beside the lanes: every visible GPU's CUDA context held while
+ * the sweep runs, so that each launch makes its own faster, as tools/
+ * test-gpu does (src/cmd_hold.c: a rank's cuda_init 6.05 s -> 2.4 s on 8
+ * H200s). It ends with the sweep (SIGTERM here, or its parent-death
+ * signal); without a GPU it exits at once and nothing changes. -1: none. */
+static pid_t hold_start(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open("/dev/null", O_RDWR);
+		if (fd >= 0) {
+			dup2(fd, 0);
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execl(pkb_self_exe(), "pkb", "hold", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static void hold_stop(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);   /* ECHILD when the lanes reaped it (it had no GPU) */
+}
+
 int sweep_run_local(struct sweep *s, int *todo, int ntodo, const char *res_path, int fd)
 {
 	struct run_ctx c = { .s = s, .todo = todo, .fd = fd,
@@ -389,7 +421,11 @@ int sweep_run_local(struct sweep *s, int *todo, int ntodo, const char *res_path,
 			free(ranks);
 		}
 	}
+	pid_t holder = s->fake || !nj ? -1 : hold_start();
+	lanes_spare(holder > 0 ? holder : 0);
 	int stopped = lanes_run(jobs, nj, s->ngpus, s->lanes, eval_done, &c);
+	lanes_spare(0);
+	hold_stop(holder);
 	for (int i = 0; i < nj; i++) {
 		for (char **a = jobs[i].argv; *a; a++)
 			free(*a);

@@ -13,8 +13,10 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 struct seen {
@@ -164,6 +166,28 @@ int main(void)
 	CHECK(lanes_run(&slow, 1, 1, 0, record, &s) == 0);
 	CHECK(s.status[0] == -2);
 	CHECKF((now_ns() - t0) / 1e9 < 2, "the timeout took %.2f s", (now_ns() - t0) / 1e9);
+	/* the caller's spare child (the sweep's `pkb hold`) outlives the kill
+	 * of orphans after a timeout; without lanes_spare it is killed */
+	for (int spared = 1; spared >= 0; spared--) {
+		pid_t keep = fork();
+		if (keep == 0) {
+			sleep(30);
+			_exit(0);
+		}
+		lanes_spare(spared ? keep : 0);
+		memset(&s, 0, sizeof(s));
+		CHECK(lanes_run(&slow, 1, 1, 0, record, &s) == 0 && s.status[0] == -2);
+		lanes_spare(0);
+		int st = 0;
+		pid_t got = 0;
+		for (int k = 0; k < 100 && !got; k++)   /* a SIGKILL lands within 1 s */
+			if (!(got = waitpid(keep, &st, WNOHANG)))
+				usleep(10000);
+		CHECKF(spared ? got == 0 : got == keep && WIFSIGNALED(st),
+		       "the %s child: waitpid %d", spared ? "spared" : "unspared", (int)got);
+		kill(keep, SIGKILL);
+		waitpid(keep, NULL, 0);
+	}
 	/* a job that cannot fit: refused before anything starts */
 	struct lanes_job big = { .world = 4, .share = 1, .argv = sh("true") };
 	memset(&s, 0, sizeof(s));
