@@ -331,7 +331,8 @@ static void eval_done(void *vctx, const struct lanes_done *d)
  * the sweep runs, so that each launch makes its own faster, as tools/
  * test-gpu does (src/cmd_hold.c: a rank's cuda_init 6.05 s -> 2.4 s on 8
  * H200s). It ends with the sweep (SIGTERM here, or its parent-death
- * signal); without a GPU it exits at once and nothing changes. -1: none. */
+ * signal); without a GPU it exits at once and nothing changes. Not with
+ * PKB_NO_HOLD=1, nor on pretend ranks. -1: none. */
 static pid_t hold_start(void)
 {
 	pid_t pid = fork();
@@ -421,7 +422,8 @@ int sweep_run_local(struct sweep *s, int *todo, int ntodo, const char *res_path,
 			free(ranks);
 		}
 	}
-	pid_t holder = s->fake || !nj ? -1 : hold_start();
+	const char *no_hold = getenv("PKB_NO_HOLD");   /* as tools/lib.sh's gpu_hold */
+	pid_t holder = s->fake || !nj || (no_hold && !strcmp(no_hold, "1")) ? -1 : hold_start();
 	lanes_spare(holder > 0 ? holder : 0);
 	int stopped = lanes_run(jobs, nj, s->ngpus, s->lanes, eval_done, &c);
 	lanes_spare(0);
