@@ -627,8 +627,7 @@ static void relay(struct launch *L, uint64_t t0)
 			int st;
 			if (waitpid(rr->pid, &st, WNOHANG) != rr->pid)
 				continue;
-			rr->exited = 1;
-			rr->status = st;
+			mark_exited(L, r, st);
 			if (!L->slot[r].closed)
 				relay_drain(L, r);
 			if (up->fd >= 0)

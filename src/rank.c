@@ -74,14 +74,13 @@ static void check_gpu_view(struct rank_env *E, int s, json_t *ready)
 }
 
 /* What a solution process says of its own set-up (its "setup" reply, sent
- * before any solution code ran), kept to the fields solhost.c writes: each
- * a number of seconds, 0 to 3600. */
+ * before any solution code ran), kept to SOL_STEPS' names: each a number
+ * of seconds, 0 to 3600. */
 static json_t *own_steps(json_t *said)
 {
-	static const char *const keys[] = { "context", "idle", "device", "open", "nccl",
-					    "python", "sandbox" };
+	static const char *const keys[SOL_STEP_COUNT] = { SOL_STEPS(SOL_STEP_NAME_) };
 	json_t *o = json_object();
-	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+	for (int i = 0; i < SOL_STEP_COUNT; i++) {
 		double v = json_number_value(json_object_get(said, keys[i]));
 		json_object_set_new(o, keys[i], json_real(v >= 0 && v <= 3600 ? v : 0));
 	}
@@ -99,7 +98,7 @@ static void sol_spawn(struct rank_env *E, struct solproc *sp, int s)
 	char dev[16], err[300];
 	snprintf(dev, sizeof dev, "%d", E->job.local_rank);
 	const char *argv[] = { pkb_self_exe(), "__sol", dev, NULL };
-	E->steps[s].spawn = now_ns();
+	E->steps[s].mark = now_ns();   /* its spawn */
 	if (solproc_spawn(sp, argv, w->role, s == 0 && !strcmp(w->role, "reference"), err,
 			  sizeof err) < 0)
 		rank_fail(E, OUT_ENV_ERROR, "cannot start the %s's process: %s", w->role, err);
@@ -126,8 +125,7 @@ static void sol_start(struct rank_env *E, struct solproc *sp, int s)
 				  "flags", ipc_handles(E, (void *const *)&E->flags, 1));
 	E->proc = sp;
 	struct proc_steps *st = &E->steps[s];
-	st->mark = now_ns();
-	st->before_setup = (double)(st->mark - st->spawn) / 1e9;
+	st->before_setup = lap_s(&st->mark);
 	if (solproc_send(sp, MSG_SOL_SETUP, setup) < 0)
 		rank_fail(E, OUT_RUNTIME_ERROR, "the %s's process is gone", w->role);
 	json_t *said = sol_wait(E, NULL, "setup");
@@ -144,11 +142,13 @@ static void sol_start(struct rank_env *E, struct solproc *sp, int s)
 	st->init = lap_s(&st->mark);
 }
 
-/* The steps of solution s's process, to the parent (a "proc" record). */
+/* The steps of solution s's process, to the parent (a "proc" record, which
+ * takes its own split) */
 static void send_steps(struct rank_env *E, int s)
 {
-	const struct proc_steps *st = &E->steps[s];
-	json_t *own = st->own ? json_incref(st->own) : json_object();
+	struct proc_steps *st = &E->steps[s];
+	json_t *own = st->own ? st->own : json_object();
+	st->own = NULL;
 	send_result(E, json_pack("{s:s,s:i,s:s,s:{s:f,s:f,s:f,s:f,s:f,s:f},s:o}", "kind", "proc",
 				 "rank", E->rank, "solution", E->job.sol[s].role, "seconds",
 				 "before_setup", st->before_setup, "setup", st->setup, "dlopen",

@@ -55,11 +55,19 @@ struct solution {
 	int in_setup;                 /* services are allowed (init/fini) */
 };
 
+/* The steps of its start-up a solution process times on its own clock and
+ * sends in its "setup" reply, before any solution code runs (solhost.c),
+ * and which the judge files (rank.c:own_steps): one list, X(name) each. */
+#define SOL_STEPS(X) X(context) X(idle) X(device) X(open) X(nccl) X(python) X(sandbox)
+#define SOL_STEP_ENUM_(name) SOL_STEP_##name,
+enum sol_step { SOL_STEPS(SOL_STEP_ENUM_) SOL_STEP_COUNT };
+#define SOL_STEP_NAME_(name) #name,
+
 /* The judge's clock over one solution process's life (issue 40): where a
- * launch's load and fini phases go. Seconds of each step; spawn and mark in
- * ns (its spawn, the end of the last step timed). */
+ * launch's load and fini phases go. Seconds of each step; mark in ns, the
+ * end of the last step timed (its spawn first; lap_s). */
 struct proc_steps {
-	uint64_t spawn, mark;
+	uint64_t mark;
 	double before_setup;  /* spawned to its set-up sent: the judge's own start */
 	double setup;         /* set-up sent to its "setup" reply: context, mappings, sandbox */
 	double dlopen;        /* "setup" to "ready": the solution loaded */

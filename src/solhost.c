@@ -459,21 +459,22 @@ static void open_list(struct rank_env *E, json_t *arr, void **dst, int want)
  * (issue 40): every figure pkb's code alone measured, so the judge may file
  * it. Seconds; a step that did not run stays 0. */
 static struct {
-	uint64_t t0, ctx_end, setup_at;   /* ns: main; the early context; set-up received */
-	double ctx, idle, device, open, nccl, python, sandbox;
+	uint64_t mark;              /* ns: the end of the last step timed (lap_s) */
+	double s[SOL_STEP_COUNT];   /* rank_env.h's SOL_STEPS */
 } steps;
 
 static json_t *steps_json(void)
 {
-	return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "context", steps.ctx, "idle",
-			 steps.idle, "device", steps.device, "open", steps.open, "nccl",
-			 steps.nccl, "python", steps.python, "sandbox", steps.sandbox);
+	static const char *const names[SOL_STEP_COUNT] = { SOL_STEPS(SOL_STEP_NAME_) };
+	json_t *o = json_object();
+	for (int i = 0; i < SOL_STEP_COUNT; i++)
+		json_object_set_new(o, names[i], json_real(steps.s[i]));
+	return o;
 }
 
 static void setup(struct rank_env *E, json_t *msg, int early_device)
 {
 	char err[300];
-	uint64_t mark = steps.setup_at;
 	json_t *job = json_object_get(msg, "job");
 	if (!job || wire_job_unpack(job, &E->job, 1, err, sizeof err) < 0)
 		rank_fail(E, OUT_INTERNAL, "bad set-up from the judge: %s", job ? err : "no job");
@@ -490,21 +491,21 @@ static void setup(struct rank_env *E, json_t *msg, int early_device)
 	CUDA_OR(E, OUT_ENV_ERROR, cudaSetDevice(E->device));
 	CUDA_OR(E, OUT_ENV_ERROR, cudaFree(0));
 	CUDA_OR(E, OUT_RUNTIME_ERROR, cudaStreamCreateWithFlags(&E->stream, cudaStreamNonBlocking));
-	steps.device = lap_s(&mark);
+	steps.s[SOL_STEP_device] = lap_s(&steps.mark);
 	open_list(E, json_object_get(msg, "in"), E->in_dev, E->io.n_in);
 	open_list(E, json_object_get(msg, "out"), E->out_dev, E->io.n_out);
 	void *f[1];
 	open_list(E, json_object_get(msg, "flags"), f, 1);
 	flags = f[0];
-	steps.open = lap_s(&mark);
+	steps.s[SOL_STEP_open] = lap_s(&steps.mark);
 	if (E->job.sol[0].nccl) {
 		nccl_setup(E);
-		steps.nccl = lap_s(&mark);
+		steps.s[SOL_STEP_nccl] = lap_s(&steps.mark);
 	}
 	const char *py_ro[PYBRIDGE_MAX_DIRS + 2] = { NULL }, *py_rw[2] = { NULL };
 	if (is_python(E->job.sol[0].so)) {
 		py_start(E, py_ro, py_rw);
-		steps.python = lap_s(&mark);
+		steps.s[SOL_STEP_python] = lap_s(&steps.mark);
 	}
 	if (E->job.sandbox) {
 		int r = sandbox_rank_enter_with(&E->job, E->fd, py_ro, py_rw, err, sizeof err);
@@ -513,7 +514,7 @@ static void setup(struct rank_env *E, json_t *msg, int early_device)
 				  "trusted code without it)", err);
 		if (r > 0 && E->rank == 0)
 			warning("%s", err);
-		steps.sandbox = lap_s(&mark);
+		steps.s[SOL_STEP_sandbox] = lap_s(&steps.mark);
 	}
 	/* the last word of pkb's code alone: from the dlopen on, what this
 	 * process claims is the solution's (solproc.h); its start-up's steps
@@ -633,14 +634,12 @@ int solhost_main(int early_device)
 	/* the context first, while the judge makes its own or runs the
 	 * candidate's trials (issue 40); a failure here shows again, and is
 	 * reported, when set-up makes the same calls */
-	steps.t0 = now_ns();
+	steps.mark = now_ns();
 	if (early_device >= 0 && cudaSetDevice(early_device) == cudaSuccess)
 		cudaFree(0);
-	steps.ctx_end = now_ns();
-	steps.ctx = (double)(steps.ctx_end - steps.t0) / 1e9;
+	steps.s[SOL_STEP_context] = lap_s(&steps.mark);
 	json_t *msg = recv_json(E, MSG_SOL_SETUP);
-	steps.setup_at = now_ns();
-	steps.idle = (double)(steps.setup_at - steps.ctx_end) / 1e9;
+	steps.s[SOL_STEP_idle] = lap_s(&steps.mark);
 	/* an exit() before "fini" is the solution's: a runtime_error naming it */
 	sandbox_exit_guard(E->fd, E->phase_now, &E->finishing);
 	setup(E, msg, early_device);
