@@ -120,6 +120,11 @@ def write_st(path, tensors, meta):
     os.replace(tmp, path)
 
 
+# 031, 032 and 049-051's expert MLP (one adapter, read only)
+_MLP_MODULES = {"modules": ["gate_proj", "up_proj", "down_proj"],
+                "why": "the original's expert MLP is three nn.Linear modules; pkb passes "
+                       "their weights and biases as inputs, loaded into them by name"}
+
 # The deliberate deviations of pkb's problems from the original's arguments
 # and results that crosscheck bridges, by the original's id: each written
 # from the problem's README (which says "crosscheck" where it names it),
@@ -184,21 +189,13 @@ ADAPTERS = {
     29: {"as_list": ["input_splits", "output_splits"],
          "why": "the split sizes are Python lists there, int64 tensors here (the "
                 "routing's own where the original's are synthetic)"},
-    31: {"modules": ["gate_proj", "up_proj", "down_proj"],
-         "why": "the original's expert MLP is three nn.Linear modules; pkb passes their "
-                "weights and biases as inputs, loaded into them by name"},
-    32: {"modules": ["gate_proj", "up_proj", "down_proj"],
-         "why": "the original's expert MLP is three nn.Linear modules; pkb passes their "
-                "weights and biases as inputs, loaded into them by name"},
+    31: _MLP_MODULES,
+    32: _MLP_MODULES,
     35: {"rows": {"x": lambda m, w, r: max(1, m * (w + 1 + 2 * r) // (2 * w))},
          "why": "the original gives every rank (M, N); pkb's rank r has "
                 "max(1, floor(M (W + 1 + 2r) / 2W)) rows, so that the sizes differ"},
-    49: {"modules": ["gate_proj", "up_proj", "down_proj"],
-         "why": "the original's expert MLP is three nn.Linear modules; pkb passes their "
-                "weights and biases as inputs, loaded into them by name"},
-    50: {"modules": ["gate_proj", "up_proj", "down_proj"],
-         "why": "the original's expert MLP is three nn.Linear modules; pkb passes their "
-                "weights and biases as inputs, loaded into them by name"},
+    49: _MLP_MODULES,
+    50: _MLP_MODULES,
     61: {"padded": {"camera_ids": -1, "gaussian_ids": -1, "radii": 0, "means2d": 0,
                     "depths": 0, "conics": 0, "opacities": 0, "colors": 0},
          "counts": {"count": "camera_ids"}, "upcast": "float32",
