@@ -162,7 +162,13 @@ static void sol_stop(struct rank_env *E, int s)
 	int before = perf_heat_mark(E);
 	struct proc_steps *st = &E->steps[s];
 	st->mark = now_ns();
-	sol_command(E, json_pack("{s:s}", "op", "fini"), "ok");
+	/* In eval the reference's process ends without its pkb_fini and the
+	 * communicator's destroy: every output of it has been read, and what
+	 * they free, the exit frees (they took 0.75 s median a launch at
+	 * W = 2, 0.99 s at W = 4, on 4x H200, 2026-11-28). `pkb run` of the
+	 * reference still calls its pkb_fini, so the suite checks it. */
+	int quick = E->job.mode == WIRE_EVAL && !strcmp(E->job.sol[s].role, "reference");
+	sol_command(E, json_pack("{s:s}", "op", quick ? "exit" : "fini"), "ok");
 	st->fini = lap_s(&st->mark);
 	solproc_reap(E->proc, 5000);
 	st->exit = lap_s(&st->mark);
