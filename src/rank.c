@@ -168,6 +168,12 @@ static void sol_stop(struct rank_env *E, int s)
 	 * W = 2, 0.99 s at W = 4, on 4x H200, 2026-11-28). `pkb run` of the
 	 * reference still calls its pkb_fini, so the suite checks it. */
 	int quick = E->job.mode == WIRE_EVAL && !strcmp(E->job.sol[s].role, "reference");
+	/* and not before every rank's reference has finished its last call:
+	 * NCCL's kernels read peers' buffers (P2P read over NVLink), which
+	 * an exit frees. Untimed, ref_trials' allgather after each trial is
+	 * that point; timed, the last timed call ends on each rank alone. */
+	if (quick && E->job.has_perf)
+		host_barrier(E);
 	sol_command(E, json_pack("{s:s}", "op", quick ? "exit" : "fini"), "ok");
 	st->fini = lap_s(&st->mark);
 	solproc_reap(E->proc, 5000);
