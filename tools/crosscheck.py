@@ -142,12 +142,17 @@ _MLP_MODULES = {"modules": ["gate_proj", "up_proj", "down_proj"],
 #   sizes     positions in the original's result tuple of a torch.Size,
 #             which pkb returns as one int64 tensor
 #   summed    {argument: lengths}: the original's tensor is as long as
-#             the sum of pkb's input `lengths` (an argument of its own too);
-#             it gets pkb's first that many values (pkb's is as long as it
-#             can be, the rest filler)
+#             the sum of its argument `lengths`, which pkb's input
+#             `lengths` replaces: it gets pkb's first sum(pkb's lengths)
+#             values (pkb's is as long as it can be, the rest filler),
+#             whatever its own lengths summed to; its other dimensions are
+#             checked
 #   rows      {argument: rule}: the original's tensor has the same rows on
 #             every rank, pkb's rank r has rule(M, W, r) of them (the
 #             README's formula); the rest of the shape is the original's
+#   params    arguments, Python numbers, that take pkb's param of the
+#             same name in place of the original's own: a size the README
+#             changes (another param's name is a layout)
 #   modules   arguments the original takes as torch.nn.Module: each of its
 #             parameters (named_parameters: weight, bias) is loaded with
 #             pkb's input `<argument>.<parameter>`, of the same shape
@@ -212,6 +217,14 @@ ADAPTERS = {
     64: {"padded": {"node": -1, "row": -1, "col": -1, "edge": -1},
          "why": "the original's node, row, col and edge have data-dependent lengths; "
                 "pkb pads them with -1 to the largest possible"},
+    67: {"padded": {"recv_idx": -1, "recv_value": 0},
+         "why": "the original returns the R entries a rank receives; pkb's outputs have "
+                "W P rows, the R received first, then ids -1 and rows of 0"},
+    68: {"rows": {"local_embedding_shard": lambda m, w, r: -(-max(1 << 22, m) // w)},
+         "params": ["num_total_nodes"],
+         "why": "the original's table is roundup(max(111e6, M), W) rows, pkb's "
+                "roundup(max(2^22, M), W): the original gets pkb's shard and "
+                "num_total_nodes, from which it computes the shard size"},
     70: {"summed": {"values": "lengths"}, "padded": {"values": 0},
          "why": "the original's values are sum(lengths) long; pkb's input is as long as "
                 "the longest rows and its output padded with zeros"},
@@ -273,10 +286,10 @@ def substitute(args, names, ours, is_tensor, shape_of, take, params=None, adapte
     shape, bytes)]) in order; a Python int or float at the top level takes
     pkb's 0-dim input of its name (names: the original's parameter names,
     in order) and is otherwise kept, checked against pkb's `params`; the
-    adapter's as_list, sliced, summed, rows, modules, stacked and sparse
-    arguments as ADAPTERS says. take(entry, leaf) makes pkb's input entry
-    into what replaces leaf (a module's parameter: loads it). dims: {"m",
-    "world", "rank"} of the run (for rows); module_params(v): [(name,
+    adapter's as_list, sliced, summed, rows, params, modules, stacked and
+    sparse arguments as ADAPTERS says. take(entry, leaf) makes pkb's input
+    entry into what replaces leaf (a module's parameter: loads it). dims:
+    {"m", "world", "rank"} of the run (for rows); module_params(v): [(name,
     parameter)] of a module argument, None for anything else;
     sparse(indices entry, values entry, leaf): the sparse tensor that
     replaces leaf. Returns (new args, notes); raises Layout when a shape, a
@@ -307,7 +320,8 @@ def substitute(args, names, ours, is_tensor, shape_of, take, params=None, adapte
         (n,) = decode_ints(ours[k][1], ours[k][3])
         first(j, n, count)
         done.add(k)
-    for arg, lengths in adapter.get("summed", {}).items():
+    summed = adapter.get("summed", {})
+    for arg, lengths in summed.items():
         j, k = named(arg, f"argument '{arg}'"), named(lengths, f"argument '{arg}'")
         n, rows = sum(decode_ints(ours[k][1], ours[k][3])), ours[j][2][:1]
         first(j, n, f"sum({lengths})")
@@ -339,6 +353,12 @@ def substitute(args, names, ours, is_tensor, shape_of, take, params=None, adapte
             if p is not None and float(v) != float(p):
                 notes.append(f"the original's {path}={v!r} kept, differs from pkb's {key}={p!r}")
             return v
+        if path in adapter.get("params", []):
+            if key is None or (isinstance(v, int) and float(p) != int(p)):
+                raise Layout(f"argument '{path}': pkb's param of that name is {p!r}, not "
+                             f"a value for the original's {v!r}")
+            notes.append(f"the original's scalar {path}={v!r} replaced by pkb's {key}={p!r}")
+            return type(v)(p)
         if key is None:
             notes.append(f"the original's scalar {path + '=' if path else ''}{v!r} kept")
         elif float(v) == float(p):
@@ -354,6 +374,12 @@ def substitute(args, names, ours, is_tensor, shape_of, take, params=None, adapte
                 raise Layout(f"the original has more tensor arguments than pkb's {len(ours)} inputs")
             name, _, shape, _ = ours[i]
             want, rule = list(shape_of(v)), adapter.get("rows", {}).get(path)
+            if path in summed and want:   # its own lengths' sum; pkb's lengths replace them
+                if name != path:
+                    raise Layout(f"the original's '{path}' pairs with pkb's input {i} '{name}'")
+                if want[0] != shape[0]:
+                    notes.append(f"input '{name}': the original's own lengths summed to {want[0]}")
+                want[0] = shape[0]
             if rule and want:
                 if not dims:
                     raise Layout(f"argument '{path}': its rows depend on M, W and the rank, "

@@ -104,8 +104,9 @@ EOF
 # Issue 37's: 027's and 029's splits as 028's; 031's, 032's and 049's
 # nn.Linear modules loaded from pkb's inputs by name; 035's rows per rank by
 # its README's rule; 061's results padded by rows with count = K; 070's
-# values the first sum(lengths). Each is checked against the layout it
-# reported without the adapter
+# values the first sum(lengths). 2026-11-28's: 067's results padded as
+# 064's; 068's shard rows by its README's rule and num_total_nodes pkb's
+# param. Each is checked against the layout it reported without the adapter
 ROOT=$ROOT expect_exit 0 python3 - <<'EOF'
 import struct
 from crosscheck import ADAPTERS, substitute, gather, encode, Layout
@@ -275,7 +276,9 @@ refused(lambda: gather(y2, (), [], ours_out, is_t, to_bytes, a61),
         "output 'radii': the original's shape is [3, 1], pkb's [4, 2]")
 refused(lambda: gather(y + (T([3]),), (), [], ours_out, is_t, to_bytes, a61),
         "the original returns 9 tensors, pkb's problem 8 besides count")
-# 070: the original's values are sum(lengths) of pkb's; its result's padded
+# 070: the original's values are sum(lengths) of pkb's, whatever its own
+# lengths summed to (19040 where pkb's did to 19132, 2026-11-28); its
+# result's padded
 a70 = ADAPTERS[70]
 names = ["lengths", "values", "key_splits", "batch_size", "pg"]
 ours = [("lengths", "I64", [3], i64(2, 0, 1)), ("values", "I64", [6], i64(7, 8, 9, 0, 0, 0))]
@@ -283,16 +286,63 @@ args = (T([3]), T([3]), [1, 1], 1, None)
 new, notes = substitute(args, names, ours, is_t, shape, take, {"batch_size": 1}, a70)
 assert new[0].data == i64(2, 0, 1) and new[1].shape == (3,) and new[1].data == i64(7, 8, 9), new
 assert "input 'values': the first sum(lengths) = 3 of pkb's 6" in notes, notes
+assert not any("own lengths" in n for n in notes), notes
+new, notes = substitute((T([3]), T([5])) + args[2:], names, ours, is_t, shape, take, {"batch_size": 1}, a70)
+assert new[1].shape == (3,) and new[1].data == i64(7, 8, 9), new
+assert "input 'values': the original's own lengths summed to 5" in notes, notes
 refused(lambda: substitute(args, names, ours, is_t, shape, take, {"batch_size": 1}),
         "input 1 'values': the original's shape is [3], pkb's [6]")
 refused(lambda: substitute(args, names, [ours[0], ("values", "I64", [2], b"")], is_t, shape, take,
                            {}, a70), "input 'values' [2]: cannot take the first sum(lengths) = 3")
+# only the first dimension follows pkb's lengths; another pairing is a layout
+refused(lambda: substitute((T([3]), T([5, 2])) + args[2:], names, ours, is_t, shape, take, {}, a70),
+        "input 1 'values': the original's shape is [3, 2], pkb's [3]")
+refused(lambda: substitute((T([3]), T([5])) + args[2:], names, ours[::-1], is_t, shape, take, {}, a70),
+        "the original's 'values' pairs with pkb's input 1 'lengths'")
 ours_out = [("lengths", "I64", [3], b""), ("values", "I64", [6], b""), ("stride", "I64", [], b""),
             ("stride_per_rank", "I64", [1], b"")]
 y = {"lengths": T([3], i64(2, 0, 1)), "values": T([3], i64(7, 8, 9)), "stride": T([], i64(1)),
      "stride_per_rank": T([1], i64(1))}
 w, _ = gather(y, new, names, ours_out, is_t, to_bytes, a70)
 assert w[1][3] == i64(7, 8, 9, 0, 0, 0) and w[2][3] == i64(1), w
+# 067: R received entries padded to pkb's W P, ids with -1, rows with 0;
+# an R beyond W P is a layout, never cut
+a67 = ADAPTERS[67]
+ours_out = [("recv_idx", "I64", [4], b""), ("recv_value", "BF16", [4, 2], b"")]
+y = (T([3], i64(4, 8, 2)), T([3, 2], bf(1, 2, 3, 4, 5, 6)))
+w, notes = gather(y, (), [], ours_out, is_t, to_bytes, a67)
+assert w[0][3] == i64(4, 8, 2, -1) and w[1][3] == bf(1, 2, 3, 4, 5, 6, 0, 0), w
+assert "output 'recv_value': the original's 3 rows padded with 0 to pkb's 4" in notes, notes
+refused(lambda: gather(y, (), [], ours_out, is_t, to_bytes),
+        "output 'recv_idx': the original's shape is [3], pkb's [4]")
+y5 = (T([5], i64(4, 8, 2, 6, 0)), T([5, 2], bf(*range(10))))
+refused(lambda: gather(y5, (), [], ours_out, is_t, to_bytes, a67),
+        "output 'recv_idx': the original's shape is [5], pkb's [4]")
+# 068: pkb's shard has roundup(max(2^22, M), W)/W rows, and the original
+# takes pkb's num_total_nodes in place of its own 111e6 (the layout of
+# 2026-11-28 without the adapter); another count, or no such param, is a
+# layout
+a68 = ADAPTERS[68]
+rows = a68["rows"]["local_embedding_shard"]
+assert [rows(1024, w, 0) for w in (2, 3, 4, 8)] == [2097152, 1398102, 1048576, 524288]
+assert rows(3 << 22, 2, 1) == 3 << 21
+names = ["local_embedding_shard", "input_node_ids", "proj_matrix", "num_total_nodes", "group"]
+ours = [("local_embedding_shard", "BF16", [2097152, 256], b""), ("input_node_ids", "I64", [20000], b""),
+        ("proj_matrix", "BF16", [256, 256], b"")]
+args = (T([55500000, 256]), T([20000]), T([256, 256]), 111000000, None)
+d68 = {"m": 1024, "world": 2, "rank": 0}
+new, notes = substitute(args, names, ours, is_t, shape, take, {"num_total_nodes": 4194304}, a68, d68)
+assert new[0].shape == (2097152, 256) and new[3] == 4194304 and type(new[3]) is int, new
+assert "the original's scalar num_total_nodes=111000000 replaced by pkb's num_total_nodes=4194304" in notes, notes
+refused(lambda: substitute(args, names, ours, is_t, shape, take, {"num_total_nodes": 4194304}),
+        "input 0 'local_embedding_shard': the original's shape is [55500000, 256], pkb's [2097152, 256]")
+refused(lambda: substitute(args, names, ours, is_t, shape, take, {"num_total_nodes": 4194304}, a68,
+                           dict(d68, world=4)),
+        "input 0 'local_embedding_shard': pkb's shape is [2097152, 256], the rows rule gives [1048576, 256]")
+refused(lambda: substitute(args, names, ours, is_t, shape, take, {}, a68, d68),
+        "argument 'num_total_nodes': pkb's param of that name is None")
+refused(lambda: substitute(args, names, ours, is_t, shape, take, {"num_total_nodes": 4194304.5}, a68, d68),
+        "argument 'num_total_nodes': pkb's param of that name is 4194304.5")
 # 050: 049's modules (two experts a rank); 061: the original runs in fp32
 assert ADAPTERS[50]["modules"] == ADAPTERS[49]["modules"] and ADAPTERS[61]["upcast"] == "float32"
 # 062: psi, a sparse COO tensor there, is pkb's psi_indices and psi_values;
@@ -345,7 +395,7 @@ refused(lambda: gather((y[0][:3],) + y[1:], new, names, ours_out, is_t, to_bytes
 y2 = ([T([3, 1])] * 3 + [T([1, 3])],) + y[1:]
 refused(lambda: gather(y2, new, names, ours_out, is_t, to_bytes, a63),
         "output 'weights[3]': the original's shape is [1, 3], a row of pkb's [4, 3, 1]")
-assert sorted(ADAPTERS) == [21, 22, 27, 28, 29, 31, 32, 35, 49, 50, 61, 62, 63, 64, 70, 85]
+assert sorted(ADAPTERS) == [21, 22, 27, 28, 29, 31, 32, 35, 49, 50, 61, 62, 63, 64, 67, 68, 70, 85]
 assert all(a["why"] for a in ADAPTERS.values())
 # each is its problem's README's deviation, and that README says so
 import glob, os
@@ -439,13 +489,14 @@ import os, struct, sys
 from crosscheck import write_st
 d = sys.argv[1]
 bf16 = lambda vals: b"".join(struct.pack("<f", v)[2:] for v in vals)
-def save(pid, r, ins, outs, **meta):
-    os.makedirs(os.path.join(d, f"{pid:03d}"), exist_ok=True)
+i64 = lambda vals: struct.pack(f"<{len(vals)}q", *vals)
+def save(pid, r, ins, outs, into=d, **meta):
+    os.makedirs(os.path.join(into, f"{pid:03d}"), exist_ok=True)
     for what, ts in (("inputs", ins), ("outputs", outs)):
         m = {"pkb_problem": str(pid), "world": "2", "rank": str(r), "m": "1024", "n": "1024",
              "dtype": "bf16", "trial": "0", "order": ",".join(t[0] for t in ts)}
         m.update(meta)
-        write_st(os.path.join(d, f"{pid:03d}", f"rank_{r}_{what}.safetensors"), ts, m)
+        write_st(os.path.join(into, f"{pid:03d}", f"rank_{r}_{what}.safetensors"), ts, m)
 for r in range(2):
     x = bf16([0.25 * i + r for i in range(6)])
     for pid in (1, 2, 3, 4, 5, 6, 7, 8, 48):
@@ -465,6 +516,46 @@ for r in range(2):
     vals, n = ([3, 1, 2, 8, 7, 5, 6, 4], 8) if r == 0 else ([9, -2, 4, 0, 1, 99, 99, 99], 5)
     save(85, r, [("local_shard", "BF16", [8], bf16(vals)), ("local_n", "I64", [], struct.pack("<q", n))],
          [("sorted_slice", "BF16", [8], bf16(sorted(vals[:n]) + [float("inf")] * (8 - n)))])
+# 067 and 070 (below), and copies with bad outputs in ../short and ../wrong
+for case in ("saves", "short", "wrong"):
+    into = d if case == "saves" else os.path.join(os.path.dirname(d), case)
+    for r in range(2):
+        # 067: rank r keeps its own ids of owner r (the stand-in moves none)
+        idx = [[3, 4, 6, 9], [10, 7, 5, 2]][r]
+        rows = [[1, 2], [3, 4], [5, 6], [7, 8]] if r == 0 else [[-1, -2], [-3, -4], [-5, -6], [-7, -8]]
+        keep = [i for i in range(4) if idx[i] % 2 == r]
+        if case == "short" and r == 0:
+            keep = keep[:-1]
+        got = [v for i in keep for v in rows[i]] + [0] * (12 - 2 * len(keep))
+        if case == "wrong" and r == 0:
+            got[3] += 1
+        save(67, r, [("idx", "I64", [4], i64(idx)), ("value", "BF16", [4, 2], bf16(sum(rows, [])))],
+             [("recv_idx", "I64", [6], i64([idx[i] for i in keep] + [-1] * (6 - len(keep)))),
+              ("recv_value", "BF16", [6, 2], bf16(got))], params='{"num_nodes": 100000}', into=into)
+        # 070: values' first sum(lengths) count, then filler (99); the
+        # result's are padded with zeros
+        lengths, vals = ([2, 0, 3, 1], [11, 12, 13, 14, 15, 16]) if r == 0 else ([1, 1, 1, 1], [21, 22, 23, 24])
+        out = vals[:-1] if case == "short" and r == 0 else list(vals)
+        if case == "wrong" and r == 1:
+            out[3] += 1
+        save(70, r, [("lengths", "I64", [4], i64(lengths)),
+                     ("values", "I64", [12], i64(vals + [99] * (12 - len(vals))))],
+             [("lengths", "I64", [4], i64(lengths)), ("values", "I64", [12], i64(out + [0] * (12 - len(out)))),
+              ("stride", "I64", [], i64([2])), ("stride_per_rank", "I64", [2], i64([2, 2]))],
+             params='{"batch_size": 2}', into=into)
+# 068: 2^21 rows a rank of E = 2 (8 MiB), zero but for the rows asked
+shard, e = 1 << 21, 2
+for r in range(2):
+    ids = [r * shard + x for x in (5, shard - 1, 0)]
+    table = bytearray(shard * e * 2)
+    emb = {5: [1, 2], shard - 1: [3, -1], 0: [-2, 4]}
+    for row, v in emb.items():
+        table[row * e * 2:(row + 1) * e * 2] = bf16(v)
+    proj = [1, 2, 0, 1 + r]
+    out = [x for k in (5, shard - 1, 0) for x in (emb[k][0], 2 * emb[k][0] + (1 + r) * emb[k][1])]
+    save(68, r, [("local_embedding_shard", "BF16", [shard, e], bytes(table)),
+                 ("input_node_ids", "I64", [3], i64(ids)), ("proj_matrix", "BF16", [e, e], bf16(proj))],
+         [("out", "BF16", [3, e], bf16(out))], params='{"num_total_nodes": %d}' % (2 * shard))
 EOF
 XC=$ROOT/tests/cli/crosscheck
 export PKB_FAKE_SAVE=$TMP/saves
@@ -503,6 +594,37 @@ r = {x["problem"][:3]: x for x in map(json.loads, open(sys.argv[1]))}
 assert any(n.startswith("crosscheck adapter (problems/031_") for n in r["031"]["notes"]), r["031"]
 assert "input 'x': 768 rows on rank 0, the original's 1024 on every rank" in r["035"]["notes"], r["035"]
 EOF
+# 067, 068 and 070, the layouts of 2026-11-28 at W = 2, through their
+# adapters: 067's R received entries padded as pkb pads them; 068's original
+# on pkb's 2^22-row table with pkb's num_total_nodes (with its own 111e6,
+# rank 1's ids would be rank 0's); 070's given the first sum(pkb's lengths)
+# values where its own were 7 long. Right outputs agree; and no adapter
+# hides a bug of pkb's: an entry or an id missing (R or the length one
+# short, the rest padded as ever: $TMP/short) or one value wrong
+# ($TMP/wrong) is a disagree
+PYTHONPATH=$XC expect_exit 0 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 67,68,70 -w 2 -o "$TMP/a.jsonl"
+expect_grep "^agree +067_gnn_sparse_embedding_all2all W=2 bf16" "$TMP/out"
+expect_grep "^agree +068_gnn_sparse_feature_fetch_projection W=2 bf16" "$TMP/out"
+expect_grep "^agree +070_torchrec_kjt_all2all W=2 bf16" "$TMP/out"
+expect_exit 0 python3 - "$TMP/a.jsonl" <<'EOF'
+import json, sys
+r = {x["problem"][:3]: x for x in map(json.loads, open(sys.argv[1]))}
+n = {p: x["notes"] for p, x in r.items()}
+assert "output 'recv_idx': the original's 2 elements padded with -1 to pkb's 6" in n["067"], n["067"]
+assert "the original's scalar num_nodes=100000 kept" in n["067"], n["067"]
+assert "the original's scalar num_total_nodes=111000000 replaced by pkb's num_total_nodes=4194304" in n["068"], n["068"]
+assert "input 'local_embedding_shard': 2097152 rows on rank 0, the original's 8 on every rank" in n["068"], n["068"]
+assert "input 'values': the original's own lengths summed to 7" in n["070"], n["070"]
+assert "input 'values': the first sum(lengths) = 6 of pkb's 12" in n["070"], n["070"]
+EOF
+PKB_FAKE_SAVE=$TMP/short PYTHONPATH=$XC expect_exit 1 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 67,70 -w 2 \
+	-o "$TMP/short.jsonl"
+expect_grep "^disagree +067_gnn_sparse_embedding_all2all W=2 bf16 +rank 0 recv_idx +MISMATCH: 1 of 6 wrong; worst at 1:" "$TMP/out"
+expect_grep "^disagree +070_torchrec_kjt_all2all W=2 bf16 +rank 0 values +MISMATCH: 1 of 12 wrong; worst at 5:" "$TMP/out"
+PKB_FAKE_SAVE=$TMP/wrong PYTHONPATH=$XC expect_exit 1 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 67,70 -w 2 \
+	-o "$TMP/wrong.jsonl"
+expect_grep "^disagree +067_gnn_sparse_embedding_all2all W=2 bf16 +rank 0 recv_value +MISMATCH: 1 of 12 wrong; worst at 3:" "$TMP/out"
+expect_grep "^disagree +070_torchrec_kjt_all2all W=2 bf16 +rank 1 values +MISMATCH: 1 of 12 wrong; worst at 3:" "$TMP/out"
 # in lanes: on four GPUs two cases at W = 2 run at once, each on a set of
 # its own (the record's gpus); every case is recorded once, as on one set
 PKB_TEST_GPUS=4 PYTHONPATH=$XC expect_exit 1 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 1,2,3,4,40,85 -w 2 -o "$TMP/l.jsonl"

@@ -105,6 +105,10 @@ class Tensor:
     def item(self):
         return self.tolist()[0]
 
+    def __getitem__(self, i):   # row i, the stand-in's one index
+        row = len(self._data) // self._shape[0]
+        return Tensor(self.dtype, self._shape[1:], self._data[i * row:(i + 1) * row])
+
 
 class no_grad:
     def __enter__(self):

@@ -11,4 +11,11 @@ def create_input_tensor(rank, world_size, problem_id, base_shape, dtype, trial=0
         return (torch.tensor([0.0] * 6, dtype).reshape(2, 3), torch.nn.Linear(3, 2, dtype), None)
     if problem_id == 35:   # 035: (M, N) on every rank, pkb's rows differ per rank
         return (torch.tensor([0.0] * (1024 * 2), dtype).reshape(1024, 2), 0, None)
+    if problem_id == 67:   # 067: R, the entries a rank receives, depends on the data
+        return (torch.tensor([0] * 4, torch.int64), torch.tensor([0.0] * 8, dtype).reshape(4, 2), 100000, None)
+    if problem_id == 68:   # 068: the original's 111e6-row table (here 8 rows), pkb's 2^22
+        return (torch.tensor([0.0] * 16, dtype).reshape(8, 2), torch.tensor([0] * 3, torch.int64),
+                torch.tensor([0.0] * 4, dtype).reshape(2, 2), 111000000, None)
+    if problem_id == 70:   # 070: values as long as its own random lengths sum to
+        return (torch.tensor([1, 2, 3, 1], torch.int64), torch.tensor([0] * 7, torch.int64), [1, 1], 2, None)
     return (torch.tensor([0.0] * 6, dtype).reshape(2, 3),)
