@@ -13,7 +13,9 @@
  * The vs-original column likewise, from tools/crosscheck's results
  * (*crosscheck*.jsonl): the world sizes at which the newest record of
  * (problem, W) agrees with the original, and the first W where it does not,
- * with what it found ("2,4", "2 layout@4", "-").
+ * with what it found ("2,4", "2 layout@4", "-"). A record of the control
+ * (tools/crosscheck -g: torch's reduced-precision GEMM reductions) is not
+ * the comparison and is skipped.
  */
 #include "validated.h"
 #include "exitcode.h"
@@ -290,13 +292,32 @@ json_t *validated_load(void)
 	return newest;
 }
 
-/* a tools/crosscheck record: "problem W" -> its result; not_run says nothing */
+/* whether a tools/crosscheck record is of -g, the control: its
+ * gemm_reductions is not "fp32" (the comparison's), or, in a record from
+ * before that field (2026-11-28's fp32off file), a note says -g */
+static int crosscheck_control(json_t *r)
+{
+	const char *g = json_string_value(json_object_get(r, "gemm_reductions"));
+	if (g)
+		return strcmp(g, "fp32") != 0;
+	size_t i;
+	json_t *note;
+	json_array_foreach(json_object_get(r, "notes"), i, note) {
+		const char *s = json_string_value(note);
+		if (s && strstr(s, "(-g: the control)"))
+			return 1;
+	}
+	return 0;
+}
+
+/* a tools/crosscheck record: "problem W" -> its result; not_run and the
+ * control say nothing */
 static void crosscheck_record(json_t *r, json_t *newest)
 {
 	const char *p = json_string_value(json_object_get(r, "problem"));
 	const char *res = json_string_value(json_object_get(r, "result"));
 	json_t *w = json_object_get(r, "world");
-	if (p && res && json_is_integer(w) && strcmp(res, "not_run")) {
+	if (p && res && json_is_integer(w) && strcmp(res, "not_run") && !crosscheck_control(r)) {
 		char *key = xstrfmt("%s %lld", p, (long long)json_integer_value(w));
 		json_object_set_new(newest, key, json_string(res));
 		free(key);

@@ -612,6 +612,19 @@ def die_with_parent():
         pass
 
 
+# the note every rank of a -g run writes: the control, not the comparison
+CONTROL_NOTE = "crosscheck: the original's GEMMs with torch's default reductions (-g: the control)"
+
+
+def gemm_reductions(record):
+    """how the original's bf16/fp16 GEMMs reduced in a tools/crosscheck
+    record: "torch_default" under -g (the control, not the comparison) or
+    "fp32"; one from before the record's field says -g by its note"""
+    if "gemm_reductions" in record:
+        return record["gemm_reductions"]
+    return "torch_default" if CONTROL_NOTE in record.get("notes", []) else "fp32"
+
+
 def full_precision_gemms(torch, notes):
     """bf16 and fp16 GEMMs reduce in fp32, as pkb's references do
     (include/pkb_ref.cuh: CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
@@ -663,8 +676,7 @@ def rank_main(rank, world, opts):
 
         restore_gemms = lambda: None
         if opts.torch_gemms:
-            report["notes"].append("crosscheck: the original's GEMMs with torch's default "
-                                   "reductions (-g: the control)")
+            report["notes"].append(CONTROL_NOTE)
         else:
             restore_gemms = full_precision_gemms(torch, report["notes"])
         sys.path.insert(0, opts.orig)

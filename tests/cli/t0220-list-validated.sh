@@ -67,7 +67,11 @@ assert d[1] == [2, 8] and d[2] == [] and d[3] == [2] and d[4] == [], d
 PY
 # vs-original, from tools/crosscheck's records: the newest per (problem, W);
 # W listed where it agrees, then the first W where it does not
-x() { printf '{"problem":"%s","world":%s,"dtype":"bf16","result":"%s","detail":"","notes":[]}\n' "$2" "$3" "$4" >> "$R/$1"; }
+# x FILE PROBLEM W RESULT [notes, JSON strings] [extra JSON fields]
+x() {
+	printf '{"problem":"%s","world":%s,"dtype":"bf16","result":"%s","detail":"","notes":[%s]%s}\n' \
+		"$2" "$3" "$4" "${5:-}" "${6:-}" >> "$R/$1"
+}
 x 2026-01-01_crosscheck.jsonl 001_allreduce 2 agree
 x 2026-01-01_crosscheck.jsonl 001_allreduce 4 disagree
 x 2026-01-02_crosscheck.jsonl 001_allreduce 4 agree
@@ -77,18 +81,25 @@ x 2026-01-01_crosscheck.jsonl 002_allgather 4 layout
 x 2026-01-01_crosscheck.jsonl 003_broadcast 2 disagree
 x 2026-01-02_crosscheck.jsonl 003_broadcast 2 original_failed
 x 2026-01-01_suite_x.jsonl 004_reduce 2 agree   # not a crosscheck file: not read
+# a record of -g, the control (torch's reduced-precision GEMM reductions),
+# is not the comparison, however new: marked by its gemm_reductions field,
+# or, before that field, by its note (2026-11-28's fp32off file)
+x 2026-01-03_crosscheck_g.jsonl 001_allreduce 2 disagree '' ',"gemm_reductions":"torch_default"'
+x 2026-01-03_crosscheck_g.jsonl 001_allreduce 4 disagree \
+	"\"crosscheck: the original's GEMMs with torch's default reductions (-g: the control)\""
+x 2026-01-03_crosscheck_g.jsonl 003_broadcast 4 agree '' ',"gemm_reductions":"fp32"'
 expect_exit 0 "$PKB" list
 expect_grep '^id .* gpu-validated +vs-original +origin' "$TMP/out"
 expect_grep '^001 .* any>=2 +2,8 +2,4 +torch' "$TMP/out"
 expect_grep '^002 .* any>=2 +- +2 layout@4 +torch' "$TMP/out"
-expect_grep '^003 .* any>=2 +2 +original_failed@2 +torch' "$TMP/out"
+expect_grep '^003 .* any>=2 +2 +4 original_failed@2 +torch' "$TMP/out"
 expect_grep '^004 .* any>=2 +- +- +torch' "$TMP/out"
 expect_exit 0 "$PKB" list --json -
 python3 - "$TMP/out" <<'PY' && ok || not_ok "list --json: vs_original"
 import json, sys
 d = {p["id"]: p["vs_original"] for p in json.load(open(sys.argv[1]))}
 assert d[1] == {"2": "agree", "4": "agree"} and d[2] == {"2": "agree", "4": "layout"}, d
-assert d[3] == {"2": "original_failed"} and d[4] == {}, d
+assert d[3] == {"2": "original_failed", "4": "agree"} and d[4] == {}, d
 PY
 # the committed results: the column is read from bench/results without
 # PKB_RESULTS (002's files have all run on GPUs; 001's sandbox escapes of
