@@ -635,18 +635,33 @@ def full_precision_gemms(torch, notes):
     columns, 8192 outputs for 132 SMs) is one cuBLAS splits over K: with
     bf16 partial sums its logits can miss the exact sum that pkb's
     sixteenths guarantee by an ulp or more, which flips a near-tied top-2
-    choice (031, 032) or moves a routing weight (049 at W = 2). -g
-    (--torch-gemms) leaves torch's defaults: the control. Returns what
-    puts them back (the original's timing runs with its own settings)."""
+    choice (031, 032). Split-K itself is a second setting (torch >= 2.10:
+    the flag takes (allow_reduced_precision, allow_splitk)): with it on,
+    cuBLASLt's split-K epilogue adds F.linear's bias to the product already
+    rounded to bf16, T(T(xW) + b), where pkb and the formula round once;
+    049's and 050's 2- and 4-column routers at W = 2 (K = 1024) are split
+    so, which moved routing weights (36 and 527 elements wrong on 4x H200,
+    2026-11-28; reproduced exactly on the host from pkb's inputs, the
+    problems' READMEs). Both are turned off; an older torch takes only the
+    bool, and the note says split-K stayed. -g (--torch-gemms) leaves
+    torch's defaults: the control. Returns what puts them back (the
+    original's timing runs with its own settings)."""
     try:
         m = torch.backends.cuda.matmul
         old = (m.allow_bf16_reduced_precision_reduction, m.allow_fp16_reduced_precision_reduction)
-        m.allow_bf16_reduced_precision_reduction = False
-        m.allow_fp16_reduced_precision_reduction = False
     except AttributeError:
         return lambda: None
+    try:
+        m.allow_bf16_reduced_precision_reduction = (False, False)
+        m.allow_fp16_reduced_precision_reduction = (False, False)
+        splitk = "off"
+    except (TypeError, ValueError, RuntimeError):
+        m.allow_bf16_reduced_precision_reduction = False
+        m.allow_fp16_reduced_precision_reduction = False
+        splitk = "on (this torch takes no allow_splitk)"
     notes.append("crosscheck: the original's bf16/fp16 GEMMs reduce in fp32, as pkb's do "
-                 "(torch's allow_*_reduced_precision_reduction off; on again for its timing)")
+                 "(torch's allow_*_reduced_precision_reduction off, split-K %s; on again for "
+                 "its timing)" % splitk)
 
     def restore():
         m.allow_bf16_reduced_precision_reduction, m.allow_fp16_reduced_precision_reduction = old

@@ -708,6 +708,26 @@ expect_grep "the original's bf16/fp16 GEMMs reduce in fp32" "$TMP/g.jsonl"
 PYTHONPATH=$XC expect_exit 1 "$ROOT/tools/crosscheck" -r "$XC/orig" -p 9 -w 2 -g -o "$TMP/g2.jsonl"
 expect_grep "^disagree +009_layernorm_backward W=2 bf16 +rank 0 out +MISMATCH: 2 of 2 wrong" "$TMP/out"
 expect_grep "with torch's default reductions \(-g: the control\)" "$TMP/g2.jsonl"
+# a torch older than 2.10 takes only a bool: fp32 reductions all the same,
+# and the note says split-K stayed on; restore gives back the defaults
+expect_exit 0 python3 - <<'EOF'
+import types
+from crosscheck import full_precision_gemms
+class Old:
+    def __setattr__(self, k, v):
+        if isinstance(v, tuple):
+            raise TypeError("expected bool")
+        object.__setattr__(self, k, v)
+m = Old()
+m.allow_bf16_reduced_precision_reduction = m.allow_fp16_reduced_precision_reduction = True
+torch = types.SimpleNamespace(backends=types.SimpleNamespace(cuda=types.SimpleNamespace(matmul=m)))
+notes = []
+restore = full_precision_gemms(torch, notes)
+assert m.allow_bf16_reduced_precision_reduction is False and m.allow_fp16_reduced_precision_reduction is False
+assert len(notes) == 1 and "split-K on (this torch takes no allow_splitk)" in notes[0], notes
+restore()
+assert m.allow_bf16_reduced_precision_reduction is True and m.allow_fp16_reduced_precision_reduction is True
+EOF
 # the control's record says so (gemm_reductions; pkb list skips it: t0220),
 # and neither kind of record is kept for the other: the comparison of 009
 # runs in g2's file all the same, and the control again is kept

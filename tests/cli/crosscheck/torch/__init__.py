@@ -152,12 +152,33 @@ def as_tensor(x, device=None):
     return Tensor(float32, [], _pack(float32, [x]))
 
 
+class _ReductionFlag:
+    """one of torch.backends.cuda.matmul's reduction flags as torch >= 2.10
+    has it: a bool, or (allow_reduced_precision, allow_splitk); a bool
+    leaves split-K allowed, and reading gives the first (the stand-in
+    original 9_gemm_flags reads both, through splitk_of)"""
+    def __set_name__(self, owner, name):
+        self.name = "_" + name
+
+    def __get__(self, obj, owner=None):
+        return getattr(obj, self.name, (True, True))[0]
+
+    def __set__(self, obj, value):
+        setattr(obj, self.name, tuple(value) if isinstance(value, tuple) else (True if value else False, True))
+
+
+class _Matmul:
+    allow_bf16_reduced_precision_reduction = _ReductionFlag()
+    allow_fp16_reduced_precision_reduction = _ReductionFlag()
+
+    def splitk_of(self, name):
+        return getattr(self, "_" + name, (True, True))[1]
+
+
 class backends:
     """torch.backends.cuda.matmul's reduction flags, torch's defaults"""
     class cuda:
-        class matmul:
-            allow_bf16_reduced_precision_reduction = True
-            allow_fp16_reduced_precision_reduction = True
+        matmul = _Matmul()
 
 
 class cuda:
