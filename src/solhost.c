@@ -625,6 +625,31 @@ static json_t *recv_json(struct rank_env *E, enum msg_type want)
 	return j;
 }
 
+/* "fini": the solution's pkb_fini, the communicator's destroy, and the
+ * last look for its work */
+static void sol_fini(struct rank_env *E, struct solution *s)
+{
+	/* graphs hold the solution's kernels (NCCL's too): gone before its
+	 * pkb_fini and the communicator's destroy */
+	for (int g = 0; g < perf.groups; g++)
+		if (perf.exec[g])
+			cudaGraphExecDestroy(perf.exec[g]);
+	sol_setup_call(E, s, 1);
+	if (E->nccl)
+		E->nccl_api->CommDestroy(E->nccl);
+	/* the last look: work a thread of the solution launched after
+	 * pkb_fini's own wait (the judge looks too, after the exit, for what
+	 * a fault under MPS did to it) */
+	cudaError_t e = cudaDeviceSynchronize();
+	if (e == cudaSuccess)
+		e = cudaGetLastError();
+	if (e != cudaSuccess)
+		rank_fail(E, OUT_RUNTIME_ERROR, "the %s's work after its pkb_fini: %s", s->role,
+			  cudaGetErrorString(e));
+	if (py.scratch)
+		rm_rf(py.scratch);   /* Triton's cache: nothing outlives the process */
+}
+
 int solhost_main(int early_device)
 {
 	struct rank_env *E = xcalloc(1, sizeof *E);
@@ -677,41 +702,20 @@ int solhost_main(int early_device)
 			reply_op(E, "ok");
 		} else if (!strcmp(op, "block")) {
 			perf_block(E, cmd);
-		} else if (!strcmp(op, "fini")) {
-			/* graphs hold the solution's kernels (NCCL's too): gone
-			 * before its pkb_fini and the communicator's destroy */
-			for (int g = 0; g < perf.groups; g++)
-				if (perf.exec[g])
-					cudaGraphExecDestroy(perf.exec[g]);
-			sol_setup_call(E, s, 1);
-			if (E->nccl)
-				E->nccl_api->CommDestroy(E->nccl);
-			/* the last look: work a thread of the solution launched
-			 * after pkb_fini's own wait (the judge looks too, after
-			 * the exit, for what a fault under MPS did to it) */
-			cudaError_t e = cudaDeviceSynchronize();
-			if (e == cudaSuccess)
-				e = cudaGetLastError();
-			if (e != cudaSuccess)
-				rank_fail(E, OUT_RUNTIME_ERROR, "the %s's work after its pkb_fini: %s",
-					  s->role, cudaGetErrorString(e));
-			if (py.scratch)
-				rm_rf(py.scratch);   /* Triton's cache: nothing outlives the process */
+		} else if (!strcmp(op, "fini") || !strcmp(op, "exit")) {
+			if (!strcmp(op, "fini"))
+				sol_fini(E, s);
+			else if (strcmp(s->role, "reference"))
+				/* "exit" is the reference's in eval (rank.c:
+				 * sol_stop); a candidate's pkb_fini always runs,
+				 * and is watched */
+				rank_fail(E, OUT_INTERNAL, "\"exit\" without pkb_fini for the %s",
+					  s->role);
 			E->finishing = 1;
 			reply_op(E, "ok");
 			json_decref(cmd);
 			fflush(NULL);
 			_exit(0);   /* what is left, the exit frees */
-		} else if (!strcmp(op, "exit")) {
-			/* the reference in eval (rank.c:sol_stop); a candidate's
-			 * pkb_fini always runs, and is watched */
-			if (strcmp(s->role, "reference"))
-				rank_fail(E, OUT_INTERNAL, "\"exit\" without pkb_fini for the %s", s->role);
-			E->finishing = 1;
-			reply_op(E, "ok");
-			json_decref(cmd);
-			fflush(NULL);
-			_exit(0);
 		} else {
 			rank_fail(E, OUT_INTERNAL, "an unknown command '%.20s' from the judge", op);
 		}
